@@ -1,0 +1,95 @@
+//! Criterion benches of the seed kernels against plain scalar versions of the same work.
+//!
+//! Run with `make bench-rust` (`cargo bench --no-default-features`).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use mmfast::transforms::{
+    deinterleave_rgb_to_planes, f32_as_le_bytes, pad_and_normalize_to_tensor, Normalize,
+};
+
+const SIZES: [(usize, usize); 3] = [(480, 640), (1080, 1920), (3024, 4032)];
+const MEAN: [f64; 3] = [0.481_454_66, 0.457_827_5, 0.408_210_73];
+const STD: [f64; 3] = [0.268_629_54, 0.261_302_58, 0.275_777_11];
+
+fn image(h: usize, w: usize) -> Vec<u8> {
+    (0..h * w * 3)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// The per-pixel loop the block kernel replaced: index arithmetic and arithmetic per value.
+fn scalar_planes(src: &[u8], (h, w): (usize, usize), dst: &mut [f32]) {
+    let n = h * w;
+    for p in 0..n {
+        for c in 0..3 {
+            let v = (f64::from(src[p * 3 + c]) / 255.0) as f32;
+            dst[c * n + p] = (v - MEAN[c] as f32) / STD[c] as f32;
+        }
+    }
+}
+
+/// Padding through an intermediate padded image, as before the fused kernel.
+fn scalar_pad(src: &[u8], (h, w): (usize, usize), (ch, cw): (usize, usize), dst: &mut [f32]) {
+    let mut padded = vec![0u8; ch * cw * 3];
+    for y in 0..h {
+        padded[y * cw * 3..(y * cw + w) * 3].copy_from_slice(&src[y * w * 3..(y + 1) * w * 3]);
+    }
+    scalar_planes(&padded, (ch, cw), dst);
+}
+
+fn deinterleave(c: &mut Criterion) {
+    let norm = Normalize::new(MEAN, STD, 1.0 / 255.0).unwrap();
+    let mut group = c.benchmark_group("deinterleave_rgb_to_planes");
+    for (h, w) in SIZES {
+        let src = image(h, w);
+        let mut dst = vec![0f32; 3 * h * w];
+        group.throughput(Throughput::Elements((h * w) as u64));
+        let id = format!("{w}x{h}");
+        group.bench_with_input(BenchmarkId::new("mmfast", &id), &src, |b, src| {
+            b.iter(|| deinterleave_rgb_to_planes(src, (h, w), &norm, &mut dst).unwrap());
+        });
+        group.bench_with_input(BenchmarkId::new("scalar", &id), &src, |b, src| {
+            b.iter(|| scalar_planes(src, (h, w), &mut dst));
+        });
+    }
+}
+
+fn pad(c: &mut Criterion) {
+    let norm = Normalize::new(MEAN, STD, 1.0 / 255.0).unwrap();
+    let mut group = c.benchmark_group("pad_and_normalize_to_tensor");
+    for (h, w) in SIZES {
+        let src = image(h, w);
+        let canvas = (h.div_ceil(336) * 336, w.div_ceil(336) * 336);
+        let mut dst = vec![0f32; 3 * canvas.0 * canvas.1];
+        group.throughput(Throughput::Elements((canvas.0 * canvas.1) as u64));
+        let id = format!("{w}x{h}");
+        group.bench_with_input(BenchmarkId::new("mmfast", &id), &src, |b, src| {
+            b.iter(|| pad_and_normalize_to_tensor(src, (h, w), canvas, &norm, &mut dst).unwrap());
+        });
+        group.bench_with_input(BenchmarkId::new("scalar", &id), &src, |b, src| {
+            b.iter(|| scalar_pad(src, (h, w), canvas, &mut dst));
+        });
+    }
+}
+
+fn serialise(c: &mut Criterion) {
+    let mut group = c.benchmark_group("serialize_pixel_values");
+    for (h, w) in SIZES {
+        let values: Vec<f32> = image(h, w).iter().map(|&v| f32::from(v) / 255.0).collect();
+        group.throughput(Throughput::Bytes((values.len() * 4) as u64));
+        let id = format!("{w}x{h}");
+        group.bench_with_input(BenchmarkId::new("mmfast", &id), &values, |b, v| {
+            b.iter(|| f32_as_le_bytes(v).into_owned());
+        });
+        group.bench_with_input(BenchmarkId::new("scalar", &id), &values, |b, v| {
+            b.iter(|| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+        });
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = deinterleave, pad, serialise
+}
+criterion_main!(benches);

@@ -1,0 +1,61 @@
+"""mmfast: images to the exact tensors vision-language models expect.
+
+Bit-for-bit the numbers transformers computes, from a Rust core that runs with the
+GIL released. Shapes are ``(height, width)``; images are HWC uint8 RGB, tensors are
+CHW float32.
+
+The compiled core is imported on first use, so :mod:`mmfast.reference` (pure
+NumPy) and :mod:`mmfast.errors` work without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from mmfast.errors import (
+    ImageDecodeError,
+    ImageTooLargeError,
+    MmfastError,
+    UnsupportedModelError,
+)
+
+if TYPE_CHECKING:
+    from mmfast._native import (
+        deinterleave_rgb_to_planes,
+        deserialize_pixel_values,
+        pad_and_normalize_to_tensor,
+        serialize_pixel_values,
+    )
+
+__all__ = [
+    "ImageDecodeError",
+    "ImageTooLargeError",
+    "MmfastError",
+    "UnsupportedModelError",
+    "deinterleave_rgb_to_planes",
+    "deserialize_pixel_values",
+    "pad_and_normalize_to_tensor",
+    "serialize_pixel_values",
+]
+
+# Public name -> the module that defines it, loaded on first access (PEP 562).
+_LAZY = {
+    "deinterleave_rgb_to_planes": "mmfast._native",
+    "deserialize_pixel_values": "mmfast._native",
+    "pad_and_normalize_to_tensor": "mmfast._native",
+    "serialize_pixel_values": "mmfast._native",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mmfast' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

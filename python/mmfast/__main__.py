@@ -1,0 +1,5 @@
+import sys
+
+from mmfast.cli import main
+
+sys.exit(main())

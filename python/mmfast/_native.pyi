@@ -1,0 +1,27 @@
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "deinterleave_rgb_to_planes",
+    "deserialize_pixel_values",
+    "pad_and_normalize_to_tensor",
+    "serialize_pixel_values",
+]
+
+def deinterleave_rgb_to_planes(
+    image: NDArray[np.uint8],
+    mean: Sequence[float] = (0.0, 0.0, 0.0),
+    std: Sequence[float] = (1.0, 1.0, 1.0),
+    rescale_factor: float = ...,
+) -> NDArray[np.float32]: ...
+def pad_and_normalize_to_tensor(
+    image: NDArray[np.uint8],
+    canvas_size: tuple[int, int],
+    mean: Sequence[float] = (0.0, 0.0, 0.0),
+    std: Sequence[float] = (1.0, 1.0, 1.0),
+    rescale_factor: float = ...,
+) -> NDArray[np.float32]: ...
+def serialize_pixel_values(tensor: NDArray[np.float32]) -> bytes: ...
+def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.float32]: ...

@@ -1,0 +1,150 @@
+"""Pure-NumPy twins of mmfast's native kernels, for parity tests.
+
+Each function has the same signature, the same output (bit for bit) and raises the
+same :class:`~mmfast.errors.MmfastError` for bad input as its twin in :mod:`mmfast`.
+It needs only NumPy and :mod:`mmfast.errors`, not the compiled core, so another
+implementation (a Go or Rust gateway, say) can import it to run cross-language
+parity tests. It is written for clarity, not speed.
+
+The arithmetic is transformers' PIL backend: ``rescale`` multiplies in float64 and
+rounds to float32, then ``normalize`` subtracts and divides in float32 by the mean
+and std rounded to float32.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mmfast.errors import MmfastError
+
+__all__ = [
+    "deinterleave_rgb_to_planes",
+    "deserialize_pixel_values",
+    "pad_and_normalize_to_tensor",
+    "serialize_pixel_values",
+]
+
+
+def _describe(obj: object) -> str:
+    if isinstance(obj, np.ndarray):
+        return f"an array of dtype {obj.dtype} with shape {obj.shape}"
+    return type(obj).__qualname__
+
+
+def _check_image(image: object) -> NDArray[np.uint8]:
+    expected = "a numpy.ndarray of dtype uint8 and shape (height, width, 3)"
+    if not (isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3):
+        raise MmfastError(f"image: expected {expected}, got {_describe(image)}")
+    if image.shape[2] != 3 or image.size == 0:
+        raise MmfastError(f"image: expected {expected}, non-empty, got {_describe(image)}")
+    return image
+
+
+def _channel_values(arg: str, values: Sequence[float]) -> NDArray[np.float32]:
+    try:
+        as_f64 = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise MmfastError(
+            f"{arg}: expected a sequence of 3 floats (one per RGB channel), got {values!r}"
+        ) from None
+    if len(as_f64) != 3:
+        raise MmfastError(
+            f"{arg}: expected 3 values (one per RGB channel), got {len(as_f64)} values"
+        )
+    with np.errstate(over="ignore"):
+        as_f32 = np.array(as_f64, dtype=np.float32)
+    return as_f32
+
+
+def _normalized(
+    image: NDArray[np.uint8],
+    mean: Sequence[float],
+    std: Sequence[float],
+    rescale_factor: float,
+) -> NDArray[np.float32]:
+    """(3, H, W) float32: transformers' rescale then normalize, channels first."""
+    m = _channel_values("mean", mean)
+    s = _channel_values("std", std)
+    if not math.isfinite(rescale_factor):
+        raise MmfastError(f"rescale_factor: expected a finite float, got {rescale_factor}")
+    if not np.isfinite(m).all():
+        raise MmfastError(f"mean: expected finite float32 values, got {list(mean)}")
+    if not (np.isfinite(s).all() and (s != 0).all()):
+        raise MmfastError(f"std: expected finite, non-zero float32 values, got {list(std)}")
+    rescaled = (image.astype(np.float64) * rescale_factor).astype(np.float32)
+    planes: NDArray[np.float32] = ((rescaled - m) / s).transpose(2, 0, 1)
+    return planes
+
+
+def deinterleave_rgb_to_planes(
+    image: NDArray[np.uint8],
+    mean: Sequence[float] = (0.0, 0.0, 0.0),
+    std: Sequence[float] = (1.0, 1.0, 1.0),
+    rescale_factor: float = 1 / 255,
+) -> NDArray[np.float32]:
+    """HWC uint8 RGB (H, W, 3) -> normalised CHW float32 (3, H, W)."""
+    return np.ascontiguousarray(_normalized(_check_image(image), mean, std, rescale_factor))
+
+
+def pad_and_normalize_to_tensor(
+    image: NDArray[np.uint8],
+    canvas_size: tuple[int, int],
+    mean: Sequence[float] = (0.0, 0.0, 0.0),
+    std: Sequence[float] = (1.0, 1.0, 1.0),
+    rescale_factor: float = 1 / 255,
+) -> NDArray[np.float32]:
+    """HWC uint8 RGB -> CHW float32 of ``canvas_size`` (height, width); image top-left.
+
+    The rest of the canvas is the normalised value of black (pixel value 0).
+    """
+    image = _check_image(image)
+    h, w = image.shape[:2]
+    try:
+        ch, cw = (int(v) for v in canvas_size)
+    except (TypeError, ValueError):
+        raise MmfastError(
+            f"canvas_size: expected a (height, width) pair of non-negative integers, "
+            f"got {canvas_size!r}"
+        ) from None
+    if ch < h or cw < w:
+        raise MmfastError(
+            f"canvas_size: expected at least the image size ({h}, {w}), got {(ch, cw)}"
+        )
+    black = _normalized(np.zeros((1, 1, 3), np.uint8), mean, std, rescale_factor)
+    out = np.empty((3, ch, cw), np.float32)
+    out[...] = black
+    out[:, :h, :w] = _normalized(image, mean, std, rescale_factor)
+    return out
+
+
+def serialize_pixel_values(tensor: NDArray[np.float32]) -> bytes:
+    """float32 array -> C-order little-endian bytes."""
+    if not (isinstance(tensor, np.ndarray) and tensor.dtype == np.float32):
+        raise MmfastError(
+            f"tensor: expected a numpy.ndarray of dtype float32, got {_describe(tensor)}"
+        )
+    return np.ascontiguousarray(tensor, dtype="<f4").tobytes()
+
+
+def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.float32]:
+    """Little-endian float32 bytes -> a new, writable float32 array of ``shape``."""
+    if not isinstance(data, bytes):
+        raise MmfastError(f"data: expected bytes, got {_describe(data)}")
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise MmfastError(f"shape: expected a sequence of non-negative integers, got {shape!r}")
+    count = math.prod(dims)
+    if count >= 2**64:
+        raise MmfastError(
+            f"shape: the element count of shape {list(dims)} overflows the address space"
+        )
+    if 4 * count != len(data):
+        raise MmfastError(
+            f"data: expected {4 * count} bytes for shape {list(dims)} (4 per float32), "
+            f"got {len(data)} bytes"
+        )
+    return np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(dims)
