@@ -5,6 +5,7 @@
 //! (`mmfast._native`), compiled with the `python` feature.
 
 pub mod error;
+pub mod image;
 pub mod transforms;
 
 #[cfg(feature = "python")]
@@ -25,7 +26,12 @@ mod _native {
     use pyo3::prelude::*;
     use pyo3::types::PyBytes;
 
+    use std::ffi::{c_char, c_void, CStr};
+
+    use pyo3::types::{PyCapsule, PyCapsuleMethods};
+
     use crate::error::TransformError;
+    use crate::image::{self, Orientation};
     use crate::transforms::{self, Normalize};
 
     pyo3::import_exception!(mmfast.errors, MmfastError);
@@ -119,26 +125,23 @@ mod _native {
         }
     }
 
-    /// A zeroed f32 buffer of `len` values, or a `MemoryError` instead of an abort.
+    /// A zeroed buffer of `len` values, or a `MemoryError` instead of an abort.
     ///
-    /// Zeroed by the allocator (`calloc`), which gets fresh pages from the OS already
-    /// zero: writing zeros ourselves cost a full extra pass, 101 ms instead of 35 ms for
-    /// a 4032x3024 tensor (`mmfast bench`, 2-core `x86_64` VM).
-    fn alloc_f32(arg: &'static str, len: usize) -> PyResult<Vec<f32>> {
-        let oom = || PyMemoryError::new_err(format!("{arg}: cannot allocate {len} float32 values"));
-        let layout = std::alloc::Layout::array::<f32>(len).map_err(|_| oom())?;
+    /// Zeroed by the allocator (`calloc`), which takes fresh pages from the OS already
+    /// zero, where `vec.resize(len, 0)` would write every byte once more before the
+    /// kernel writes it again.
+    fn alloc_zeroed<T: bytemuck::Zeroable>(arg: &'static str, len: usize) -> PyResult<Vec<T>> {
+        let oom = || PyMemoryError::new_err(format!("{arg}: cannot allocate {len} values"));
+        let layout = std::alloc::Layout::array::<T>(len).map_err(|_| oom())?;
         if layout.size() == 0 {
             return Ok(Vec::new());
         }
         // SAFETY: the layout has a non-zero size; a non-null pointer from the global
-        // allocator with exactly this layout, fully zeroed (a valid f32 0.0), is what
-        // `Box<[f32]>` of `len` values requires.
+        // allocator with exactly this layout, all bytes zero (a valid `T` by `Zeroable`),
+        // is what a `Box<[T]>` of `len` values requires.
         unsafe {
-            #[allow(
-                clippy::cast_ptr_alignment,
-                reason = "the layout is f32's, so is its alignment"
-            )]
-            let ptr = std::alloc::alloc_zeroed(layout).cast::<f32>();
+            #[allow(clippy::cast_ptr_alignment, reason = "the layout is T's, so is its alignment")]
+            let ptr = std::alloc::alloc_zeroed(layout).cast::<T>();
             if ptr.is_null() {
                 return Err(oom());
             }
@@ -171,7 +174,7 @@ mod _native {
         let norm = normalize(mean, std, rescale_factor)?;
         let src = rgb_image(image)?;
         let (h, w) = (src.shape()[0], src.shape()[1]);
-        let mut out = alloc_f32("image", 3 * h * w)?;
+        let mut out = alloc_zeroed::<f32>("image", 3 * h * w)?;
         let pixels = src.as_slice().expect("standard layout");
         py.detach(|| transforms::deinterleave_rgb_to_planes(pixels, (h, w), &norm, &mut out))?;
         Ok(into_chw(py, out, (h, w)))
@@ -209,7 +212,7 @@ mod _native {
             ));
         }
         let len = transforms::checked_len("canvas_size", &[3, canvas.0, canvas.1])?;
-        let mut out = alloc_f32("canvas_size", len)?;
+        let mut out = alloc_zeroed::<f32>("canvas_size", len)?;
         let pixels = src.as_slice().expect("standard layout");
         py.detach(|| transforms::pad_and_normalize_to_tensor(pixels, (h, w), canvas, &norm, &mut out))?;
         Ok(into_chw(py, out, canvas))
@@ -292,10 +295,114 @@ mod _native {
                 format!("{} bytes", data.len()),
             ));
         }
-        let mut out = alloc_f32("shape", len)?;
+        let mut out = alloc_zeroed::<f32>("shape", len)?;
         py.detach(|| transforms::f32_from_le_bytes(data, &mut out))?;
         Ok(Array::from_shape_vec(IxDyn(&dims), out)
             .expect("length checked above")
+            .into_pyarray(py))
+    }
+
+    /// The Arrow C data interface's `ArrowSchema` (a stable C ABI).
+    #[repr(C)]
+    struct ArrowSchema {
+        format: *const c_char,
+        name: *const c_char,
+        metadata: *const c_char,
+        flags: i64,
+        n_children: i64,
+        children: *mut *mut ArrowSchema,
+        dictionary: *mut ArrowSchema,
+        release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
+        private_data: *mut c_void,
+    }
+
+    /// The Arrow C data interface's `ArrowArray` (a stable C ABI).
+    #[repr(C)]
+    struct ArrowArray {
+        length: i64,
+        null_count: i64,
+        offset: i64,
+        n_buffers: i64,
+        n_children: i64,
+        buffers: *mut *const c_void,
+        children: *mut *mut ArrowArray,
+        dictionary: *mut ArrowArray,
+        release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
+        private_data: *mut c_void,
+    }
+
+    /// The pixel bytes Pillow exports through `__arrow_c_array__`, and bytes per pixel.
+    ///
+    /// Pillow exports 4-byte modes (RGB is stored as RGBX) as a fixed-size list `+w:4`
+    /// of `C` (uint8), and 1-byte modes as plain `C`; either way one element per pixel.
+    ///
+    /// # Safety
+    /// The returned slice borrows memory owned by `array_capsule`, which must outlive it.
+    unsafe fn arrow_pixels<'a>(
+        schema_capsule: &Bound<'_, PyCapsule>,
+        array_capsule: &'a Bound<'_, PyCapsule>,
+        pixels: usize,
+    ) -> PyResult<(&'a [u8], usize)> {
+        let bad = |why: &str| fail("image", "Pillow's Arrow export of an RGB or L image", why);
+        let schema = schema_capsule
+            .pointer_checked(Some(c"arrow_schema"))?
+            .cast::<ArrowSchema>();
+        let array = array_capsule
+            .pointer_checked(Some(c"arrow_array"))?
+            .cast::<ArrowArray>();
+        // SAFETY: both capsules hold live Arrow structures by their names' contract.
+        let (schema, array) = unsafe { (schema.as_ref(), array.as_ref()) };
+        // SAFETY: `format` is a NUL-terminated string by the Arrow spec.
+        let format = unsafe { CStr::from_ptr(schema.format) }.to_bytes();
+        let (channels, data) = match format {
+            b"+w:4" if array.n_children == 1 => {
+                // SAFETY: `n_children` == 1 so `children[0]` is a valid child array.
+                let child = unsafe { &**array.children };
+                (4, child)
+            }
+            b"C" => (1, array),
+            other => return Err(bad(&format!("Arrow format {:?}", String::from_utf8_lossy(other)))),
+        };
+        if data.n_buffers != 2
+            || data.offset != 0
+            || usize::try_from(data.length).ok() != Some(pixels * channels)
+        {
+            return Err(bad("an unexpected buffer layout"));
+        }
+        // SAFETY: buffer 1 of a primitive array is its data: `length` uint8 values.
+        let ptr = unsafe { *data.buffers.add(1) }.cast::<u8>();
+        if ptr.is_null() {
+            return Err(bad("a null data buffer"));
+        }
+        // SAFETY: as above; the memory lives as long as the array capsule.
+        Ok((
+            unsafe { std::slice::from_raw_parts(ptr, pixels * channels) },
+            channels,
+        ))
+    }
+
+    /// Oriented (H, W, 3) uint8 RGB from a Pillow image's Arrow export (RGB or L mode).
+    ///
+    /// ``capsules`` is ``image.__arrow_c_array__()``, ``size`` the image's ``(height,
+    /// width)`` and ``orientation`` an EXIF orientation (1..8, others mean upright).
+    /// Pillow's pixel memory is read in place, once, with the GIL released.
+    #[pyfunction]
+    fn rgb_from_arrow<'py>(
+        py: Python<'py>,
+        capsules: (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>),
+        size: &Bound<'py, PyAny>,
+        orientation: i64,
+    ) -> PyResult<Bound<'py, PyArray3<u8>>> {
+        let (h, w) = size_pair("size", size)?;
+        let pixels = transforms::checked_len("size", &[h, w])?;
+        // SAFETY: `capsules` outlives `src`, which is dropped at the end of this function.
+        let (src, channels) = unsafe { arrow_pixels(&capsules.0, &capsules.1, pixels)? };
+        let orientation = Orientation::from_exif(orientation);
+        let (oh, ow) = orientation.oriented_size((h, w));
+        let mut out = alloc_zeroed::<u8>("size", pixels * 3)?;
+        py.detach(|| image::to_rgb_oriented(src, channels, (h, w), orientation, &mut out))?;
+        Ok(Array::from_shape_vec((oh, ow, 3), out)
+            .expect("the kernel filled oh * ow * 3 bytes")
             .into_pyarray(py))
     }
 }

@@ -7,6 +7,7 @@ __all__ = [
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
     "pad_and_normalize_to_tensor",
+    "rgb_from_arrow",
     "serialize_pixel_values",
 ]
 
@@ -25,3 +26,6 @@ def pad_and_normalize_to_tensor(
 ) -> NDArray[np.float32]: ...
 def serialize_pixel_values(tensor: NDArray[np.float32]) -> bytes: ...
 def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.float32]: ...
+def rgb_from_arrow(
+    capsules: tuple[object, object], size: tuple[int, int], orientation: int
+) -> NDArray[np.uint8]: ...

@@ -1,0 +1,169 @@
+"""Decoding: bytes or files to HWC uint8 RGB, bit-identical to transformers' PIL chain.
+
+The reference is what transformers does with an image file::
+
+    img = PIL.ImageOps.exif_transpose(PIL.Image.open(source))
+    out = transformers.image_transforms.convert_to_rgb(img, return_numpy=True)
+
+mmfast decodes through Pillow itself (libjpeg-turbo, zlib, libwebp: the very
+decoders that chain uses, with the GIL released while they run), so the pixels are
+Pillow's by construction. What it saves is the copying around the decoder: an RGB or
+grayscale image is decoded into one contiguous block, read in place through Pillow's
+Arrow export, and oriented and packed into the output array by one Rust pass with
+the GIL released, instead of ``exif_transpose`` + ``np.array`` copies.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Union
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from mmfast import _native
+from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
+
+__all__ = ["DEFAULT_MAX_PIXELS", "ImageSource", "decode_image", "image_size", "pil_to_rgb"]
+
+# Twice Pillow's Image.MAX_IMAGE_PIXELS: where Pillow itself refuses to open an image.
+DEFAULT_MAX_PIXELS = 178_956_970
+_ORIENTATION = 0x0112
+# EXIF orientation -> the transpose that undoes it, as in ``ImageOps.exif_transpose``.
+_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+ImageSource = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+
+
+@contextmanager
+def _open(source: ImageSource) -> Iterator[Image.Image]:
+    """``Image.open`` on any source, with Pillow's errors mapped to mmfast's."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        fp: str | os.PathLike[str] | io.BytesIO = io.BytesIO(source)
+    elif isinstance(source, (str, os.PathLike)):
+        fp = source
+    else:
+        raise MmfastError(
+            f"source: expected bytes, a buffer, str or os.PathLike, got {type(source).__qualname__}"
+        )
+    try:
+        im = Image.open(fp)
+    except Image.DecompressionBombError as exc:
+        raise ImageTooLargeError(f"source: {exc}") from exc
+    except UnidentifiedImageError as exc:
+        raise ImageDecodeError(f"source: not an image in a format Pillow reads ({exc})") from exc
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise ImageDecodeError(f"source: cannot read the image header: {exc}") from exc
+    with im:
+        yield im
+
+
+def _orientation(im: Image.Image) -> int:
+    """The EXIF orientation ``ImageOps.exif_transpose`` would apply (1 when none)."""
+    value = im.getexif().get(_ORIENTATION, 1)
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def _load(im: Image.Image) -> None:
+    """Decode the pixels, with decoder failures as ``ImageDecodeError`` naming the format."""
+    try:
+        im.load()
+    except MemoryError:
+        raise
+    except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, struct.error, ...
+        raise ImageDecodeError(f"source: cannot decode the {im.format} image: {exc}") from exc
+
+
+def _check_size(im: Image.Image, max_pixels: int) -> None:
+    w, h = im.size
+    if w * h > max_pixels:
+        raise ImageTooLargeError(
+            f"source: expected at most max_pixels={max_pixels} pixels, "
+            f"got a {w}x{h} {im.format} image ({w * h} pixels)"
+        )
+
+
+def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
+    """An RGB or L Pillow image → (H, W, 3) uint8, oriented, reading Pillow's memory in place.
+
+    Pillow can export an image through Arrow only when all its rows sit in one
+    memory block (images under its 16 MiB block size, or decoded by
+    :func:`decode_image`). Otherwise the pixels are copied once by Pillow.
+    """
+    if im.mode not in ("RGB", "L"):
+        raise MmfastError(f"image: expected a PIL image in mode RGB or L, got mode {im.mode}")
+    try:
+        capsules = im.__arrow_c_array__()
+    except ValueError:  # rows in several blocks: Pillow transposes and packs them
+        if orientation != 1:
+            im = im.transpose(_TRANSPOSE[orientation])
+        return np.array(im.convert("RGB") if im.mode == "L" else im)
+    return _native.rgb_from_arrow(capsules, (im.height, im.width), orientation)
+
+
+def _convert_to_rgb(im: Image.Image) -> Image.Image:
+    """transformers' ``convert_to_rgb``: composite transparency onto white, else convert."""
+    if "A" in im.getbands() or im.info.get("transparency") is not None:
+        background = Image.new("RGBA", im.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
+    return im.convert("RGB")
+
+
+def decode_image(
+    source: ImageSource,
+    *,
+    apply_exif_orientation: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+) -> NDArray[np.uint8]:
+    """Decode an image file to (H, W, 3) uint8 RGB (HWC), as transformers' PIL chain does.
+
+    ``source`` is ``bytes``, a buffer (``bytearray``, ``memoryview``), a ``str`` path
+    or an ``os.PathLike``. Formats: whatever Pillow reads (JPEG, PNG, WebP, GIF's first
+    frame, BMP, TIFF, ...). EXIF orientation is applied unless
+    ``apply_exif_orientation=False``; transparency is composited onto white.
+
+    Raises ``ImageTooLargeError`` when width x height exceeds ``max_pixels``, checked
+    from the header before any pixel memory is allocated, and ``ImageDecodeError``
+    for corrupt, truncated or unsupported data. (Pillow also refuses images over
+    twice its own ``Image.MAX_IMAGE_PIXELS``, and warns over it, whatever
+    ``max_pixels`` says.)
+    """
+    with _open(source) as im:
+        _check_size(im, max_pixels)
+        if im.mode in ("RGB", "L") and "transparency" not in im.info:
+            # Decode into one block so the pixels can be read in place (see module doc).
+            im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
+            _load(im)
+            return pil_to_rgb(im, _orientation(im) if apply_exif_orientation else 1)
+        _load(im)
+        oriented = ImageOps.exif_transpose(im) if apply_exif_orientation else im
+        return pil_to_rgb(_convert_to_rgb(oriented))
+
+
+def image_size(source: ImageSource) -> tuple[int, int]:
+    """``(height, width)`` of an image after EXIF orientation, from its header alone.
+
+    No pixels are decoded. A PNG whose EXIF chunk comes after the pixel data reads as
+    upright here (Pillow would have to decode to find it); :func:`decode_image` still
+    applies it.
+    """
+    with _open(source) as im:
+        w, h = im.size
+        if im.format == "PNG" and "exif" not in im.info:
+            return h, w
+        swapped = _orientation(im) in (5, 6, 7, 8)
+        return (w, h) if swapped else (h, w)

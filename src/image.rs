@@ -1,0 +1,202 @@
+//! Decoded-pixel kernels: Pillow's pixel buffers to oriented HWC RGB.
+
+use crate::error::{invalid, TransformError};
+use crate::transforms::checked_len;
+
+/// An EXIF orientation (tag 0x0112), as Pillow's `ImageOps.exif_transpose` applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Orientation {
+    /// 1: stored upright.
+    Identity,
+    /// 2: `FLIP_LEFT_RIGHT`.
+    MirrorX,
+    /// 3: `ROTATE_180`.
+    Rotate180,
+    /// 4: `FLIP_TOP_BOTTOM`.
+    MirrorY,
+    /// 5: `TRANSPOSE` (mirror about the main diagonal).
+    Transpose,
+    /// 6: `ROTATE_270` (90 degrees clockwise).
+    Rotate270,
+    /// 7: `TRANSVERSE` (mirror about the anti-diagonal).
+    Transverse,
+    /// 8: `ROTATE_90` (90 degrees counter-clockwise).
+    Rotate90,
+}
+
+impl Orientation {
+    /// The orientation for an EXIF tag value; values outside 1..=8 mean upright, as in Pillow.
+    #[must_use]
+    pub fn from_exif(tag: i64) -> Self {
+        match tag {
+            2 => Self::MirrorX,
+            3 => Self::Rotate180,
+            4 => Self::MirrorY,
+            5 => Self::Transpose,
+            6 => Self::Rotate270,
+            7 => Self::Transverse,
+            8 => Self::Rotate90,
+            _ => Self::Identity,
+        }
+    }
+
+    /// Whether height and width swap.
+    #[must_use]
+    pub fn swaps_axes(self) -> bool {
+        matches!(
+            self,
+            Self::Transpose | Self::Rotate270 | Self::Transverse | Self::Rotate90
+        )
+    }
+
+    /// The (height, width) of an image of `size` once oriented.
+    #[must_use]
+    pub fn oriented_size(self, (h, w): (usize, usize)) -> (usize, usize) {
+        if self.swaps_axes() {
+            (w, h)
+        } else {
+            (h, w)
+        }
+    }
+}
+
+/// Pixels of `src` (`channels` bytes each, rows contiguous, `size` = (height, width))
+/// → oriented HWC RGB in `dst`, in one pass.
+///
+/// `channels` is 4 for Pillow's RGB/RGBX layout (the fourth byte is padding and is
+/// dropped), 3 for packed RGB, or 1 for grayscale `L`, whose value is repeated into
+/// R, G and B exactly as Pillow's `convert("RGB")` does.
+///
+/// # Errors
+/// An empty image, an unsupported `channels`, or lengths that do not match.
+pub fn to_rgb_oriented(
+    src: &[u8],
+    channels: usize,
+    size: (usize, usize),
+    orientation: Orientation,
+    dst: &mut [u8],
+) -> Result<(), TransformError> {
+    let (h, w) = size;
+    if h == 0 || w == 0 {
+        return Err(invalid("image", "a non-empty image", format!("size ({h}, {w})")));
+    }
+    if !matches!(channels, 1 | 3 | 4) {
+        return Err(invalid("channels", "1, 3 or 4 bytes per pixel", channels));
+    }
+    let src_len = checked_len("image", &[h, w, channels])?;
+    if src.len() != src_len {
+        return Err(invalid(
+            "image",
+            format!("{src_len} bytes for size ({h}, {w})"),
+            src.len(),
+        ));
+    }
+    if dst.len() != h * w * 3 {
+        return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
+    }
+    let (oh, ow) = orientation.oriented_size(size);
+    // Source index of output pixel (y, x), as (row, column) in the stored image.
+    let source = |y: usize, x: usize| -> (usize, usize) {
+        match orientation {
+            Orientation::Identity => (y, x),
+            Orientation::MirrorX => (y, w - 1 - x),
+            Orientation::Rotate180 => (h - 1 - y, w - 1 - x),
+            Orientation::MirrorY => (h - 1 - y, x),
+            Orientation::Transpose => (x, y),
+            Orientation::Rotate270 => (h - 1 - x, y),
+            Orientation::Transverse => (h - 1 - x, w - 1 - y),
+            Orientation::Rotate90 => (x, w - 1 - y),
+        }
+    };
+    for (y, out_row) in dst.chunks_exact_mut(ow * 3).enumerate().take(oh) {
+        if orientation == Orientation::Identity || orientation == Orientation::MirrorY {
+            // Whole source rows in order: the common case, and a tight loop.
+            let (sy, _) = source(y, 0);
+            copy_row(
+                &src[sy * w * channels..(sy + 1) * w * channels],
+                channels,
+                out_row,
+            );
+            continue;
+        }
+        for (x, px) in out_row.chunks_exact_mut(3).enumerate() {
+            let (sy, sx) = source(y, x);
+            let at = (sy * w + sx) * channels;
+            if channels == 1 {
+                px.fill(src[at]);
+            } else {
+                px.copy_from_slice(&src[at..at + 3]);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
+    match channels {
+        4 => {
+            for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(4)) {
+                d.copy_from_slice(&s[..3]);
+            }
+        }
+        3 => dst.copy_from_slice(src),
+        _ => {
+            for (d, &s) in dst.chunks_exact_mut(3).zip(src) {
+                d.fill(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2x3 RGBX image whose pixel (y, x) has R = 10y + x.
+    fn rgbx() -> Vec<u8> {
+        (0..2)
+            .flat_map(|y| (0..3).flat_map(move |x| [10 * y + x, 100, 200, 255]))
+            .collect()
+    }
+
+    fn red_plane(orientation: Orientation) -> Vec<u8> {
+        let mut out = vec![0; 18];
+        to_rgb_oriented(&rgbx(), 4, (2, 3), orientation, &mut out).unwrap();
+        assert!(out.chunks_exact(3).all(|p| p[1] == 100 && p[2] == 200));
+        out.iter().step_by(3).copied().collect()
+    }
+
+    #[test]
+    fn every_orientation_matches_pillow_transpose() {
+        // Expected red planes, row-major, from Pillow's Image.transpose on the same 3x2 image.
+        let cases = [
+            (Orientation::Identity, vec![0, 1, 2, 10, 11, 12]),
+            (Orientation::MirrorX, vec![2, 1, 0, 12, 11, 10]),
+            (Orientation::Rotate180, vec![12, 11, 10, 2, 1, 0]),
+            (Orientation::MirrorY, vec![10, 11, 12, 0, 1, 2]),
+            (Orientation::Transpose, vec![0, 10, 1, 11, 2, 12]),
+            (Orientation::Rotate270, vec![10, 0, 11, 1, 12, 2]),
+            (Orientation::Transverse, vec![12, 2, 11, 1, 10, 0]),
+            (Orientation::Rotate90, vec![2, 12, 1, 11, 0, 10]),
+        ];
+        for (orientation, want) in cases {
+            assert_eq!(red_plane(orientation), want, "{orientation:?}");
+        }
+    }
+
+    #[test]
+    fn grayscale_repeats_into_three_channels() {
+        let mut out = vec![0; 6];
+        to_rgb_oriented(&[7, 9], 1, (1, 2), Orientation::MirrorX, &mut out).unwrap();
+        assert_eq!(out, [9, 9, 9, 7, 7, 7]);
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let mut out = vec![0; 6];
+        assert!(to_rgb_oriented(&[0; 8], 4, (1, 2), Orientation::Identity, &mut out[..5]).is_err());
+        assert!(to_rgb_oriented(&[0; 7], 4, (1, 2), Orientation::Identity, &mut out).is_err());
+        assert!(to_rgb_oriented(&[0; 4], 2, (1, 2), Orientation::Identity, &mut out).is_err());
+        assert!(to_rgb_oriented(&[], 4, (0, 2), Orientation::Identity, &mut out).is_err());
+    }
+}

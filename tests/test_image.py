@@ -1,0 +1,196 @@
+"""Decoding: bit-identical to transformers' PIL chain, sizes from headers, errors, threads."""
+
+from __future__ import annotations
+
+import io
+import resource
+import struct
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import mmfast
+import numpy as np
+import pytest
+from conftest import SHARED, shared_path
+from mmfast.image import decode_image, image_size, pil_to_rgb
+from PIL import Image, ImageOps
+
+convert_to_rgb = pytest.importorskip("transformers.image_transforms").convert_to_rgb
+
+
+def hf_decode(source: Path | bytes, orient: bool = True) -> np.ndarray:
+    """transformers' chain, the reference for every decode."""
+    with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as im:
+        return convert_to_rgb(ImageOps.exif_transpose(im) if orient else im, return_numpy=True)
+
+
+SHARED_IMAGES = sorted(p.name for p in (SHARED / "images").glob("*")) if SHARED.exists() else []
+
+
+@pytest.mark.parametrize("name", SHARED_IMAGES or ["(shared images absent)"])
+def test_shared_images_match_transformers_chain(name):
+    path = shared_path("images", name)
+    want = hf_decode(path)
+    data = path.read_bytes()
+    for source in (path, str(path), data, memoryview(data), bytearray(data)):
+        got = decode_image(source)
+        assert got.dtype == np.uint8 and got.flags.c_contiguous and got.flags.writeable
+        assert np.array_equal(got, want), f"{name} from {type(source).__name__}"
+    assert image_size(path) == want.shape[:2]
+    assert np.array_equal(decode_image(path, apply_exif_orientation=False), hf_decode(path, False))
+
+
+def gradient(h: int, w: int, mode: str = "RGB", seed: int = 0) -> Image.Image:
+    """A smooth image with noise, so lossy codecs and palettes have real work."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    rgb = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y) % 256], -1)
+    rgb = np.clip(rgb + rng.integers(-20, 21, rgb.shape), 0, 255).astype(np.uint8)
+    im = Image.fromarray(rgb)
+    if mode == "RGBA":
+        im.putalpha(Image.fromarray(((x * 7 + y * 3) % 256).astype(np.uint8)))
+    elif mode != "RGB":
+        im = im.convert(mode)
+    return im
+
+
+def encode(im: Image.Image, fmt: str, **params: object) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, fmt, **params)
+    return buf.getvalue()
+
+
+def palette_with_transparency() -> bytes:
+    im = gradient(23, 31).convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
+    return encode(im, "PNG", transparency=3)
+
+
+GENERATED = {
+    "jpeg_baseline": lambda: encode(gradient(67, 91), "JPEG", quality=90),
+    "jpeg_progressive": lambda: encode(gradient(67, 91), "JPEG", progressive=True),
+    "jpeg_gray": lambda: encode(gradient(40, 33, "L"), "JPEG"),
+    "jpeg_cmyk": lambda: encode(gradient(40, 33, "CMYK"), "JPEG"),
+    "jpeg_420_odd": lambda: encode(gradient(17, 29), "JPEG", subsampling=2),
+    "png_rgb": lambda: encode(gradient(30, 41), "PNG"),
+    "png_rgba": lambda: encode(gradient(30, 41, "RGBA"), "PNG"),
+    "png_l": lambda: encode(gradient(30, 41, "L"), "PNG"),
+    "png_la": lambda: encode(gradient(30, 41, "RGBA").convert("LA"), "PNG"),
+    "png_p": lambda: encode(gradient(30, 41).convert("P"), "PNG"),
+    "png_p_transparency": palette_with_transparency,
+    "png_l_transparency": lambda: encode(gradient(30, 41, "L"), "PNG", transparency=128),
+    "png_rgb_transparency": lambda: encode(gradient(30, 41), "PNG", transparency=(0, 0, 0)),
+    "png_16bit": lambda: encode(
+        Image.fromarray((np.arange(30 * 41).reshape(30, 41) * 53).astype(np.uint16)), "PNG"
+    ),
+    "webp_lossy": lambda: encode(gradient(30, 41), "WEBP", quality=80),
+    "webp_lossless_rgba": lambda: encode(gradient(30, 41, "RGBA"), "WEBP", lossless=True),
+    "gif": lambda: encode(gradient(30, 41).convert("P"), "GIF"),
+    "bmp": lambda: encode(gradient(30, 41), "BMP"),
+    "tiff": lambda: encode(gradient(30, 41), "TIFF"),
+    "tiff_rgba": lambda: encode(gradient(30, 41, "RGBA"), "TIFF"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GENERATED))
+def test_generated_formats_match_transformers_chain(kind):
+    data = GENERATED[kind]()
+    want = hf_decode(data)
+    assert np.array_equal(decode_image(data), want)
+    assert image_size(data) == want.shape[:2]
+
+
+def with_orientation(im: Image.Image, fmt: str, orientation: int) -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return encode(im, fmt, exif=exif)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP"])
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+def test_every_exif_orientation(fmt, orientation, mode):
+    data = with_orientation(gradient(13, 22, mode, seed=orientation), fmt, orientation)
+    want = hf_decode(data)
+    assert np.array_equal(decode_image(data), want)
+    assert np.array_equal(decode_image(data, apply_exif_orientation=False), hf_decode(data, False))
+    assert image_size(data) == want.shape[:2]
+
+
+def test_multi_block_pil_image_falls_back_to_one_copy():
+    """Over Pillow's 16 MiB block size its rows are not one block and Arrow cannot export them."""
+    im = gradient(2100, 2100)  # 4.4 MP RGBX = 17.6 MB
+    with pytest.raises(ValueError):
+        im.__arrow_c_array__()
+    assert np.array_equal(pil_to_rgb(im), np.asarray(im))
+    assert np.array_equal(pil_to_rgb(im, 6), np.asarray(im.transpose(Image.Transpose.ROTATE_270)))
+    gray = im.convert("L")
+    want = np.asarray(gray.transpose(Image.Transpose.ROTATE_90).convert("RGB"))
+    assert np.array_equal(pil_to_rgb(gray, 8), want)
+
+
+def png_chunk(kind: bytes, data: bytes) -> bytes:
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG claiming ``width`` x ``height`` whose pixel data is a few compressed zeros."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(bytes(64))
+    signature = bytes([0x89]) + b"PNG\r\n" + bytes([0x1A]) + b"\n"
+    return signature + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+
+
+def test_bomb_header_fails_before_allocating():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    bomb = png_header_only(100_000, 100_000)
+    with pytest.raises(mmfast.ImageTooLargeError):
+        decode_image(bomb)
+    with pytest.raises(mmfast.ImageTooLargeError, match="max_pixels=1000"):
+        decode_image(png_header_only(100, 100), max_pixels=1000)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 50_000  # 1e10 RGB pixels would be 30 GB
+
+
+def test_max_pixels_boundary():
+    data = encode(gradient(10, 10), "PNG")
+    assert decode_image(data, max_pixels=100).shape == (10, 10, 3)
+    with pytest.raises(mmfast.ImageTooLargeError):
+        decode_image(data, max_pixels=99)
+
+
+@pytest.mark.parametrize("kind", ["jpeg_baseline", "png_rgb", "webp_lossy", "gif"])
+def test_truncated_files_raise_decode_error(kind):
+    data = GENERATED[kind]()
+    with pytest.raises(mmfast.ImageDecodeError) as info:
+        decode_image(data[: len(data) // 2])
+    assert "source" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"not an image at all", b"\x89PNG\r\n\x1a\n" + b"\0" * 40, b"\xff\xd8\xff" + b"\0" * 9],
+)
+def test_garbage_raises_decode_error(data):
+    with pytest.raises(mmfast.ImageDecodeError):
+        decode_image(data)
+    with pytest.raises(mmfast.ImageDecodeError):
+        image_size(data)
+
+
+def test_bad_source_type_and_mode():
+    with pytest.raises(mmfast.MmfastError, match="source: expected bytes"):
+        decode_image(12345)  # type: ignore[arg-type]
+    with pytest.raises(mmfast.MmfastError, match="mode RGB or L, got mode RGBA"):
+        pil_to_rgb(gradient(3, 3, "RGBA"))
+    with pytest.raises(FileNotFoundError):
+        decode_image("/nonexistent/image.jpg")
+
+
+def test_eight_threads_match_serial_decodes():
+    sources = [GENERATED[k]() for k in sorted(GENERATED)] * 2
+    serial = [decode_image(s) for s in sources]
+    with ThreadPoolExecutor(8) as pool:
+        concurrent = list(pool.map(decode_image, sources))
+    assert all(np.array_equal(a, b) for a, b in zip(serial, concurrent, strict=True))
