@@ -4,8 +4,11 @@
 //! The kernels live in pure-Rust modules; this file holds only the `PyO3` bindings
 //! (`mmfast._native`), compiled with the `python` feature.
 
+pub mod aa_resize;
 pub mod error;
 pub mod image;
+pub mod pipeline;
+pub mod resize;
 pub mod transforms;
 
 #[cfg(feature = "python")]
@@ -21,7 +24,9 @@ impl From<error::TransformError> for pyo3::PyErr {
 #[pyo3::pymodule]
 mod _native {
     use ndarray::{Array, ArrayView3, CowArray, Ix3, IxDyn};
-    use numpy::{IntoPyArray, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+    use numpy::{
+        IntoPyArray, PyArray2, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+    };
     use pyo3::exceptions::PyMemoryError;
     use pyo3::prelude::*;
     use pyo3::types::PyBytes;
@@ -32,7 +37,9 @@ mod _native {
 
     use crate::error::TransformError;
     use crate::image::{self, Orientation};
-    use crate::transforms::{self, Normalize};
+    use crate::pipeline::{self, Job, Layout, Resize};
+    use crate::resize::Filter;
+    use crate::transforms::{self, Normalize, Patches, Window};
 
     pyo3::import_exception!(mmfast.errors, MmfastError);
 
@@ -403,6 +410,188 @@ mod _native {
         py.detach(|| image::to_rgb_oriented(src, channels, (h, w), orientation, &mut out))?;
         Ok(Array::from_shape_vec((oh, ow, 3), out)
             .expect("the kernel filled oh * ow * 3 bytes")
+            .into_pyarray(py))
+    }
+
+    /// One job tuple from Python: `(image_index, resize_kind, filter, (height, width),
+    /// layout_kind, layout_params)`.
+    type JobSpec<'py> = (usize, String, i64, (usize, usize), String, Bound<'py, PyAny>);
+
+    fn parse_job<'a>(spec: &JobSpec<'_>, images: &'a [CowArray<'_, u8, Ix3>]) -> PyResult<Job<'a>> {
+        let (index, resize_kind, filter, to, layout_kind, params) = spec;
+        let src = images
+            .get(*index)
+            .ok_or_else(|| fail("jobs", format!("an image index below {}", images.len()), index))?;
+        let size = (src.shape()[0], src.shape()[1]);
+        if to.0 == 0 || to.1 == 0 {
+            return Err(fail("jobs", "a non-empty resize target", format!("{to:?}")));
+        }
+        let resize = match resize_kind.as_str() {
+            "keep" => Resize::Keep,
+            "pillow" => Resize::Pillow(
+                Filter::from_pil_code(*filter)
+                    .ok_or_else(|| fail("jobs", "a PIL filter code 0..5", filter))?,
+                *to,
+            ),
+            "torch-bilinear-aa" => Resize::TorchBilinearAntialias(*to),
+            other => {
+                return Err(fail(
+                    "jobs",
+                    "resize 'keep', 'pillow' or 'torch-bilinear-aa'",
+                    other,
+                ))
+            }
+        };
+        let layout = match layout_kind.as_str() {
+            "patches" => {
+                let (patch_size, temporal_patch_size, merge_size) =
+                    extract("jobs", "(patch_size, temporal_patch_size, merge_size)", params)?;
+                Layout::Patches(Patches {
+                    patch_size,
+                    temporal_patch_size,
+                    merge_size,
+                })
+            }
+            "windows" => {
+                let boxes: Vec<(isize, isize, usize, usize)> =
+                    extract("jobs", "a list of (top, left, height, width)", params)?;
+                Layout::Windows(
+                    boxes
+                        .into_iter()
+                        .map(|(top, left, height, width)| Window {
+                            top,
+                            left,
+                            height,
+                            width,
+                        })
+                        .collect(),
+                )
+            }
+            other => return Err(fail("jobs", "layout 'patches' or 'windows'", other)),
+        };
+        let pixels = src.as_slice().expect("standard layout");
+        Ok(Job {
+            src: pixels,
+            size,
+            resize,
+            layout,
+        })
+    }
+
+    fn run_typed<T: numpy::Element + Copy + Send + Sync>(
+        py: Python<'_>,
+        jobs: &[Job<'_>],
+        tables: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        threads: usize,
+    ) -> PyResult<()> {
+        let tables = tables
+            .cast::<PyArray2<T>>()
+            .map_err(|_| fail("tables", "a (3, 256) array of the output dtype", describe(tables)))?
+            .readonly();
+        let tables = tables.as_array();
+        if tables.shape() != [3, 256] {
+            return Err(fail("tables", "shape (3, 256)", format!("{:?}", tables.shape())));
+        }
+        let mut lut = [[tables[[0, 0]]; 256]; 3];
+        for (c, row) in lut.iter_mut().enumerate() {
+            for (x, v) in row.iter_mut().enumerate() {
+                *v = tables[[c, x]];
+            }
+        }
+        let norm = Normalize::from_tables(lut);
+        let mut out = out
+            .cast::<PyArrayDyn<T>>()
+            .map_err(|_| {
+                fail(
+                    "out",
+                    "a writable C-contiguous array of the tables' dtype",
+                    describe(out),
+                )
+            })?
+            .try_readwrite()
+            .map_err(|_| fail("out", "an array not borrowed elsewhere", "a borrowed array"))?;
+        let dst = out
+            .as_slice_mut()
+            .map_err(|_| fail("out", "a C-contiguous array", "a non-contiguous array"))?;
+        py.detach(|| pipeline::run_batch(jobs, &norm, dst, threads))?;
+        Ok(())
+    }
+
+    /// Run a batch of jobs into ``out`` with the GIL released once (internal: see
+    /// ``mmfast.processors``).
+    ///
+    /// ``images`` are (H, W, 3) uint8 arrays; each job reads one of them, resizes it and
+    /// writes its layout, back to back, into ``out`` (float32 or uint16 bfloat16 bits,
+    /// the dtype of ``tables``, whose ``[c, x]`` is the output for value ``x`` in channel
+    /// ``c``). Jobs run in parallel on up to ``threads`` threads.
+    #[pyfunction]
+    fn run_batch<'py>(
+        py: Python<'py>,
+        images: Vec<Bound<'py, PyAny>>,
+        jobs: Vec<JobSpec<'py>>,
+        tables: &Bound<'py, PyAny>,
+        out: &Bound<'py, PyAny>,
+        threads: usize,
+    ) -> PyResult<()> {
+        let arrays = images
+            .iter()
+            .map(|image| rgb_image(image))
+            .collect::<PyResult<Vec<_>>>()?;
+        let jobs = jobs
+            .iter()
+            .map(|spec| parse_job(spec, &arrays))
+            .collect::<PyResult<Vec<_>>>()?;
+        if tables.cast::<PyArray2<u16>>().is_ok() {
+            run_typed::<u16>(py, &jobs, tables, out, threads)
+        } else {
+            run_typed::<f32>(py, &jobs, tables, out, threads)
+        }
+    }
+
+    /// Resize an (H, W, 3) uint8 RGB image to ``size`` = (height, width), bit-identical to
+    /// ``PIL.Image.resize`` (Pillow 13) with the same filter.
+    ///
+    /// ``resample`` is a name ("nearest", "bilinear", "bicubic", "lanczos", "box",
+    /// "hamming") or a PIL code 0..5. AVX2 is used when the CPU has it. The GIL is
+    /// released; the input is read in place when C-contiguous.
+    #[pyfunction]
+    #[pyo3(signature = (image, size, resample = None), text_signature = "(image, size, resample='bicubic')")]
+    fn resize<'py>(
+        py: Python<'py>,
+        image: &Bound<'py, PyAny>,
+        size: &Bound<'py, PyAny>,
+        resample: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray3<u8>>> {
+        let expected =
+            "one of 'nearest', 'bilinear', 'bicubic', 'lanczos', 'box', 'hamming' or a PIL code 0..5";
+        let filter = match resample {
+            None => Some(Filter::Bicubic),
+            Some(r) => match r.extract::<i64>() {
+                Ok(code) => Filter::from_pil_code(code),
+                Err(_) => r
+                    .extract::<String>()
+                    .ok()
+                    .and_then(|name| Filter::from_name(&name.to_lowercase())),
+            },
+        }
+        .ok_or_else(|| {
+            let got = resample.map_or_else(String::new, |r| {
+                r.repr().map_or_else(|_| describe(r), |s| s.to_string())
+            });
+            fail("resample", expected, got)
+        })?;
+        let src = rgb_image(image)?;
+        let from = (src.shape()[0], src.shape()[1]);
+        let to = size_pair("size", size)?;
+        if to.0 == 0 || to.1 == 0 {
+            return Err(fail("size", "a positive (height, width)", format!("{to:?}")));
+        }
+        let mut out = alloc_zeroed::<u8>("size", transforms::checked_len("size", &[to.0, to.1, 3])?)?;
+        let pixels = src.as_slice().expect("standard layout");
+        py.detach(|| crate::resize::resize_rgb(pixels, from, &mut out, to, filter))?;
+        Ok(Array::from_shape_vec((to.0, to.1, 3), out)
+            .expect("the kernel filled h * w * 3 bytes")
             .into_pyarray(py))
     }
 }

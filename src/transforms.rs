@@ -18,12 +18,15 @@ const BLOCK: usize = 8;
 /// Each entry is computed the way transformers' PIL backend does it, so the
 /// results are bit-identical: `v = float32(float64(x) * rescale_factor)`, then
 /// `(v - float32(mean[c])) / float32(std[c])` in float32.
+///
+/// The element type `T` is what the tables hold and the kernels write: `f32`, or
+/// `u16` bfloat16 bit patterns for models whose reference computes in bfloat16.
 #[derive(Clone, Debug)]
-pub struct Normalize {
-    tables: [[f32; 256]; 3],
+pub struct Normalize<T = f32> {
+    tables: [[T; 256]; 3],
 }
 
-impl Normalize {
+impl Normalize<f32> {
     /// Builds the tables; `mean` and `std` are per RGB channel.
     ///
     /// # Errors
@@ -56,16 +59,24 @@ impl Normalize {
         }
         Ok(Self { tables })
     }
+}
+
+impl<T: Copy> Normalize<T> {
+    /// Tables computed elsewhere: `tables[c][x]` is the output for value `x` in channel `c`.
+    #[must_use]
+    pub fn from_tables(tables: [[T; 256]; 3]) -> Self {
+        Self { tables }
+    }
 
     /// The normalised value of black (pixel value 0) for each channel: the padding value.
     #[must_use]
-    pub fn black(&self) -> [f32; 3] {
+    pub fn black(&self) -> [T; 3] {
         [self.tables[0][0], self.tables[1][0], self.tables[2][0]]
     }
 
     /// Normalises `src` (interleaved RGB, 3 bytes per pixel) into three planar runs of
     /// `src.len() / 3` values each. The caller guarantees the lengths match.
-    fn run(&self, src: &[u8], r: &mut [f32], g: &mut [f32], b: &mut [f32]) {
+    fn run(&self, src: &[u8], r: &mut [T], g: &mut [T], b: &mut [T]) {
         let [tr, tg, tb] = &self.tables;
         let blocks = src.chunks_exact(3 * BLOCK);
         let tail = blocks.remainder();
@@ -125,11 +136,11 @@ fn check_image(src: &[u8], size: (usize, usize)) -> Result<(), TransformError> {
     Ok(())
 }
 
-fn check_out(dst: &[f32], len: usize) -> Result<(), TransformError> {
+fn check_out<T>(dst: &[T], len: usize) -> Result<(), TransformError> {
     if dst.len() == len {
         Ok(())
     } else {
-        Err(invalid("out", format!("{len} float32 values"), dst.len()))
+        Err(invalid("out", format!("{len} values"), dst.len()))
     }
 }
 
@@ -147,11 +158,11 @@ fn check_out(dst: &[f32], len: usize) -> Result<(), TransformError> {
 /// deinterleave_rgb_to_planes(&[1, 2, 3, 4, 5, 6], (1, 2), &norm, &mut planes).unwrap();
 /// assert_eq!(planes, [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 /// ```
-pub fn deinterleave_rgb_to_planes(
+pub fn deinterleave_rgb_to_planes<T: Copy>(
     src: &[u8],
     size: (usize, usize),
-    norm: &Normalize,
-    dst: &mut [f32],
+    norm: &Normalize<T>,
+    dst: &mut [T],
 ) -> Result<(), TransformError> {
     check_image(src, size)?;
     let n = size.0 * size.1;
@@ -171,14 +182,13 @@ pub fn deinterleave_rgb_to_planes(
 /// # Errors
 /// An empty image, a canvas smaller than the image on either axis, or lengths that do
 /// not match.
-pub fn pad_and_normalize_to_tensor(
+pub fn pad_and_normalize_to_tensor<T: Copy>(
     src: &[u8],
     size: (usize, usize),
     canvas: (usize, usize),
-    norm: &Normalize,
-    dst: &mut [f32],
+    norm: &Normalize<T>,
+    dst: &mut [T],
 ) -> Result<(), TransformError> {
-    check_image(src, size)?;
     let (h, w) = size;
     let (ch, cw) = canvas;
     if ch < h || cw < w {
@@ -188,27 +198,167 @@ pub fn pad_and_normalize_to_tensor(
             format!("({ch}, {cw})"),
         ));
     }
-    let plane = checked_len("canvas_size", &[ch, cw])?;
-    check_out(dst, checked_len("canvas_size", &[3, plane])?)?;
+    checked_len("canvas_size", &[3, ch, cw])?;
+    let window = Window {
+        top: 0,
+        left: 0,
+        height: ch,
+        width: cw,
+    };
+    crop_and_normalize(src, size, window, norm, dst)
+}
+
+/// A window in image coordinates; it may start above/left of the image or reach past it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// First row, in image rows (negative: above the image).
+    pub top: isize,
+    /// First column, in image columns (negative: left of the image).
+    pub left: isize,
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+}
+
+/// The part of `0..len` that `start..start + count` overlaps, relative to `start`.
+fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
+    let lo = (-start).clamp(0, count as isize) as usize;
+    let hi = (len as isize - start).clamp(lo as isize, count as isize) as usize;
+    lo..hi
+}
+
+/// HWC u8 RGB of `size` → the CHW tensor of `window`, normalised.
+///
+/// Output pixel (y, x) is image pixel (top + y, left + x) where that lies in the image
+/// and the normalised value of black elsewhere: HF's centre crop (zero-padded when the
+/// crop is larger), Llama 4's pad-to-canvas and each of its tiles are all this one
+/// kernel. Each output value is written once.
+///
+/// # Errors
+/// An empty image or window, or lengths that do not match.
+pub fn crop_and_normalize<T: Copy>(
+    src: &[u8],
+    size: (usize, usize),
+    window: Window,
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<(), TransformError> {
+    check_image(src, size)?;
+    let (h, w) = size;
+    let (wh, ww) = (window.height, window.width);
+    if wh == 0 || ww == 0 {
+        return Err(invalid("window", "a non-empty window", format!("({wh}, {ww})")));
+    }
+    let plane = checked_len("window", &[wh, ww])?;
+    check_out(dst, checked_len("window", &[3, plane])?)?;
     let black = norm.black();
+    let rows_in = overlap(window.top, wh, h);
+    let cols_in = overlap(window.left, ww, w);
     let (r, gb) = dst.split_at_mut(plane);
     let (g, b) = gb.split_at_mut(plane);
     let rows = r
-        .chunks_exact_mut(cw)
-        .zip(g.chunks_exact_mut(cw))
-        .zip(b.chunks_exact_mut(cw));
+        .chunks_exact_mut(ww)
+        .zip(g.chunks_exact_mut(ww))
+        .zip(b.chunks_exact_mut(ww));
     for (y, ((r_row, g_row), b_row)) in rows.enumerate() {
-        let filled = if y < h {
-            let (ri, rp) = r_row.split_at_mut(w);
-            let (gi, gp) = g_row.split_at_mut(w);
-            let (bi, bp) = b_row.split_at_mut(w);
-            norm.run(&src[y * w * 3..(y + 1) * w * 3], ri, gi, bi);
-            [rp, gp, bp]
-        } else {
-            [r_row, g_row, b_row]
-        };
-        for (pad, value) in filled.into_iter().zip(black) {
-            pad.fill(value);
+        if !rows_in.contains(&y) || cols_in.is_empty() {
+            for (row, value) in [r_row, g_row, b_row].into_iter().zip(black) {
+                row.fill(value);
+            }
+            continue;
+        }
+        let sy = (window.top + y as isize) as usize;
+        let sx = (window.left + cols_in.start as isize) as usize;
+        let px = &src[(sy * w + sx) * 3..(sy * w + sx + cols_in.len()) * 3];
+        let cols = cols_in.clone();
+        norm.run(
+            px,
+            &mut r_row[cols.clone()],
+            &mut g_row[cols.clone()],
+            &mut b_row[cols],
+        );
+        for (row, value) in [r_row, g_row, b_row].into_iter().zip(black) {
+            row[..cols_in.start].fill(value);
+            row[cols_in.end..].fill(value);
+        }
+    }
+    Ok(())
+}
+
+/// Qwen-VL's patch layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Patches {
+    /// Side of a square patch, in pixels.
+    pub patch_size: usize,
+    /// Copies of a still image along time inside each patch row.
+    pub temporal_patch_size: usize,
+    /// Side of the square group of patches merged into one token.
+    pub merge_size: usize,
+}
+
+impl Patches {
+    /// Values per output row: `3 * temporal_patch_size * patch_size²`.
+    #[must_use]
+    pub fn row_len(&self) -> usize {
+        3 * self.temporal_patch_size * self.patch_size * self.patch_size
+    }
+}
+
+/// HWC u8 RGB → Qwen-VL `pixel_values` rows, normalised, in one pass.
+///
+/// The image is cut into `patch_size` squares; rows are ordered by merge group
+/// (row-major), then by patch within the group (row-major), and each row holds
+/// (channel, time, y, x) with the still frame repeated `temporal_patch_size` times:
+/// HF's `patchify` reshape/transpose, without the intermediate CHW tensor.
+///
+/// # Errors
+/// Sides that are not multiples of `patch_size * merge_size`, or lengths that do not match.
+pub fn normalize_to_patches<T: Copy>(
+    src: &[u8],
+    size: (usize, usize),
+    patches: Patches,
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<(), TransformError> {
+    check_image(src, size)?;
+    let (h, w) = size;
+    let Patches {
+        patch_size: p,
+        temporal_patch_size: t,
+        merge_size: m,
+    } = patches;
+    let unit = p * m;
+    if p == 0 || t == 0 || m == 0 || h % unit != 0 || w % unit != 0 {
+        return Err(invalid(
+            "size",
+            format!("sides that are multiples of patch_size * merge_size = {unit}"),
+            format!("({h}, {w})"),
+        ));
+    }
+    let (gh, gw) = (h / p, w / p);
+    let row_len = patches.row_len();
+    check_out(dst, checked_len("size", &[gh, gw, row_len])?)?;
+    let frame = p * p;
+    let groups_w = gw / m;
+    for (k, row) in dst.chunks_exact_mut(row_len).enumerate() {
+        // Row k is patch (mh, mw) of merge group (bh, bw), both row-major.
+        let (group, within) = (k / (m * m), k % (m * m));
+        let (bh, bw, mh, mw) = (group / groups_w, group % groups_w, within / m, within % m);
+        let (y0, x0) = ((bh * m + mh) * p, (bw * m + mw) * p);
+        // Channel c, time 0 lives at row[c * t * frame..][..frame].
+        let (r, rest) = row.split_at_mut(t * frame);
+        let (g, b) = rest.split_at_mut(t * frame);
+        for y in 0..p {
+            let px = &src[((y0 + y) * w + x0) * 3..((y0 + y) * w + x0 + p) * 3];
+            let at = y * p..(y + 1) * p;
+            norm.run(px, &mut r[at.clone()], &mut g[at.clone()], &mut b[at]);
+        }
+        for plane in [r, g, b] {
+            let (first, copies) = plane.split_at_mut(frame);
+            for copy in copies.chunks_exact_mut(frame) {
+                copy.copy_from_slice(first);
+            }
         }
     }
     Ok(())
@@ -346,6 +496,127 @@ mod tests {
         pad_and_normalize_to_tensor(&src, (5, 13), (5, 13), &norm, &mut padded).unwrap();
         deinterleave_rgb_to_planes(&src, (5, 13), &norm, &mut planes).unwrap();
         assert_eq!(padded, planes);
+    }
+
+    #[test]
+    fn crop_reads_inside_and_pads_black_outside() {
+        let mean = [0.1, 0.2, 0.3];
+        let std = [0.5, 0.6, 0.7];
+        let norm = Normalize::new(mean, std, 1.0 / 255.0).unwrap();
+        let (h, w) = (5, 7);
+        let src = pattern(h * w * 3);
+        for (top, left, wh, ww) in [
+            (0, 0, 5, 7),
+            (1, 2, 3, 3),
+            (-2, -3, 9, 13),
+            (3, 5, 4, 4),
+            (-1, 6, 2, 9),
+            (6, 0, 2, 2),
+        ] {
+            let window = Window {
+                top,
+                left,
+                height: wh,
+                width: ww,
+            };
+            let mut dst = vec![f32::NAN; 3 * wh * ww];
+            crop_and_normalize(&src, (h, w), window, &norm, &mut dst).unwrap();
+            for c in 0..3 {
+                for y in 0..wh {
+                    for x in 0..ww {
+                        let (sy, sx) = (top + y as isize, left + x as isize);
+                        let inside = (0..h as isize).contains(&sy) && (0..w as isize).contains(&sx);
+                        let px = if inside {
+                            src[(sy as usize * w + sx as usize) * 3 + c]
+                        } else {
+                            0
+                        };
+                        let want = scalar(px, c, mean, std, 1.0 / 255.0);
+                        assert_eq!(dst[(c * wh + y) * ww + x].to_bits(), want.to_bits(), "{window:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// HF's patchify index arithmetic, written out per element.
+    fn naive_patches(src: &[u8], (h, w): (usize, usize), p: Patches, norm: &Normalize) -> Vec<f32> {
+        let (ps, t, m) = (p.patch_size, p.temporal_patch_size, p.merge_size);
+        let (gh, gw) = (h / ps, w / ps);
+        let mut out = vec![0f32; gh * gw * p.row_len()];
+        for bh in 0..gh / m {
+            for bw in 0..gw / m {
+                for mh in 0..m {
+                    for mw in 0..m {
+                        let row = ((bh * (gw / m) + bw) * m + mh) * m + mw;
+                        for c in 0..3 {
+                            for ti in 0..t {
+                                for y in 0..ps {
+                                    for x in 0..ps {
+                                        let (sy, sx) = ((bh * m + mh) * ps + y, (bw * m + mw) * ps + x);
+                                        let col = ((c * t + ti) * ps + y) * ps + x;
+                                        out[row * p.row_len() + col] =
+                                            norm.tables[c][usize::from(src[(sy * w + sx) * 3 + c])];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn patches_follow_hf_patchify_order() {
+        let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
+        for (p, (h, w)) in [
+            (
+                Patches {
+                    patch_size: 2,
+                    temporal_patch_size: 2,
+                    merge_size: 2,
+                },
+                (4, 8),
+            ),
+            (
+                Patches {
+                    patch_size: 3,
+                    temporal_patch_size: 1,
+                    merge_size: 1,
+                },
+                (6, 3),
+            ),
+            (
+                Patches {
+                    patch_size: 2,
+                    temporal_patch_size: 3,
+                    merge_size: 3,
+                },
+                (12, 6),
+            ),
+            (
+                Patches {
+                    patch_size: 14,
+                    temporal_patch_size: 2,
+                    merge_size: 2,
+                },
+                (28, 56),
+            ),
+        ] {
+            let src = pattern(h * w * 3);
+            let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len()];
+            normalize_to_patches(&src, (h, w), p, &norm, &mut dst).unwrap();
+            assert_eq!(dst, naive_patches(&src, (h, w), p, &norm), "{p:?} {h}x{w}");
+        }
+        let p = Patches {
+            patch_size: 14,
+            temporal_patch_size: 2,
+            merge_size: 2,
+        };
+        let err = normalize_to_patches(&pattern(27 * 28 * 3), (27, 28), p, &norm, &mut []).unwrap_err();
+        assert!(err.to_string().starts_with("size"));
     }
 
     #[test]

@@ -27,16 +27,25 @@ if TYPE_CHECKING:
         pad_and_normalize_to_tensor,
         serialize_pixel_values,
     )
+    from mmfast.image import decode_image, image_size, resize
+    from mmfast.models import supported_models
+    from mmfast.processors import BatchFeature, ImageProcessor
 
 __all__ = [
+    "BatchFeature",
     "ImageDecodeError",
+    "ImageProcessor",
     "ImageTooLargeError",
     "MmfastError",
     "UnsupportedModelError",
+    "decode_image",
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
+    "image_size",
     "pad_and_normalize_to_tensor",
+    "resize",
     "serialize_pixel_values",
+    "supported_models",
 ]
 
 # Public name -> the module that defines it, loaded on first access (PEP 562).
@@ -45,6 +54,12 @@ _LAZY = {
     "deserialize_pixel_values": "mmfast._native",
     "pad_and_normalize_to_tensor": "mmfast._native",
     "serialize_pixel_values": "mmfast._native",
+    "decode_image": "mmfast.image",
+    "image_size": "mmfast.image",
+    "resize": "mmfast.image",
+    "supported_models": "mmfast.models",
+    "BatchFeature": "mmfast.processors",
+    "ImageProcessor": "mmfast.processors",
 }
 
 

@@ -7,7 +7,9 @@ __all__ = [
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
     "pad_and_normalize_to_tensor",
+    "resize",
     "rgb_from_arrow",
+    "run_batch",
     "serialize_pixel_values",
 ]
 
@@ -29,3 +31,13 @@ def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.fl
 def rgb_from_arrow(
     capsules: tuple[object, object], size: tuple[int, int], orientation: int
 ) -> NDArray[np.uint8]: ...
+def resize(
+    image: NDArray[np.uint8], size: tuple[int, int], resample: str | int = "bicubic"
+) -> NDArray[np.uint8]: ...
+def run_batch(
+    images: Sequence[NDArray[np.uint8]],
+    jobs: Sequence[tuple[int, str, int, tuple[int, int], str, object]],
+    tables: NDArray[np.float32] | NDArray[np.uint16],
+    out: NDArray[np.float32] | NDArray[np.uint16],
+    threads: int,
+) -> None: ...

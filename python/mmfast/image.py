@@ -19,7 +19,6 @@ import io
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,7 +27,14 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from mmfast import _native
 from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
 
-__all__ = ["DEFAULT_MAX_PIXELS", "ImageSource", "decode_image", "image_size", "pil_to_rgb"]
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "ImageSource",
+    "decode_image",
+    "image_size",
+    "pil_to_rgb",
+    "resize",
+]
 
 # Twice Pillow's Image.MAX_IMAGE_PIXELS: where Pillow itself refuses to open an image.
 DEFAULT_MAX_PIXELS = 178_956_970
@@ -44,7 +50,7 @@ _TRANSPOSE = {
     8: Image.Transpose.ROTATE_90,
 }
 
-ImageSource = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 
 @contextmanager
@@ -167,3 +173,23 @@ def image_size(source: ImageSource) -> tuple[int, int]:
             return h, w
         swapped = _orientation(im) in (5, 6, 7, 8)
         return (w, h) if swapped else (h, w)
+
+
+def resize(
+    image: NDArray[np.uint8] | Image.Image,
+    size: tuple[int, int],
+    resample: str | int = "bicubic",
+) -> NDArray[np.uint8]:
+    """Resize HWC uint8 RGB to ``size`` = (height, width), bit-identical to Pillow.
+
+    Equal to ``np.asarray(PIL.Image.fromarray(image).resize((w, h), resample=...))``
+    for every filter and any mix of up- and down-scaling. ``image`` is an (H, W, 3)
+    uint8 array (read in place when C-contiguous) or a PIL image in RGB mode, read
+    through Pillow's Arrow export (see :func:`pil_to_rgb`). ``resample`` is a filter
+    name or a PIL code 0..5. Runs with the GIL released.
+    """
+    if isinstance(image, Image.Image):
+        if image.mode != "RGB":
+            raise MmfastError(f"image: expected a PIL image in mode RGB, got mode {image.mode}")
+        image = pil_to_rgb(image)
+    return _native.resize(image, size, resample)
