@@ -1,8 +1,13 @@
-//! Criterion benches of the seed kernels against plain scalar versions of the same work.
+//! Criterion benches of the kernels: the seed kernels against plain scalar versions of
+//! the same work, the resizes against their scalar twin and the `image` crate.
 //!
 //! Run with `make bench-rust` (`cargo bench --no-default-features`).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use image::imageops::{self, FilterType};
+use image::RgbImage;
+use mmfast::aa_resize::resize_bilinear_antialias_rgb;
+use mmfast::resize::{resize_rgb_with, Backend, Filter};
 use mmfast::transforms::{
     deinterleave_rgb_to_planes, f32_as_le_bytes, pad_and_normalize_to_tensor, Normalize,
 };
@@ -87,9 +92,43 @@ fn serialise(c: &mut Criterion) {
     }
 }
 
+/// Pillow-exact resize (AVX2 and scalar twins) beside the `image` crate's resize.
+///
+/// The `image` crate is not bit-exact with Pillow (and computes in f32); it is here
+/// as the outside reference point for speed, as the Pillow ratio is measured
+/// by `mmfast bench`.
+fn resize(c: &mut Criterion) {
+    let mut group = c.benchmark_group("resize");
+    let cases = [
+        ((3024, 4032), (1148, 868), Filter::Bicubic, FilterType::CatmullRom),
+        ((1080, 1920), (336, 336), Filter::Bilinear, FilterType::Triangle),
+        ((480, 640), (756, 1036), Filter::Bicubic, FilterType::CatmullRom),
+    ];
+    for ((h, w), (h2, w2), filter, theirs) in cases {
+        let src = image(h, w);
+        let mut dst = vec![0u8; h2 * w2 * 3];
+        let id = format!("{w}x{h}->{w2}x{h2}-{}", filter.name());
+        for (name, backend) in [("mmfast", Backend::Auto), ("mmfast-scalar", Backend::Scalar)] {
+            group.bench_function(BenchmarkId::new(name, &id), |b| {
+                b.iter(|| resize_rgb_with(&src, (h, w), &mut dst, (h2, w2), filter, backend).unwrap());
+            });
+        }
+        let rgb = RgbImage::from_raw(w as u32, h as u32, src.clone()).unwrap();
+        group.bench_function(BenchmarkId::new("image-crate", &id), |b| {
+            b.iter(|| imageops::resize(&rgb, w2 as u32, h2 as u32, theirs));
+        });
+    }
+    // Llama 4's torchvision-compatible resize of a 12 MP photo onto its 3x4-tile canvas.
+    let src = image(3024, 4032);
+    let mut dst = vec![0u8; 1008 * 1344 * 3];
+    group.bench_function("torch-bilinear-aa/4032x3024->1344x1008", |b| {
+        b.iter(|| resize_bilinear_antialias_rgb(&src, (3024, 4032), &mut dst, (1008, 1344)).unwrap());
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = deinterleave, pad, serialise
+    targets = deinterleave, pad, serialise, resize
 }
 criterion_main!(benches);

@@ -5,8 +5,11 @@
 //! this module only moves pixels, in parallel across images.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
+use rayon::ThreadPool;
 
 use crate::aa_resize::resize_bilinear_antialias_rgb;
 use crate::error::{invalid, TransformError};
@@ -161,16 +164,32 @@ pub fn run_batch<T: Copy + Send + Sync>(
             .zip(slots)
             .try_for_each(|(job, slot)| job.run(norm, slot));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| invalid("threads", "a thread pool", e))?;
-    pool.install(|| {
+    // More workers than jobs would only idle (and bounds what a caller can ask for).
+    pool(threads.min(jobs.len()))?.install(|| {
         jobs.par_iter()
             .zip(slots)
             .with_max_len(1)
             .try_for_each(|(job, slot)| job.run(norm, slot))
     })
+}
+
+/// A pool of `threads` workers, built once per thread count and kept: a server calls
+/// this per request, and spawning threads each time would cost more than small images.
+fn pool(threads: usize) -> Result<Arc<ThreadPool>, TransformError> {
+    static POOLS: Mutex<Option<HashMap<usize, Arc<ThreadPool>>>> = Mutex::new(None);
+    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    let pools = pools.get_or_insert_with(HashMap::new);
+    if let Some(pool) = pools.get(&threads) {
+        return Ok(Arc::clone(pool));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("mmfast-{i}"))
+        .build()
+        .map_err(|e| invalid("threads", "a thread pool", e))?;
+    let pool = Arc::new(pool);
+    pools.insert(threads, Arc::clone(&pool));
+    Ok(pool)
 }
 
 #[cfg(test)]

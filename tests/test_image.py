@@ -9,12 +9,13 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import mmfast
 import numpy as np
 import pytest
 from conftest import SHARED, shared_path
-from mmfast.image import decode_image, image_size, pil_to_rgb
 from PIL import Image, ImageOps
+
+import mmfast
+from mmfast.image import decode_image, image_size, pil_to_rgb
 
 convert_to_rgb = pytest.importorskip("transformers.image_transforms").convert_to_rgb
 

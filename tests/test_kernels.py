@@ -8,12 +8,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import mmfast
 import numpy as np
 import pytest
 from conftest import CLIP_MEAN, CLIP_STD, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import mmfast
 from mmfast import reference
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))

@@ -24,23 +24,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mmfast import models
-from mmfast.errors import MmfastError, UnsupportedModelError
-from mmfast.models import (
-    ClipConfig,
-    Llama4Config,
-    QwenVLConfig,
-    center_crop_box,
-    find_supported_resolutions,
-    get_best_fit,
-    get_image_size_for_max_height_width,
-    get_llama4_resize_size,
-    get_resize_output_image_size,
-    get_size_with_aspect_ratio,
-    load_config,
-    smart_resize,
-    supported_models,
-)
 from PIL import Image
 from transformers.image_transforms import center_crop as hf_center_crop
 from transformers.image_transforms import (
@@ -59,6 +42,24 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
 )
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
     smart_resize as hf_smart_resize,
+)
+
+from mmfast import models
+from mmfast.errors import MmfastError, UnsupportedModelError
+from mmfast.models import (
+    ClipConfig,
+    Llama4Config,
+    QwenVLConfig,
+    center_crop_box,
+    find_supported_resolutions,
+    get_best_fit,
+    get_image_size_for_max_height_width,
+    get_llama4_resize_size,
+    get_resize_output_image_size,
+    get_size_with_aspect_ratio,
+    load_config,
+    smart_resize,
+    supported_models,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,0 +1,131 @@
+"""mmfast.resize: bit-identical to Pillow for every filter and any mix of directions."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+import mmfast
+
+FILTERS = {
+    "nearest": Image.Resampling.NEAREST,
+    "box": Image.Resampling.BOX,
+    "bilinear": Image.Resampling.BILINEAR,
+    "hamming": Image.Resampling.HAMMING,
+    "bicubic": Image.Resampling.BICUBIC,
+    "lanczos": Image.Resampling.LANCZOS,
+}
+
+
+def pillow(image: np.ndarray, size: tuple[int, int], resample: int) -> np.ndarray:
+    return np.asarray(Image.fromarray(image).resize((size[1], size[0]), resample=resample))
+
+
+def make_image(h: int, w: int, seed: int, smooth: bool) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if not smooth:
+        return rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x * y) % 256], -1)
+    return np.clip(base + rng.integers(-8, 9, base.shape), 0, 255).astype(np.uint8)
+
+
+# Sides: mostly small (fast), sometimes up to 4000 on one axis, so that strips, both
+# directions per axis and mixed directions all come up.
+side = st.one_of(st.integers(1, 64), st.integers(65, 400), st.integers(401, 4000))
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    src=st.tuples(side, side).filter(lambda s: s[0] * s[1] <= 600_000),
+    dst=st.tuples(side, side).filter(lambda s: s[0] * s[1] <= 600_000),
+    name=st.sampled_from(sorted(FILTERS)),
+    seed=st.integers(0, 2**32 - 1),
+    smooth=st.booleans(),
+)
+def test_every_filter_matches_pillow(src, dst, name, seed, smooth):
+    image = make_image(*src, seed, smooth)
+    got = mmfast.resize(image, dst, name)
+    assert got.dtype == np.uint8 and got.shape == (*dst, 3)
+    want = pillow(image, dst, FILTERS[name])
+    assert np.array_equal(got, want), f"max diff {np.abs(got.astype(int) - want).max()}"
+
+
+@pytest.mark.parametrize("name", sorted(FILTERS))
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        ((480, 640), (756, 1036)),  # both up
+        ((480, 640), (300, 1036)),  # height down, width up
+        ((480, 640), (900, 200)),  # height up, width down
+        ((3024, 4032), (1148, 868)),  # 12 MP down (Qwen-like)
+        ((1080, 1920), (336, 336)),  # distorting down
+        ((1, 1), (37, 53)),
+        ((40, 3000), (28, 2996)),  # extreme aspect ratio, nearly unchanged
+        ((2000, 3), (17, 1)),
+    ],
+)
+def test_fixed_cases_match_pillow(name, src, dst):
+    image = make_image(*src, seed=sum(src), smooth=True)
+    assert np.array_equal(mmfast.resize(image, dst, name), pillow(image, dst, FILTERS[name]))
+
+
+def test_pil_codes_pil_images_and_views():
+    image = make_image(50, 70, 1, smooth=False)
+    want = pillow(image, (33, 90), Image.Resampling.LANCZOS)
+    assert np.array_equal(mmfast.resize(image, (33, 90), 1), want)
+    assert np.array_equal(mmfast.resize(image, (33, 90), "LANCZOS"), want)
+    assert np.array_equal(mmfast.resize(Image.fromarray(image), (33, 90), "lanczos"), want)
+    view = make_image(100, 140, 2, smooth=False)[::2, ::2]
+    assert np.array_equal(
+        mmfast.resize(view, (21, 9)), pillow(np.ascontiguousarray(view), (21, 9), 3)
+    )
+    assert np.array_equal(mmfast.resize(image, (50, 70)), image)  # same size: a copy
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "arg"),
+    [
+        ({"size": (0, 5)}, "size"),
+        ({"size": (5,)}, "size"),
+        ({"size": (-1, 5)}, "size"),
+        ({"size": (5, 5), "resample": "cubic"}, "resample"),
+        ({"size": (5, 5), "resample": 7}, "resample"),
+        ({"size": (5, 5), "resample": None}, None),
+    ],
+)
+def test_argument_errors(kwargs, arg):
+    image = make_image(4, 4, 0, smooth=False)
+    if arg is None:
+        assert mmfast.resize(image, **kwargs).shape == (5, 5, 3)
+        return
+    with pytest.raises(mmfast.MmfastError, match=f"^{arg}: expected"):
+        mmfast.resize(image, **kwargs)
+
+
+def test_bad_images():
+    with pytest.raises(mmfast.MmfastError, match=r"^image: expected"):
+        mmfast.resize(np.zeros((4, 4, 4), np.uint8), (2, 2))
+    with pytest.raises(mmfast.MmfastError, match="mode RGB, got mode L"):
+        mmfast.resize(Image.new("L", (4, 4)), (2, 2))
+
+
+def test_eight_threads_match_serial():
+    cases = [
+        (make_image(300 + 7 * i, 500 - 9 * i, i, smooth=i % 2 == 0), (100 + 31 * i, 640 - 13 * i))
+        for i in range(8)
+    ]
+    names = sorted(FILTERS)
+    serial = [mmfast.resize(img, size, names[i % 6]) for i, (img, size) in enumerate(cases)]
+    with ThreadPoolExecutor(8) as pool:
+        futures = [
+            pool.submit(mmfast.resize, img, size, names[i % 6])
+            for i, (img, size) in enumerate(cases)
+        ]
+        concurrent = [f.result() for f in futures]
+    assert all(np.array_equal(a, b) for a, b in zip(serial, concurrent, strict=True))
