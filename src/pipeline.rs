@@ -173,6 +173,10 @@ pub fn run_batch<T: Copy + Send + Sync>(
     })
 }
 
+/// The most workers a batch uses, whatever it asks for: beyond the cores they only
+/// cost memory, and an unchecked count from a request must not spawn unbounded threads.
+pub const MAX_THREADS: usize = 256;
+
 /// A pool of `threads` workers, built once per thread count and kept: a server calls
 /// this per request, and spawning threads each time would cost more than small images.
 fn pool(threads: usize) -> Result<Arc<ThreadPool>, TransformError> {
@@ -260,5 +264,37 @@ mod tests {
         }
         assert!(run_batch(&jobs, &norm, &mut vec![0f32; total + 1], 2).is_err());
         assert!(run_batch(&jobs, &norm, &mut vec![0f32; total - 1], 2).is_err());
+    }
+
+    #[test]
+    fn a_large_image_split_into_bands_is_unchanged() {
+        let norm = Normalize::new([0.0; 3], [1.0; 3], 1.0).unwrap();
+        let src = image(700, 500, 3);
+        let window = |h, w| {
+            Layout::Windows(vec![Window {
+                top: 0,
+                left: 0,
+                height: h,
+                width: w,
+            }])
+        };
+        for (resize, (h, w)) in [
+            (Resize::Pillow(Filter::Bicubic, (300, 650)), (300, 650)),
+            (Resize::Pillow(Filter::Lanczos, (1000, 200)), (1000, 200)),
+            (Resize::Pillow(Filter::Bilinear, (240, 500)), (240, 500)),
+            (Resize::Pillow(Filter::Hamming, (700, 260)), (700, 260)),
+        ] {
+            let job = Job {
+                src: &src,
+                size: (700, 500),
+                resize,
+                layout: window(h, w),
+            };
+            let mut one = vec![0f32; job.output_len().unwrap()];
+            let mut four = vec![0f32; job.output_len().unwrap()];
+            run_batch(std::slice::from_ref(&job), &norm, &mut one, 1).unwrap();
+            run_batch(std::slice::from_ref(&job), &norm, &mut four, 4).unwrap();
+            assert_eq!(one, four, "{resize:?}");
+        }
     }
 }

@@ -14,6 +14,8 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use crate::error::{invalid, TransformError};
 
 /// A filter's weight as a function of the distance from the sample centre.
@@ -363,14 +365,24 @@ fn convolve(
     weight: Weight,
 ) {
     let vertical = Coeffs::new(h, h2, support, weight);
+    let vertical_pass = |band: &[u8], band_first: usize, width: usize, out: &mut [u8]| {
+        by_bands(0..h2, out, width * 3, |rows, chunk| {
+            vertical_rows(kernel, band, band_first, width, &vertical, rows, chunk);
+        });
+    };
     if w2 == w {
         // No horizontal pass: the vertical one reads the source rows directly.
-        vertical_rows(kernel, src, 0, w, &vertical, 0..h2, dst);
+        vertical_pass(src, 0, w, dst);
         return;
     }
     let horizontal = Horizontal::new(kernel, Coeffs::new(w, w2, support, weight));
+    let horizontal_pass = |src: &[u8], rows: Range<usize>, out: &mut [u8]| {
+        by_bands(rows, out, w2 * 3, |rows, chunk| {
+            horizontal.run(src, w, rows, chunk);
+        });
+    };
     if h2 == h {
-        horizontal.run(src, w, 0..h, dst);
+        horizontal_pass(src, 0..h, dst);
         return;
     }
     // Pillow 13 runs the vertical pass first when the height loses more than
@@ -379,15 +391,44 @@ fn convolve(
     // With d = w - w2 (maybe negative), Pillow tests h - h2 > 2 * d in int.
     if h > h2 && (w2 >= w || (h - h2 - 1) / 2 >= w - w2) {
         let mut band = vec![0u8; h2 * w * 3];
-        vertical_rows(kernel, src, 0, w, &vertical, 0..h2, &mut band);
-        horizontal.run(&band, w, 0..h2, dst);
+        vertical_pass(src, 0, w, &mut band);
+        horizontal_pass(&band, 0..h2, dst);
         return;
     }
     let band_rows = vertical.input_span();
     let mut band = vec![0u8; band_rows.len() * w2 * 3];
     let band_first = band_rows.start;
-    horizontal.run(src, w, band_rows, &mut band);
-    vertical_rows(kernel, &band, band_first, w2, &vertical, 0..h2, dst);
+    horizontal_pass(src, band_rows, &mut band);
+    vertical_pass(&band, band_first, w2, dst);
+}
+
+/// Runs `pass(rows, out_rows)` over the output `rows` (`row_len` bytes each), split
+/// into bands that run in parallel when called from a rayon worker (the batch API's
+/// pool with more than one thread), else in one go on the calling thread.
+///
+/// Every output row depends only on its own inputs, so the split changes no byte.
+fn by_bands(
+    rows: Range<usize>,
+    out: &mut [u8],
+    row_len: usize,
+    pass: impl Fn(Range<usize>, &mut [u8]) + Sync,
+) {
+    // Below this many rows a band costs more to hand out than to compute.
+    const MIN_BAND: usize = 32;
+    if rayon::current_thread_index().is_none() || rows.len() < 2 * MIN_BAND {
+        pass(rows, out);
+        return;
+    }
+    let band = rows
+        .len()
+        .div_ceil(4 * rayon::current_num_threads())
+        .max(MIN_BAND);
+    out.par_chunks_mut(band * row_len)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let start = rows.start + i * band;
+            pass(start..start + chunk.len() / row_len, chunk);
+        });
 }
 
 /// The horizontal pass, prepared once per resize for one kernel.
