@@ -754,6 +754,20 @@ class _Builtin:
 # Each dict is the checkpoint's preprocessor_config.json (processor_config.json for
 # `processor`). No network here: the values were read from public copies found with a code
 # search; each comment says where.
+# Qwen2-VL-7B and Qwen2.5-VL-7B ship the same image-processor settings.
+_QWEN2_VL_PREPROCESSOR: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "min_pixels": 3136,
+        "max_pixels": 12845056,
+        "patch_size": 14,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_std": list(OPENAI_CLIP_STD),
+        "image_processor_type": "Qwen2VLImageProcessor",
+    }
+)
+
 _BUILTINS: Final[Mapping[str, _Builtin]] = MappingProxyType(
     {
         # Qwen/Qwen2-VL-7B-Instruct: identical copies in a README that quotes the checkpoint's
@@ -761,34 +775,14 @@ _BUILTINS: Final[Mapping[str, _Builtin]] = MappingProxyType(
         # (`qwen2vl_processor_config`), both giving min_pixels 3136 and max_pixels 12845056.
         "Qwen/Qwen2-VL-7B-Instruct": _Builtin(
             model_type="qwen2_vl",
-            preprocessor={
-                "min_pixels": 3136,
-                "max_pixels": 12845056,
-                "patch_size": 14,
-                "temporal_patch_size": 2,
-                "merge_size": 2,
-                "image_mean": list(OPENAI_CLIP_MEAN),
-                "image_std": list(OPENAI_CLIP_STD),
-                "image_processor_type": "Qwen2VLImageProcessor",
-                "processor_class": "Qwen2VLProcessor",
-            },
+            preprocessor={**_QWEN2_VL_PREPROCESSOR, "processor_class": "Qwen2VLProcessor"},
             processor={},
         ),
         # Qwen/Qwen2.5-VL-7B-Instruct: a Rust crate's test fixture "trimmed from
         # Qwen/Qwen2.5-VL-7B-Instruct"; the trimming left every processor key.
         "Qwen/Qwen2.5-VL-7B-Instruct": _Builtin(
             model_type="qwen2_5_vl",
-            preprocessor={
-                "min_pixels": 3136,
-                "max_pixels": 12845056,
-                "patch_size": 14,
-                "temporal_patch_size": 2,
-                "merge_size": 2,
-                "image_mean": list(OPENAI_CLIP_MEAN),
-                "image_std": list(OPENAI_CLIP_STD),
-                "image_processor_type": "Qwen2VLImageProcessor",
-                "processor_class": "Qwen2_5_VLProcessor",
-            },
+            preprocessor={**_QWEN2_VL_PREPROCESSOR, "processor_class": "Qwen2_5_VLProcessor"},
             processor={},
         ),
         # Qwen/Qwen3-VL-8B-Instruct: the same crate's fixture "trimmed from
