@@ -30,6 +30,7 @@ from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "ImageSource",
+    "convert_to_rgb",
     "decode_image",
     "image_size",
     "pil_to_rgb",
@@ -121,12 +122,16 @@ def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
     return _native.rgb_from_arrow(capsules, (im.height, im.width), orientation)
 
 
-def _convert_to_rgb(im: Image.Image) -> Image.Image:
-    """transformers' ``convert_to_rgb``: composite transparency onto white, else convert."""
+def convert_to_rgb(im: Image.Image) -> NDArray[np.uint8]:
+    """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB.
+
+    Transparency (an alpha band or ``info["transparency"]``) is composited onto white,
+    anything else goes through ``convert("RGB")``; RGB and L images are read in place.
+    """
     if "A" in im.getbands() or im.info.get("transparency") is not None:
         background = Image.new("RGBA", im.size, (255, 255, 255, 255))
-        return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
-    return im.convert("RGB")
+        return pil_to_rgb(Image.alpha_composite(background, im.convert("RGBA")).convert("RGB"))
+    return pil_to_rgb(im if im.mode in ("RGB", "L") else im.convert("RGB"))
 
 
 def decode_image(
@@ -156,8 +161,7 @@ def decode_image(
             _load(im)
             return pil_to_rgb(im, _orientation(im) if apply_exif_orientation else 1)
         _load(im)
-        oriented = ImageOps.exif_transpose(im) if apply_exif_orientation else im
-        return pil_to_rgb(_convert_to_rgb(oriented))
+        return convert_to_rgb(ImageOps.exif_transpose(im) if apply_exif_orientation else im)
 
 
 def image_size(source: ImageSource) -> tuple[int, int]:

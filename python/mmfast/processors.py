@@ -20,7 +20,7 @@ from PIL import Image
 
 from mmfast import _native, reference
 from mmfast.errors import MmfastError
-from mmfast.image import ImageSource, _convert_to_rgb, decode_image, pil_to_rgb
+from mmfast.image import ImageSource, convert_to_rgb, decode_image
 from mmfast.models import ImagePlan, Llama4Config, ModelConfig, load_config
 
 __all__ = ["BatchFeature", "ImageInput", "ImageProcessor", "default_threads"]
@@ -78,7 +78,7 @@ def to_rgb_array(image: ImageInput) -> NDArray[np.uint8]:
     ``transformers.image_utils.load_image``. Arrays must be (H, W, 3) or (H, W) uint8.
     """
     if isinstance(image, Image.Image):
-        return pil_to_rgb(image if image.mode in ("RGB", "L") else _convert_to_rgb(image))
+        return convert_to_rgb(image)
     if isinstance(image, np.ndarray):
         if (
             image.dtype != np.uint8
