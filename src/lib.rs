@@ -522,8 +522,8 @@ mod _native {
     /// ``mmfast.processors``).
     ///
     /// ``images`` are (H, W, 3) uint8 arrays; each job reads one of them, resizes it and
-    /// writes its layout, back to back, into ``out`` (float32 or uint16 bfloat16 bits,
-    /// the dtype of ``tables``, whose ``[c, x]`` is the output for value ``x`` in channel
+    /// writes its layout, back to back, into ``out`` (float32, uint16 bfloat16 bits or
+    /// uint8, the dtype of ``tables``, whose ``[c, x]`` is the output for value ``x`` in channel
     /// ``c``). Jobs run in parallel on up to ``threads`` threads.
     #[pyfunction]
     fn run_batch<'py>(
@@ -544,6 +544,8 @@ mod _native {
             .collect::<PyResult<Vec<_>>>()?;
         if tables.cast::<PyArray2<u16>>().is_ok() {
             run_typed::<u16>(py, &jobs, tables, out, threads)
+        } else if tables.cast::<PyArray2<u8>>().is_ok() {
+            run_typed::<u8>(py, &jobs, tables, out, threads)
         } else {
             run_typed::<f32>(py, &jobs, tables, out, threads)
         }

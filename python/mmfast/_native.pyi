@@ -37,7 +37,7 @@ def resize(
 def run_batch(
     images: Sequence[NDArray[np.uint8]],
     jobs: Sequence[tuple[int, str, int, tuple[int, int], str, object]],
-    tables: NDArray[np.float32] | NDArray[np.uint16],
-    out: NDArray[np.float32] | NDArray[np.uint16],
+    tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
+    out: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
     threads: int,
 ) -> None: ...

@@ -217,8 +217,13 @@ def _clip(arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int)
         box = plan.crop
         window = (box.top, box.left, box.height, box.width) if box else (0, 0, h, w)
         jobs.append((i, *_resize_job(plan), "windows", [window]))
-    out = np.empty((len(plans), *shape), np.float32)
-    _native.run_batch(arrays, jobs, float32_tables(plans[0]), out, threads)
+    if plans[0].do_rescale or plans[0].do_normalize:
+        tables = float32_tables(plans[0])
+    else:
+        # HF's PIL backend then hands back the resized, cropped uint8 pixels untouched.
+        tables = np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
+    out = np.empty((len(plans), *shape), tables.dtype)
+    _native.run_batch(arrays, jobs, tables, out, threads)
     return BatchFeature({"pixel_values": out})
 
 

@@ -1,0 +1,824 @@
+"""mmfast.ImageProcessor against transformers' image processors, bit for bit.
+
+Qwen2-VL, Qwen2.5-VL, Qwen3-VL and LLaVA-1.5 are compared with transformers' PIL backend
+(``Qwen2VLImageProcessorPil``, ``CLIPImageProcessorPil``) built from the same config dict as
+mmfast's built-in, with ``return_tensors="np"``. Llama 4's processor needs torch: it is compared
+with the goldens in ``../shared/golden/llama4`` and, when torch and torchvision import, live.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import SHARED, same_bits, shared_path
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from PIL import Image, ImageOps
+
+import mmfast
+from mmfast import MmfastError, UnsupportedModelError, models, processors
+from mmfast.processors import BatchFeature
+
+QWEN_IDS = ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"]
+LLAVA_ID = "llava-hf/llava-1.5-7b-hf"
+LLAMA4_ID = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+PIL_IDS = [*QWEN_IDS, LLAVA_ID]  # the models with a PIL-backend processor in transformers
+ALL_IDS = [*PIL_IDS, LLAMA4_ID]
+KEYS = {
+    **{m: ["pixel_values", "image_grid_thw"] for m in QWEN_IDS},
+    LLAVA_ID: ["pixel_values"],
+    LLAMA4_ID: ["pixel_values", "aspect_ratios"],
+}
+
+SHARED_IMAGES = sorted(p.name for p in (SHARED / "images").glob("*")) if SHARED.exists() else []
+GOLDENS = (
+    sorted(p.stem for p in (SHARED / "golden" / "llama4").glob("*.npz")) if SHARED.exists() else []
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def builtin_dict(model_id: str) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(models._BUILTINS[model_id].preprocessor)))
+
+
+def hf_processor(model_id: str, **overrides: Any) -> Any:
+    """transformers' PIL-backend processor for a built-in config plus ``overrides``."""
+    if model_id == LLAVA_ID:
+        module = pytest.importorskip("transformers.models.clip.image_processing_pil_clip")
+        cls = module.CLIPImageProcessorPil
+    else:
+        module = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
+        cls = module.Qwen2VLImageProcessorPil
+    return cls.from_dict(builtin_dict(model_id) | overrides)
+
+
+def noise(height: int, width: int, seed: int = 0) -> np.ndarray:
+    """(H, W, 3) uint8 uniform noise: every pixel differs, so any misplaced tap shows."""
+    return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+
+
+def smooth(height: int, width: int, seed: int = 0) -> np.ndarray:
+    """(H, W, 3) uint8 low-frequency waves: the photographic case, many equal neighbours."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    fy, fx, phase = rng.uniform(0.5, 3.0, 3), rng.uniform(0.5, 3.0, 3), rng.uniform(0, 6.3, 3)
+    waves = [
+        np.sin(2 * np.pi * (fy[c] * y / height + fx[c] * x / width) + phase[c]) for c in range(3)
+    ]
+    return np.round(127.5 + 127.4 * np.stack(waves, -1)).astype(np.uint8)
+
+
+def make_image(kind: str, height: int, width: int, seed: int = 0) -> np.ndarray:
+    return (noise if kind == "noise" else smooth)(height, width, seed)
+
+
+def hf_array_input(array: np.ndarray) -> np.ndarray | Image.Image:
+    """The same array for HF, unless HF would read it as channels-first.
+
+    transformers infers the channel axis from the shape and takes a leading 1, 3 or 4 as the
+    channels, so an (H, W, 3) array with H in {1, 3, 4} is ambiguous to it; the equivalent PIL
+    image is unambiguous.
+    """
+    return Image.fromarray(array) if array.shape[0] in (1, 3, 4) else array
+
+
+def describe(name: str, got: np.ndarray, want: np.ndarray) -> str:
+    """Where two outputs differ: dtype/shape, fraction of equal elements, first differing index."""
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return f"{name}: got {got.dtype}{got.shape}, want {want.dtype}{want.shape}"
+    bits = f"u{got.dtype.itemsize}"
+    differ = got.view(bits) != want.view(bits)
+    first = tuple(int(i) for i in np.argwhere(differ)[0])
+    return (
+        f"{name}: {1 - differ.mean():.6%} of elements equal; first difference at {first}: "
+        f"got {got[first]!r}, want {want[first]!r}"
+    )
+
+
+def assert_same_outputs(got: Mapping[str, np.ndarray], want: Mapping[str, Any]) -> None:
+    """Same keys in the same order, and every array equal in dtype, shape and bits."""
+    assert list(got) == list(want)
+    for key in want:
+        expected = np.asarray(want[key])
+        assert same_bits(got[key], expected), describe(key, got[key], expected)
+
+
+def assert_matches_hf(
+    model_id: str,
+    images: list[Any],
+    hf_images: list[Any] | None = None,
+    **overrides: Any,
+) -> BatchFeature:
+    """mmfast on ``images`` equals transformers on ``hf_images`` (default: the same objects)."""
+    want = hf_processor(model_id, **overrides)(
+        images if hf_images is None else hf_images, return_tensors="np"
+    )
+    got = mmfast.ImageProcessor.from_pretrained(model_id, **overrides)(images)
+    assert_same_outputs(got, want)
+    return got
+
+
+def png_bytes(image: Image.Image, **params: Any) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "PNG", **params)
+    return buf.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def _default_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests choose MMFAST_NUM_THREADS themselves; an inherited value must not leak in."""
+    monkeypatch.delenv("MMFAST_NUM_THREADS", raising=False)
+
+
+# --------------------------------------------------------------------------------------------
+# The BatchFeature
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
+def test_batch_feature_is_a_mapping_with_attributes(model_id: str) -> None:
+    out = mmfast.ImageProcessor.from_pretrained(model_id)([noise(40, 60), smooth(90, 50)])
+    assert isinstance(out, Mapping)
+    assert list(out) == list(out.keys()) == KEYS[model_id]
+    assert len(out) == len(KEYS[model_id])
+    for key in KEYS[model_id]:
+        assert out[key] is getattr(out, key)
+        assert key in out
+    assert out.pixel_values.dtype == np.float32
+    assert np.isfinite(out.pixel_values).all() and out.pixel_values.std() > 0.1
+    assert "nonexistent" not in out
+    with pytest.raises(AttributeError):
+        _ = out.nonexistent
+    with pytest.raises(KeyError):
+        _ = out["nonexistent"]
+    assert "pixel_values: float32[" in repr(out)
+    assert dict(out) == dict(out.items())
+
+
+def test_output_layouts() -> None:
+    """Shapes and dtypes per model, with values pinned by the equalities beside them."""
+    images = [noise(100, 200, 1), smooth(60, 30, 2)]
+    qwen = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    out = qwen(images)
+    # smart_resize: 100x200 rounds to 112x196; 60x30 rounds to 56x28, under min_pixels, so
+    # it is scaled up and ceiled to 84x56. In 14-pixel patches:
+    grids = [[1, 8, 14], [1, 6, 4]]
+    assert out.image_grid_thw.dtype == np.int64 and out.image_grid_thw.tolist() == grids
+    assert out.pixel_values.shape == (8 * 14 + 6 * 4, 3 * 2 * 14 * 14)
+    # A still image is one temporal patch, repeated: both halves of each row are equal.
+    halves = out.pixel_values.reshape(-1, 3, 2, 14 * 14)
+    assert np.array_equal(halves[:, :, 0], halves[:, :, 1])
+
+    llava = mmfast.ImageProcessor.from_pretrained(LLAVA_ID)(images)
+    assert llava.pixel_values.shape == (2, 3, 336, 336)
+
+    llama = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID)
+    f32, bf16 = llama(images), llama(images, dtype="bfloat16")
+    assert f32.aspect_ratios.dtype == np.int64 and f32.aspect_ratios.tolist() == [[1, 1], [1, 1]]
+    assert f32.pixel_values.shape == (2, 3, 336, 336) and f32.pixel_values.dtype == np.float32
+    assert bf16.pixel_values.dtype == ml_dtypes.bfloat16
+    assert same_bits(f32.pixel_values, bf16.pixel_values.astype(np.float32))
+    assert same_bits(f32.aspect_ratios, bf16.aspect_ratios)
+
+
+# --------------------------------------------------------------------------------------------
+# Parity with transformers' PIL backend: Qwen-VL and LLaVA-1.5
+# --------------------------------------------------------------------------------------------
+
+# Mixed sizes in one batch: tall and wide strips (under Qwen's rounding to 28/32 one side
+# grows while the other shrinks), sizes near multiples of the factor, odd sizes and squares.
+MIXED_SIZES = [(20, 1000), (900, 30), (15, 990), (55, 57), (83, 29), (224, 224), (333, 500)]
+
+
+@pytest.mark.parametrize("kind", ["noise", "smooth"])
+@pytest.mark.parametrize("model_id", PIL_IDS)
+def test_pil_batch_matches_hf(model_id: str, kind: str) -> None:
+    images = [
+        Image.fromarray(make_image(kind, h, w, seed)) for seed, (h, w) in enumerate(MIXED_SIZES)
+    ]
+    assert_matches_hf(model_id, images)
+
+
+@pytest.mark.parametrize("kind", ["noise", "smooth"])
+@pytest.mark.parametrize("model_id", PIL_IDS)
+def test_array_batch_matches_hf(model_id: str, kind: str) -> None:
+    arrays = [make_image(kind, h, w, seed) for seed, (h, w) in enumerate(MIXED_SIZES)]
+    assert all(a.shape[0] not in (1, 3, 4) for a in arrays)  # HF gets the very same arrays
+    assert_matches_hf(model_id, arrays)
+
+
+@pytest.mark.parametrize("name", SHARED_IMAGES or ["(shared images absent)"])
+@pytest.mark.parametrize("model_id", PIL_IDS)
+def test_shared_images_match_hf(model_id: str, name: str) -> None:
+    path = shared_path("images", name)
+    with Image.open(path) as opened:
+        image = ImageOps.exif_transpose(opened)
+        image.load()
+    # Both convert to RGB themselves: CMYK, RGBA, P, L and I;16 files are all here.
+    assert_matches_hf(model_id, [image])
+
+
+image_kind = st.sampled_from(["noise", "smooth"])
+input_kind = st.sampled_from(["pil", "array"])
+
+
+def hypothesis_case(
+    height: int, width: int, seed: int, kind: str, source: str
+) -> tuple[list[Any], list[Any]]:
+    array = make_image(kind, height, width, seed)
+    if source == "pil":
+        image = Image.fromarray(array)
+        return [image], [image]
+    return [array], [hf_array_input(array)]
+
+
+@pytest.mark.parametrize("model_id", QWEN_IDS)
+@settings(max_examples=25, deadline=None)
+@given(
+    height=st.integers(1, 700),
+    width=st.integers(1, 700),
+    seed=st.integers(0, 2**16),
+    kind=image_kind,
+    source=input_kind,
+)
+def test_qwen_random_sizes_match_hf(
+    model_id: str, height: int, width: int, seed: int, kind: str, source: str
+) -> None:
+    assume(max(height, width) / min(height, width) <= 200)
+    images, hf_images = hypothesis_case(height, width, seed, kind, source)
+    assert_matches_hf(model_id, images, hf_images)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    height=st.integers(1, 500),
+    width=st.integers(1, 500),
+    seed=st.integers(0, 2**16),
+    kind=image_kind,
+    source=input_kind,
+)
+def test_llava_random_sizes_match_hf(
+    height: int, width: int, seed: int, kind: str, source: str
+) -> None:
+    # A shortest edge of 336 blows a 1x500 strip up to 336x168000; keep the resize cheap.
+    assume(max(height, width) / min(height, width) <= 8)
+    images, hf_images = hypothesis_case(height, width, seed, kind, source)
+    assert_matches_hf(LLAVA_ID, images, hf_images)
+
+
+@pytest.mark.parametrize("model_id", QWEN_IDS)
+@settings(max_examples=25, deadline=None)
+@given(
+    multiples=st.tuples(st.integers(1, 24), st.integers(1, 24)),
+    offsets=st.tuples(st.integers(-15, 15), st.integers(-15, 15)),
+    budget=st.sampled_from(
+        [{}, {"max_pixels": 28 * 28 * 64}, {"min_pixels": 28 * 28 * 400, "max_pixels": 10**6}]
+    ),
+    kind=image_kind,
+)
+def test_qwen_rounding_near_multiples_matches_hf(
+    model_id: str,
+    multiples: tuple[int, int],
+    offsets: tuple[int, int],
+    budget: dict[str, int],
+    kind: str,
+) -> None:
+    """Sides k * factor + d: round() may push each side up or down independently, and the
+    pixel budget (max_pixels floors, min_pixels ceils) rescales both."""
+    factor = 32 if model_id == QWEN_IDS[2] else 28
+    height, width = (max(1, k * factor + d) for k, d in zip(multiples, offsets, strict=True))
+    assume(max(height, width) / min(height, width) <= 200)
+    array = make_image(kind, height, width, multiples[0] * 100 + multiples[1])
+    assert_matches_hf(model_id, [array], [hf_array_input(array)], **budget)
+
+
+@pytest.mark.parametrize("model_id", QWEN_IDS)
+@settings(max_examples=40, deadline=None)
+@given(short=st.integers(1, 4), ratio=st.floats(150.0, 260.0), tall=st.booleans())
+def test_qwen_extreme_aspect_ratios(model_id: str, short: int, ratio: float, tall: bool) -> None:
+    """Over 200:1 HF raises ValueError and mmfast MmfastError; below it the pixels agree."""
+    long = max(1, int(short * ratio))
+    height, width = (long, short) if tall else (short, long)
+    image = Image.fromarray(noise(height, width, short))
+    try:
+        want = hf_processor(model_id)([image], return_tensors="np")
+    except ValueError as exc:
+        assert "aspect ratio" in str(exc)
+        with pytest.raises(MmfastError, match="aspect ratio"):
+            mmfast.ImageProcessor.from_pretrained(model_id)(image)
+        return
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(model_id)(image), want)
+
+
+@pytest.mark.parametrize("model_id", PIL_IDS)
+@pytest.mark.parametrize("size", [(1, 1), (1, 2), (2, 1), (2, 3), (3, 3), (3, 1)])
+def test_tiny_images_match_hf(model_id: str, size: tuple[int, int]) -> None:
+    """Qwen's min_pixels and CLIP's shortest edge upscale a few pixels to a full image."""
+    image = Image.fromarray(noise(*size, seed=size[0] * 7 + size[1]))
+    assert_matches_hf(model_id, [image])
+
+
+QWEN_OVERRIDES: list[dict[str, Any]] = [
+    *({"resample": code} for code in range(6)),
+    {"do_normalize": False},
+    {"do_rescale": False},
+    {"do_rescale": False, "do_normalize": False},
+    {"max_pixels": 28 * 28 * 32},
+    {"min_pixels": 28 * 28 * 300},
+    {"min_pixels": 100 * 100, "max_pixels": 200 * 200},
+    {"size": {"shortest_edge": 128 * 128, "longest_edge": 256 * 256}},
+    {"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5], "rescale_factor": 1 / 127.5},
+    {"resample": 0, "max_pixels": 28 * 28 * 16, "do_normalize": False},
+]
+
+
+@pytest.mark.parametrize("overrides", QWEN_OVERRIDES, ids=repr)
+@pytest.mark.parametrize("model_id", QWEN_IDS)
+def test_qwen_overrides_match_hf(model_id: str, overrides: dict[str, Any]) -> None:
+    images = [noise(150, 97, 1), smooth(61, 230, 2), Image.fromarray(noise(7, 300, 3))]
+    assert_matches_hf(model_id, images, **overrides)
+
+
+@pytest.mark.parametrize("model_id", QWEN_IDS)
+def test_qwen_without_resize_matches_hf(model_id: str) -> None:
+    factor = 32 if model_id == QWEN_IDS[2] else 28
+    sizes = [(factor, factor), (2 * factor, 5 * factor), (7 * factor, 3 * factor)]
+    images = [noise(h, w, i) if i % 2 else smooth(h, w, i) for i, (h, w) in enumerate(sizes)]
+    patch = factor // 2
+    for overrides in ({"do_resize": False}, {"do_resize": False, "do_normalize": False}):
+        got = assert_matches_hf(model_id, images, **overrides)
+        assert got.image_grid_thw.tolist() == [[1, h // patch, w // patch] for h, w in sizes]
+    with pytest.raises(MmfastError, match="multiples"):
+        mmfast.ImageProcessor.from_pretrained(model_id, do_resize=False)(noise(factor + 1, factor))
+
+
+LLAVA_OVERRIDES: list[dict[str, Any]] = [
+    *({"resample": code} for code in range(6)),
+    {"do_normalize": False},
+    {"do_rescale": False},
+    {"do_rescale": False, "do_normalize": False},  # HF returns the uint8 pixels
+    {"size": {"shortest_edge": 100}, "crop_size": 80},
+    {"size": {"shortest_edge": 64}, "crop_size": {"height": 90, "width": 40}},  # pads with 0
+    {"size": {"height": 120, "width": 200}, "do_center_crop": False},
+    {"size": {"max_height": 80, "max_width": 50}, "do_center_crop": False},
+    {"size": {"shortest_edge": 70, "longest_edge": 100}, "crop_size": 64},
+    {"do_resize": False},  # crops 336 out of (or pads around) the original
+    {"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5], "rescale_factor": 1 / 127.5},
+]
+
+
+@pytest.mark.parametrize("overrides", LLAVA_OVERRIDES, ids=repr)
+def test_llava_overrides_match_hf(overrides: dict[str, Any]) -> None:
+    images = [noise(150, 97, 1), smooth(61, 230, 2), noise(400, 500, 3)]
+    if not overrides.get("do_center_crop", True):
+        # Without a crop the output sizes follow the input, and a batch must stack.
+        for image in images:
+            assert_matches_hf(LLAVA_ID, [image], **overrides)
+    else:
+        assert_matches_hf(LLAVA_ID, images, **overrides)
+
+
+# --------------------------------------------------------------------------------------------
+# Llama 4
+# --------------------------------------------------------------------------------------------
+
+
+def golden_input(name: str) -> Image.Image:
+    matches = sorted(shared_path("images").glob(f"{name}.*"))
+    assert len(matches) == 1, matches
+    with Image.open(matches[0]) as opened:
+        image = ImageOps.exif_transpose(opened)
+        image.load()
+    return image
+
+
+@pytest.mark.parametrize("name", GOLDENS or ["(goldens absent)"])
+def test_llama4_matches_goldens(name: str) -> None:
+    with np.load(shared_path("golden", "llama4", f"{name}.npz")) as golden:
+        want_bits = golden["pixel_values_bf16_bits"]
+        want_ratios = golden["aspect_ratios"]
+    image = golden_input(name)
+    proc = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID)
+
+    bf16 = proc(image, dtype="bfloat16")
+    assert bf16.pixel_values.dtype == ml_dtypes.bfloat16
+    got_bits = bf16.pixel_values.view(np.uint16)
+    assert got_bits.shape == want_bits.shape, describe("pixel_values", got_bits, want_bits)
+    equal = float((got_bits == want_bits).mean())
+    assert np.array_equal(got_bits, want_bits), (
+        f"{name}: {equal:.6%} of bfloat16 values bit-equal; "
+        + describe("pixel_values", got_bits, want_bits)
+    )
+    assert same_bits(bf16.aspect_ratios, want_ratios)
+
+    f32 = proc(image)
+    widened = (want_bits.astype(np.uint32) << 16).view(np.float32)
+    assert same_bits(f32.pixel_values, widened), describe("pixel_values", f32.pixel_values, widened)
+    assert same_bits(f32.aspect_ratios, want_ratios)
+    # The number of tiles, global view included, follows from the aspect ratio.
+    rows, cols = want_ratios[0]
+    assert len(got_bits) == rows * cols + (rows * cols > 1)
+
+
+# Sizes that force a real resize: down into a 5x3 canvas, a 1x12 strip, past the 16-tile cap,
+# a near-square that pads, the float32-rounding case from test_models, and an upscale.
+LIVE_LLAMA4_CASES = [
+    ((1500, 700), "noise"),
+    ((90, 4000), "smooth"),
+    ((2000, 2000), "noise"),
+    ((333, 337), "smooth"),
+    ((1175, 2000), "noise"),
+    ((100, 150), "smooth"),
+]
+
+
+def test_llama4_matches_live_transformers() -> None:
+    """HF's Llama4ImageProcessor (torchvision backend) run here, when torch is installed."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    llama4 = pytest.importorskip("transformers.models.llama4.image_processing_llama4")
+    hf = llama4.Llama4ImageProcessor.from_dict(builtin_dict(LLAMA4_ID))
+    proc = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID)
+
+    def hf_outputs(images: list[Image.Image]) -> dict[str, np.ndarray]:
+        out = hf(images, return_tensors="pt")
+        # bfloat16 has no NumPy dtype in torch; its bits go through int16.
+        bits = out["pixel_values"].view(torch.int16).numpy().view(np.uint16)
+        return {"pixel_values": bits, "aspect_ratios": out["aspect_ratios"].numpy()}
+
+    def mmfast_outputs(images: list[np.ndarray]) -> dict[str, np.ndarray]:
+        out = proc(images, dtype="bfloat16")
+        widened = proc(images).pixel_values  # the float32 default: the same values, widened
+        assert same_bits(widened, out.pixel_values.astype(np.float32))
+        return {
+            "pixel_values": out.pixel_values.view(np.uint16),
+            "aspect_ratios": out.aspect_ratios,
+        }
+
+    arrays = [
+        make_image(kind, height, width, seed)
+        for seed, ((height, width), kind) in enumerate(LIVE_LLAMA4_CASES)
+    ]
+    for array in arrays:
+        want = hf_outputs([Image.fromarray(array)])
+        got = mmfast_outputs([array])
+        for key in want:
+            assert same_bits(got[key], want[key]), f"{array.shape[:2]}: " + describe(
+                key, got[key], want[key]
+            )
+    # One batch: tiles concatenated in input order, one aspect ratio row per image.
+    assert_same_outputs(
+        mmfast_outputs(arrays[3:]), hf_outputs([Image.fromarray(a) for a in arrays[3:]])
+    )
+
+
+def test_llama4_normalisation_off_is_refused() -> None:
+    for overrides in ({"do_normalize": False}, {"do_rescale": False}):
+        proc = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID, **overrides)
+        with pytest.raises(MmfastError, match="do_rescale/do_normalize"):
+            proc(noise(40, 40))
+
+
+# --------------------------------------------------------------------------------------------
+# Token counts
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_id", QWEN_IDS)
+@settings(max_examples=20, deadline=None)
+@given(height=st.integers(1, 1200), width=st.integers(1, 1200))
+def test_qwen_token_count_matches_output(model_id: str, height: int, width: int) -> None:
+    assume(max(height, width) / min(height, width) <= 200)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, max_pixels=28 * 28 * 512)
+    merge = proc.config.merge_size
+    out = proc(noise(height, width, height + width))
+    tokens = proc.num_image_tokens(height, width)
+    assert tokens == proc.plan(height, width).num_image_tokens
+    assert tokens == int(out.image_grid_thw.prod()) // merge**2
+    assert tokens * merge**2 == len(out.pixel_values)
+    hf = hf_processor(model_id, max_pixels=28 * 28 * 512)
+    assert tokens == hf.get_number_of_image_patches(height, width, {}) // merge**2
+
+
+@pytest.mark.parametrize("size", [(1, 1), (100, 100), (480, 640), (1080, 1920), (40, 3000)])
+def test_llava_and_llama4_token_counts(size: tuple[int, int]) -> None:
+    llava = mmfast.ImageProcessor.from_pretrained(LLAVA_ID)
+    assert llava.num_image_tokens(*size) == llava.plan(*size).num_image_tokens == 576
+    llama = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID)
+    out = llama(smooth(*size))
+    rows, cols = (int(v) for v in out.aspect_ratios[0])
+    tiles = rows * cols
+    # <|image_start|> <|image|> 144 patches <|image_end|>, plus per tile 144 patches and a
+    # separator when there is more than one tile (Llama4Processor._prompt_split_image).
+    expected = 3 + 144 + (tiles * 145 if tiles > 1 else 0)
+    assert llama.num_image_tokens(*size) == llama.plan(*size).num_image_tokens == expected
+    assert len(out.pixel_values) == tiles + (tiles > 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Batches and threads
+# --------------------------------------------------------------------------------------------
+
+
+def batch_images() -> list[Any]:
+    return [
+        noise(300, 200, 1),
+        Image.fromarray(smooth(45, 700, 2)),
+        noise(1000, 37, 3),
+        smooth(336, 336, 4),
+        Image.fromarray(noise(2, 5, 5)),
+    ]
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
+def test_batch_equals_single_calls(model_id: str) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    images = batch_images()
+    dtype = "bfloat16" if model_id == LLAMA4_ID else "float32"
+    batch = proc(images, dtype=dtype)
+    singles = [proc(image, dtype=dtype) for image in images]
+    # Qwen concatenates patch rows and Llama 4 tiles; LLaVA stacks one 336x336 image each.
+    joined = {key: np.concatenate([s[key] for s in singles]) for key in KEYS[model_id]}
+    assert_same_outputs(batch, joined)
+    if model_id == LLAVA_ID:
+        assert batch.pixel_values.shape[0] == len(images)
+        assert same_bits(batch.pixel_values, np.stack([s.pixel_values[0] for s in singles]))
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
+def test_threads_do_not_change_results(model_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    images = batch_images() * 2
+    reference = proc(images, threads=1)
+    for threads in (2, 8):
+        assert_same_outputs(proc(images, threads=threads), reference)
+    for env in ("1", "3", "8"):
+        monkeypatch.setenv("MMFAST_NUM_THREADS", env)
+        assert_same_outputs(proc(images), reference)
+    # An explicit argument wins over the environment, even a malformed one.
+    monkeypatch.setenv("MMFAST_NUM_THREADS", "abc")
+    assert_same_outputs(proc(images, threads=2), reference)
+    monkeypatch.delenv("MMFAST_NUM_THREADS")
+    assert_same_outputs(proc(images), reference)
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-2", "", "1.5"])
+def test_bad_thread_environment_raises(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MMFAST_NUM_THREADS", value)
+    with pytest.raises(MmfastError, match="MMFAST_NUM_THREADS"):
+        mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(noise(30, 30))
+
+
+def test_python_threads_run_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pixel work releases the GIL: a Python thread keeps ticking while a batch of
+    12-megapixel images is processed.
+
+    The ticker gives up the GIL on every tick (``time.sleep(0)``), so each tick needs the GIL
+    back: had the native call held it, the ticker could tick once or twice between the call's
+    start and end, whatever the machine's speed (measured: 1-2 ticks across a 0.5 s
+    GIL-holding ``sum(range(5 * 10**7))``, thousands across a GIL-free ``time.sleep(0.3)``).
+    """
+    images = [noise(3000, 4000, 1), smooth(3024, 4032, 2), noise(4000, 3000, 3)]
+    proc = mmfast.ImageProcessor.from_pretrained(LLAVA_ID)
+    expected = proc(images, threads=2)
+
+    native = processors._native
+    real_run_batch = native.run_batch
+    state = {"in_native": False, "ticks": 0, "ticks_in_native": 0}
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.is_set():
+            state["ticks"] += 1
+            if state["in_native"]:
+                state["ticks_in_native"] += 1
+            time.sleep(0)
+
+    def run_batch(*args: Any) -> Any:
+        state["in_native"] = True
+        try:
+            return real_run_batch(*args)
+        finally:
+            state["in_native"] = False
+
+    monkeypatch.setattr(native, "run_batch", run_batch)
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    try:
+        got = proc(images, threads=2)
+    finally:
+        stop.set()
+        thread.join()
+    assert_same_outputs(got, expected)
+    assert state["ticks_in_native"] >= 20, state
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
+def test_one_image_equals_a_list_of_one(model_id: str) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    array = smooth(123, 77, 5)
+    single = proc(array)
+    assert_same_outputs(proc([array]), single)
+    assert_same_outputs(proc((array,)), single)
+    assert_same_outputs(proc(Image.fromarray(array)), single)
+    if model_id != LLAMA4_ID:
+        assert_matches_hf(model_id, [array])
+
+
+def hf_load_image(path: Path) -> Image.Image:
+    """``transformers.image_utils.load_image(str(path))``, with the file closed afterwards (its
+    own ``Image.open`` would leave a lazily read GIF open, a ResourceWarning here)."""
+    load_image = pytest.importorskip("transformers.image_utils").load_image
+    with Image.open(path) as opened:
+        image = load_image(opened)  # exif_transpose, then convert("RGB")
+        image.load()
+    return image
+
+
+@pytest.mark.parametrize("name", SHARED_IMAGES or ["(shared images absent)"])
+def test_paths_and_bytes_decode_like_load_image(name: str) -> None:
+    """Bytes and paths go through decode_image, which orients like transformers' load_image."""
+    path = shared_path("images", name)
+    data = path.read_bytes()
+    model_id = QWEN_IDS[0]
+    overrides = {"max_pixels": 28 * 28 * 256}  # decoding is under test, not the resize
+    want = hf_processor(model_id, **overrides)([hf_load_image(path)], return_tensors="np")
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, **overrides)
+    for source in (path, str(path), data, bytearray(data), memoryview(data)):
+        assert_same_outputs(proc(source), want)
+    assert_same_outputs(proc([path, data]), proc([str(path), path]))
+
+
+@pytest.mark.parametrize("model_id", [QWEN_IDS[0], LLAVA_ID])
+def test_exif_orientation_from_bytes_matches_load_image(model_id: str, tmp_path: Path) -> None:
+    array = smooth(40, 90, 3)
+    for orientation in range(1, 9):
+        exif = Image.Exif()
+        exif[0x0112] = orientation
+        buf = io.BytesIO()
+        Image.fromarray(array).save(buf, "PNG", exif=exif)
+        path = tmp_path / f"o{orientation}.png"
+        path.write_bytes(buf.getvalue())
+        want = hf_processor(model_id)([hf_load_image(path)], return_tensors="np")
+        proc = mmfast.ImageProcessor.from_pretrained(model_id)
+        assert_same_outputs(proc(buf.getvalue()), want)
+        assert_same_outputs(proc(path), want)
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
+def test_grayscale_arrays_equal_repeated_rgb(model_id: str) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    gray = [smooth(80, 50, 1)[..., 0].copy(), noise(33, 140, 2)[..., 1].copy()]
+    rgb = [np.repeat(g[..., None], 3, axis=2) for g in gray]
+    assert_same_outputs(proc(gray), proc(rgb))
+    if model_id != LLAMA4_ID:
+        assert_matches_hf(model_id, gray, rgb)
+
+
+def pil_in_mode(mode: str) -> Image.Image:
+    rgb = Image.fromarray(smooth(47, 65, 3))
+    if mode == "RGBA":
+        alpha = Image.fromarray(noise(47, 65, 4)[..., 0])
+        image = rgb.copy()
+        image.putalpha(alpha)
+        return image
+    if mode == "P+transparency":
+        return Image.open(io.BytesIO(png_bytes(rgb.convert("P"), transparency=5)))
+    if mode == "I;16":
+        return Image.fromarray(smooth(47, 65, 3)[..., 0].astype(np.uint16) * 257)
+    return rgb.convert(mode)
+
+
+@pytest.mark.parametrize("mode", ["L", "RGBA", "P", "P+transparency", "CMYK", "LA", "I;16", "1"])
+@pytest.mark.parametrize("model_id", PIL_IDS)
+def test_pil_modes_match_hf(model_id: str, mode: str) -> None:
+    image = pil_in_mode(mode)
+    assert image.mode == mode.split("+")[0]
+    assert_matches_hf(model_id, [image])
+
+
+@pytest.mark.parametrize("mode", ["L", "RGBA", "P", "CMYK"])
+def test_pil_modes_llama4_equal_converted_rgb(mode: str) -> None:
+    """Llama 4 has no PIL processor to compare with; its input conversion is the others'."""
+    convert_to_rgb = pytest.importorskip("transformers.image_transforms").convert_to_rgb
+    image = pil_in_mode(mode)
+    array = convert_to_rgb(image, return_numpy=True)
+    proc = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID)
+    assert_same_outputs(proc(image, dtype="bfloat16"), proc(array, dtype="bfloat16"))
+
+
+def transparent_png(mode: str) -> bytes:
+    if mode == "L":
+        return png_bytes(Image.fromarray(noise(30, 41, 7)[..., 0]), transparency=128)
+    array = noise(30, 41, 8) // 64 * 64  # a few colours, so (0, 0, 0) occurs
+    return png_bytes(Image.fromarray(array), transparency=(0, 0, 0))
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_transparent_png_bytes_match_hf(mode: str) -> None:
+    data = transparent_png(mode)
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.mode == mode and "transparency" in image.info
+        image.load()
+        want = hf_processor(QWEN_IDS[0])([image], return_tensors="np")
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(data), want)
+
+
+@pytest.mark.parametrize("model_id", [QWEN_IDS[0], LLAVA_ID])
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_transparent_pil_l_and_rgb_match_hf(model_id: str, mode: str) -> None:
+    """An L or RGB image whose PNG names a transparent value (tRNS): HF composites those
+    pixels onto white, so mmfast must not read such an image as plain L/RGB."""
+    with Image.open(io.BytesIO(transparent_png(mode))) as image:
+        image.load()
+        assert image.mode == mode and "transparency" in image.info
+        assert_matches_hf(model_id, [image])
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("images", "match"),
+    [
+        ([], "images: expected at least one image"),
+        ((), "images: expected at least one image"),
+        (7, "images: expected PIL images.*got int"),
+        ([noise(8, 8), 3.5], "images: expected PIL images.*got float"),
+        (np.zeros((8, 8, 3), np.float32), "images: expected uint8.*float32"),
+        (np.zeros((8, 8, 4), np.uint8), r"images: expected uint8.*\(8, 8, 4\)"),
+        (np.zeros((8, 8, 1), np.uint8), r"images: expected uint8.*\(8, 8, 1\)"),
+        (np.zeros((2, 8, 8, 3), np.uint8), r"images: expected uint8.*\(2, 8, 8, 3\)"),
+        (np.zeros((0, 8, 3), np.uint8), "images: expected a non-empty image"),
+        (b"not an image", "source"),
+    ],
+    ids=lambda v: type(v).__name__,
+)
+@pytest.mark.parametrize("model_id", [QWEN_IDS[0], LLAVA_ID, LLAMA4_ID])
+def test_bad_images_raise(model_id: str, images: Any, match: str) -> None:
+    with pytest.raises(MmfastError, match=match):
+        mmfast.ImageProcessor.from_pretrained(model_id)(images)
+
+
+@pytest.mark.parametrize("threads", [0, -1, 2.0, "4"])
+def test_bad_threads_raise(threads: Any) -> None:
+    with pytest.raises(MmfastError, match="threads: expected a positive integer"):
+        mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(noise(30, 30), threads=threads)
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
+def test_bad_dtypes_raise(model_id: str) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    for dtype in ("float16", "float64", "bf16", np.float32):
+        with pytest.raises(MmfastError, match="dtype: expected 'float32' or 'bfloat16'"):
+            proc(noise(30, 30), dtype=dtype)
+    if model_id != LLAMA4_ID:
+        with pytest.raises(MmfastError, match="dtype: bfloat16 is only offered for Llama 4"):
+            proc(noise(30, 30), dtype="bfloat16")
+
+
+def test_unknown_model_lists_supported_ids() -> None:
+    with pytest.raises(UnsupportedModelError) as info:
+        mmfast.ImageProcessor.from_pretrained("someone/not-a-model")
+    for model_id in ALL_IDS:
+        assert model_id in str(info.value)
+    assert "someone/not-a-model" in str(info.value)
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"image_processor_type": 5}'])
+def test_malformed_config_dir_raises(tmp_path: Path, content: str) -> None:
+    (tmp_path / "preprocessor_config.json").write_text(content)
+    with pytest.raises(MmfastError) as info:
+        mmfast.ImageProcessor.from_pretrained(tmp_path)
+    assert not isinstance(info.value, UnsupportedModelError)
+    assert str(tmp_path) in str(info.value)
+
+
+def test_config_dir_equals_builtin(tmp_path: Path) -> None:
+    """A checkpoint directory holding the built-in's JSON gives the built-in's outputs."""
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(builtin_dict(QWEN_IDS[2])))
+    images = [noise(100, 60, 1), smooth(40, 200, 2)]
+    assert_same_outputs(
+        mmfast.ImageProcessor.from_pretrained(tmp_path)(images),
+        mmfast.ImageProcessor.from_pretrained(QWEN_IDS[2])(images),
+    )
