@@ -23,19 +23,17 @@ impl From<error::TransformError> for pyo3::PyErr {
 #[cfg(feature = "python")]
 #[pyo3::pymodule]
 mod _native {
+    use std::ffi::{c_char, c_void, CStr};
+
     use ndarray::{Array, ArrayView3, CowArray, Ix3, IxDyn};
     use numpy::{
         IntoPyArray, PyArray2, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
     };
     use pyo3::exceptions::PyMemoryError;
     use pyo3::prelude::*;
-    use pyo3::types::PyBytes;
+    use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
 
-    use std::ffi::{c_char, c_void, CStr};
-
-    use pyo3::types::{PyCapsule, PyCapsuleMethods};
-
-    use crate::error::TransformError;
+    use crate::error::invalid;
     use crate::image::{self, Orientation};
     use crate::pipeline::{self, Job, Layout, Resize};
     use crate::resize::Filter;
@@ -44,12 +42,7 @@ mod _native {
     pyo3::import_exception!(mmfast.errors, MmfastError);
 
     fn fail(arg: &'static str, expected: impl Into<String>, got: impl ToString) -> PyErr {
-        TransformError::InvalidArgument {
-            arg,
-            expected: expected.into(),
-            got: got.to_string(),
-        }
-        .into()
+        invalid(arg, expected, got).into()
     }
 
     /// What came in, for an error message: dtype and shape of an array, else the type.
