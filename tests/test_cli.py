@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
-from mmfast import bench
+from conftest import same_bits
+from PIL import Image
+
+from mmfast import ImageProcessor, bench, cli, decode_image, models, supported_models
 from mmfast.cli import main
 
 
@@ -38,3 +46,242 @@ def test_bench_rows_measure_every_alternative():
         assert row.ours > 0 and all(t > 0 for t in row.others.values())
         assert "reference" in row.others and "copy floor" in row.others
         assert f"{row.ours * 1e3:9.2f}" in row.format(["reference", "tobytes", "copy floor"])
+
+
+# --------------------------------------------------------------------------------------------
+# mmfast preprocess
+# --------------------------------------------------------------------------------------------
+
+QWEN = "Qwen/Qwen2-VL-7B-Instruct"
+LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+
+
+def write_images(tmp_path: Path) -> list[Path]:
+    paths = []
+    for i, (size, fmt) in enumerate((((30, 40), "PNG"), ((57, 33), "JPEG"), ((20, 90), "PNG"))):
+        path = tmp_path / f"img{i}.{fmt.lower()}"
+        Image.fromarray(bench.synthetic_photo(*size, seed=i)).save(path, fmt)
+        paths.append(path)
+    return paths
+
+
+def table_rows(out: str) -> list[list[str]]:
+    """The per-image rows of the preprocess table, split on runs of spaces."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("image "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("total:"))
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[start + 1 : end]]
+
+
+def test_preprocess_without_images_uses_the_samples(capsys):
+    assert main(["preprocess", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "built-in generated samples" in out
+    rows = table_rows(out)
+    assert [r[0] for r in rows] == ["sample-1280x960.jpg", "sample-480x360.png"]
+    proc = ImageProcessor.from_pretrained(QWEN)
+    for row, (_, data) in zip(rows, cli.sample_images(), strict=True):
+        h, w = decode_image(data).shape[:2]
+        plan = proc.plan(h, w)
+        assert row[1] == f"{h}x{w}"
+        assert row[2] == f"{plan.resize_size[0]}x{plan.resize_size[1]}"
+        rows_, dim = plan.output_shapes["pixel_values"]
+        assert row[3] == f"pixel_values={rows_}x{dim} image_grid_thw=3"
+        assert int(row[4]) == proc.num_image_tokens(h, w)
+        decode_ms, process_ms, ms = map(float, row[5:8])
+        assert (
+            decode_ms > 0
+            and process_ms > 0
+            and ms == pytest.approx(decode_ms + process_ms, abs=0.011)
+        )
+    assert re.search(r"total: 2 images, .* images/s, .* MP/s", out)
+
+
+def test_samples_are_deterministic():
+    assert cli.sample_images() == cli.sample_images()
+
+
+@pytest.mark.parametrize(
+    ("model", "dtype"),
+    [
+        (QWEN, "float32"),
+        (LLAMA4, "bfloat16"),
+        (LLAMA4, "float32"),
+        ("llava-hf/llava-1.5-7b-hf", "float32"),
+    ],
+)
+def test_preprocess_out_round_trips_exactly(tmp_path, capsys, model, dtype):
+    paths = write_images(tmp_path)
+    out_file = tmp_path / "out.npz"
+    argv = ["preprocess", *map(str, paths), "--model", model, "--out", str(out_file)]
+    assert main([*argv, "--threads", "2", "--dtype", dtype]) == 0
+    out = capsys.readouterr().out
+    assert [r[0] for r in table_rows(out)] == [str(p) for p in paths]
+    assert f"wrote {out_file}" in out
+    got = cli.load_npz(out_file)
+    want = ImageProcessor.from_pretrained(model)(paths, threads=1, dtype=dtype)
+    assert sorted(got) == sorted(want)
+    for key in want:
+        assert same_bits(got[key], want[key]), key
+    if dtype == "bfloat16":
+        with np.load(out_file) as raw:
+            assert raw.files == ["pixel_values.bfloat16_bits", "aspect_ratios"]
+            assert raw["pixel_values.bfloat16_bits"].dtype == np.uint16
+
+
+def test_preprocess_accepts_a_config_directory(tmp_path, capsys):
+    config = dict(models._BUILTINS[QWEN].preprocessor) | {"min_pixels": 28 * 28 * 16}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    paths = write_images(tmp_path)
+    assert main(["preprocess", str(paths[0]), "--model", str(tmp_path)]) == 0
+    row = table_rows(capsys.readouterr().out)[0]
+    resized = models.smart_resize(30, 40, 28, 28 * 28 * 16, config["max_pixels"])
+    assert resized != models.load_config(QWEN).plan(30, 40).resize_size
+    assert row[2] == f"{resized[0]}x{resized[1]}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["missing.jpg"], "missing.jpg: No such file or directory"),
+        (["--model", "nope/nope"], "model 'nope/nope' is neither a built-in id"),
+        (["--threads", "0"], "--threads: expected a positive integer, got '0'"),
+        (["--threads", "two"], "--threads: expected a positive integer, got 'two'"),
+        (["--dtype", "bfloat16"], "bfloat16 is only offered for Llama 4"),
+    ],
+)
+def test_preprocess_errors_exit_2_with_one_line(capsys, argv, message):
+    assert main(["preprocess", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("mmfast preprocess: error: ")
+    assert message in captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+
+
+def test_preprocess_unreadable_image_leaves_no_output(tmp_path, capsys):
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    out_file = tmp_path / "out.npz"
+    assert main(["preprocess", str(bad), "--out", str(out_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mmfast preprocess: error: {bad}: not an image")
+    assert not out_file.exists()
+
+
+def test_progress_bar_draws_and_clears():
+    stream = io.StringIO()
+    progress = cli.Progress(4, stream, enabled=True, width=8)
+    progress.update(2, "decoding")
+    assert stream.getvalue() == "\rdecoding   [####....] 2/4"
+    progress.close()
+    assert stream.getvalue().endswith("\r")
+    quiet = io.StringIO()
+    cli.Progress(4, quiet, enabled=False).update(1, "decoding")
+    assert quiet.getvalue() == ""
+
+
+def test_progress_bar_only_on_a_terminal_with_many_images(tmp_path, capsys):
+    paths = [str(write_images(tmp_path)[0])] * (cli.PROGRESS_MIN_IMAGES + 1)
+    assert main(["preprocess", *paths]) == 0
+    assert capsys.readouterr().err == ""  # capsys' stderr is not a terminal
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    cli.preprocess(paths, stdout=io.StringIO(), stderr=err)
+    assert f"[{'#' * 30}] {len(paths)}/{len(paths)}" in err.getvalue()
+    err = Tty()
+    cli.preprocess(paths[:2], stdout=io.StringIO(), stderr=err)
+    assert err.getvalue() == ""
+
+
+# --------------------------------------------------------------------------------------------
+# mmfast bench sections, on tiny sizes
+# --------------------------------------------------------------------------------------------
+
+HF = bench.Backends.detect()
+
+
+def check_rows(rows, alternatives):
+    assert rows
+    for row in rows:
+        assert isinstance(row, bench.Row)
+        assert row.ours > 0
+        assert sorted(row.others) == sorted(alternatives)
+        assert all(t > 0 for t in row.others.values())
+
+
+def test_bench_resize_rows():
+    rows = list(bench.resize_rows(bench.QUICK_RESIZE_CASES, budget=0))
+    check_rows(rows, ["Pillow"])
+    assert rows[0].case == "bicubic to 17x23 (WxH)" and rows[0].size == (48, 64)
+
+
+def test_bench_decode_rows():
+    buffer = io.BytesIO()
+    Image.fromarray(bench.synthetic_photo(30, 40)).save(buffer, "JPEG")
+    rows = list(bench.decode_rows(buffer.getvalue(), "(tiny)", HF, budget=0))
+    check_rows(rows, bench.decode_columns(HF))
+    assert rows[0].size == (30, 40)
+
+
+def test_bench_pil_export_rows():
+    rows = list(bench.pil_export_rows(((20, 30),), budget=0))
+    check_rows(rows, ["np.asarray"])
+    assert rows[0].case == "pil_to_rgb (in place)"
+
+
+def test_bench_model_rows_cover_every_model():
+    items = list(bench.model_rows(HF, ((24, 32),), budget=0))
+    rows = [item for item in items if isinstance(item, bench.Row)]
+    assert [r.case for r in rows] == [bench.short_name(m) for m in supported_models()]
+    for row in rows:
+        llama = row.case.startswith("Llama")
+        expected = [] if llama or not HF.transformers else ["HF PIL"]
+        if HF.torch:
+            expected.append("HF torchvision")
+        check_rows([row], expected)
+    if HF.transformers:
+        assert "  Llama-4-Scout: transformers has no PIL backend for it" in items
+
+
+def test_bench_jpeg_rows(tmp_path):
+    path = tmp_path / "small.jpg"
+    Image.fromarray(bench.synthetic_photo(30, 40)).save(path, "JPEG")
+    rows = list(bench.jpeg_rows(path, HF, budget=0))
+    check_rows(rows, ["load_image+HF PIL"] if HF.transformers else [])
+
+
+def test_bench_batch_rows_report_thread_scaling():
+    items = list(bench.batch_rows(HF, [(24, 32), (40, 30), (50, 60)], budget=0))
+    rows = [item for item in items if isinstance(item, bench.Row)]
+    assert [r.case for r in rows] == [
+        f"Qwen2-VL-7B x3 {kind}, {n} thr" for kind in ("PIL", "array") for n in (1, 2)
+    ]
+    check_rows(rows, ["HF PIL"] if HF.transformers else [])
+    assert re.search(r"thread scaling t1/t2: PIL [0-9.]+x, array [0-9.]+x", items[-1])
+
+
+def test_batch_sizes_span_the_range():
+    sizes = bench.batch_sizes()
+    assert len(sizes) == 16 and sizes[0] == (240, 320) and sizes[-1] == (3024, 4032)
+    assert all(min(s) >= 240 and max(s) <= 4032 for s in sizes)
+    assert sizes == bench.batch_sizes()
+
+
+def test_bench_quick_only(capsys):
+    assert main(["bench", "--quick", "--only", "resize", "--only", "pil"]) == 0
+    out = capsys.readouterr().out
+    assert "## resize" in out and "## pil" in out and "## kernels" not in out
+    assert "transformers" in out.splitlines()[1]
+
+
+def test_bench_missing_jpeg_is_skipped_with_a_note(tmp_path, capsys):
+    missing = tmp_path / "absent.jpg"
+    rows = bench.run(only=["decode", "jpeg"], jpeg=missing)
+    assert rows == []
+    out = capsys.readouterr().out
+    assert out.count(f"skipped: {missing} is absent") == 2

@@ -1,33 +1,89 @@
 """``mmfast bench``: each kernel against its alternatives, measured in the same run.
 
-Times are the median of several calls on one thread, on generated images (a
-seeded RNG), so the command needs no data. Ratios compare against what a user
-would otherwise run: the pure-NumPy twin in :mod:`mmfast.reference`, and
-``np.copyto`` into a buffer the size of the output, the memory floor no kernel
-that writes its output can beat by much.
+Times are the median of several calls (:func:`median_seconds`), on generated images (a
+seeded RNG) so the command needs no data, except the decode and JPEG sections, which read
+the 12 MP photo from ``../shared`` (``--jpeg PATH``) and are skipped with a note without it.
+Every ratio compares two times measured in this run, on one thread unless a row says
+otherwise. The alternatives are what a user would otherwise run:
+
+* ``kernels``: the pure-NumPy twin in :mod:`mmfast.reference`, and ``np.copyto`` into a
+  buffer the size of the output, the memory floor no kernel that writes its output can beat
+  by much.
+* ``resize``: ``PIL.Image.resize`` on the same decoded RGB PIL image.
+* ``decode``: transformers' chain ``convert_to_rgb(exif_transpose(Image.open(...)))`` (plain
+  Pillow when transformers is absent).
+* ``pil``: ``np.asarray`` of a PIL image, against :func:`mmfast.image.pil_to_rgb`.
+* ``models``, ``jpeg``, ``batch``: transformers' PIL-backend processors (``return_tensors="np"``)
+  and, when torch and torchvision import, its torchvision backend (``return_tensors="pt"``,
+  ``torch.set_num_threads(1)``), built from the same config as mmfast's processor.
+
+transformers and torch are optional: their rows are skipped, with a note, when absent.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import io
+import os
+import platform
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import PIL
+from numpy.typing import NDArray
+from PIL import Image, ImageOps
 
-from mmfast import _native, reference
+from mmfast import _native, models, reference
+from mmfast.image import decode_image, pil_to_rgb, resize
+from mmfast.processors import ImageProcessor
 
 SIZES = ((480, 640), (1080, 1920), (3024, 4032))
+QUICK_SIZES = ((24, 32), (60, 80))
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
+# (source (height, width), target (height, width), filter). The first target is the
+# brief's Pillow size (868, 1148): width 868, height 1148, so it also squeezes the aspect.
+# The third upscales both sides; the fourth is the mixed-direction case (width up, height down).
+RESIZE_CASES: tuple[tuple[tuple[int, int], tuple[int, int], str], ...] = (
+    ((3024, 4032), (1148, 868), "bicubic"),
+    ((1080, 1920), (336, 336), "bilinear"),
+    ((480, 640), (756, 1036), "bicubic"),
+    ((480, 640), (336, 1036), "bicubic"),
+)
+QUICK_RESIZE_CASES = (((48, 64), (23, 17), "bicubic"), ((30, 40), (52, 20), "bilinear"))
 
-def median_seconds(fn: Callable[[], object], budget: float = 0.5, max_runs: int = 25) -> float:
-    """Median wall time of ``fn()`` over runs that fit in about ``budget`` seconds (at least 3)."""
+# The brief's mixed batch: 16 images from 320x240 up to 4032x3024.
+BATCH_IMAGES = 16
+BATCH_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
+SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch")
+JPEG_NAME = "grace_hopper_12mp.jpg"
+
+
+def default_jpeg() -> Path:
+    """The 12 MP JPEG: ``$MMFAST_SHARED/images/...``, else ``../shared/images/...`` beside the
+    repository root (meaningful in a source checkout only)."""
+    shared = os.environ.get("MMFAST_SHARED")
+    root = Path(shared) if shared else Path(__file__).resolve().parents[3] / "shared"
+    return root / "images" / JPEG_NAME
+
+
+def median_seconds(
+    fn: Callable[[], object], budget: float = 0.5, max_runs: int = 25, min_runs: int = 3
+) -> float:
+    """Median wall time of ``fn()`` over runs that fit in about ``budget`` seconds (at least
+    ``min_runs``, after one warm-up call)."""
     fn()  # warm up: page faults, lazy imports, caches
     times: list[float] = []
     start = time.perf_counter()
-    while len(times) < 3 or (len(times) < max_runs and time.perf_counter() - start < budget):
+    while len(times) < min_runs or (len(times) < max_runs and time.perf_counter() - start < budget):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -36,45 +92,152 @@ def median_seconds(fn: Callable[[], object], budget: float = 0.5, max_runs: int 
 
 @dataclass(frozen=True)
 class Row:
-    """One kernel at one size: our time and each alternative's time."""
+    """One case at one size (``None``: a batch of mixed sizes): our time and each
+    alternative's time."""
 
     case: str
-    size: tuple[int, int]
+    size: tuple[int, int] | None
     ours: float
     others: dict[str, float]
 
     def format(self, columns: list[str]) -> str:
-        cells = [
-            f"{self.case:<28}",
-            f"{self.size[1]:>5}x{self.size[0]:<5}",
-            f"{self.ours * 1e3:9.2f}",
-        ]
+        size = f"{self.size[1]:>5}x{self.size[0]:<5}" if self.size else f"{'mixed':^11}"
+        cells = [f"{self.case:<28}", size, f"{self.ours * 1e3:9.2f}"]
         for name in columns:
             t = self.others.get(name)
-            cells.append(f"{t * 1e3:9.2f} {t / self.ours:7.2f}x" if t else f"{'':>18}")
-        return "  ".join(cells)
+            width = _width(name)
+            cells.append(f"{t * 1e3:{width}.2f} {t / self.ours:7.2f}x" if t else " " * (width + 9))
+        return "  ".join(cells).rstrip()
 
 
-def kernel_rows(sizes: tuple[tuple[int, int], ...] = SIZES) -> Iterator[Row]:
+def _width(column: str) -> int:
+    return max(9, len(column) + 3)
+
+
+def header(columns: list[str]) -> str:
+    """The column titles matching :meth:`Row.format`."""
+    return "  ".join(
+        [f"{'case':<28}", f"{'size (WxH)':<11}", f"{'mmfast ms':>9}"]
+        + [f"{name + ' ms':>{_width(name)}} {'ratio':>8}" for name in columns]
+    )
+
+
+def synthetic_photo(height: int, width: int, seed: int = 0) -> NDArray[np.uint8]:
+    """(H, W, 3) uint8: smooth colour waves and gradients plus pixel noise, like a photo to a
+    resampler or a JPEG codec (pure noise compresses and decodes unlike any photo)."""
+    rng = np.random.default_rng(seed)
+    y = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
+    x = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, :]
+    out = np.empty((height, width, 3), np.uint8)
+    for c in range(3):
+        fx, fy, phase = rng.uniform(0.5, 3.0), rng.uniform(0.5, 3.0), rng.uniform(0, 2 * np.pi)
+        smooth = 128 + 70 * np.sin(2 * np.pi * (fx * x + fy * y * y) + phase) + 40 * (x - y)
+        noise = rng.integers(-12, 13, (height, width), dtype=np.int16)
+        out[..., c] = np.clip(smooth + noise, 0, 255)
+    return out
+
+
+def _pil(size: tuple[int, int], seed: int = 0) -> Image.Image:
+    return Image.fromarray(synthetic_photo(*size, seed=seed))
+
+
+# --------------------------------------------------------------------------------------------
+# Optional comparison libraries
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Backends:
+    """What can be compared against in this environment (versions, or None when absent)."""
+
+    transformers: str | None
+    torch: str | None
+
+    @classmethod
+    def detect(cls) -> Backends:
+        hf = torch = None
+        if importlib.util.find_spec("transformers") is not None:
+            hf = importlib.import_module("transformers").__version__
+        if all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision")):
+            torch = importlib.import_module("torch").__version__
+        return cls(hf, torch if hf else None)
+
+    def describe(self) -> str:
+        hf = f"transformers {self.transformers}" if self.transformers else "transformers: absent"
+        tv = f"torch {self.torch}" if self.torch else "torch not installed"
+        return f"{hf}; torchvision backend: {tv}"
+
+
+# Processor family (base image_processor_type) -> (PIL-backend module, class), as in
+# transformers 5.x; Llama 4 has none.
+_HF_PIL = {
+    "Qwen2VLImageProcessor": ("qwen2_vl.image_processing_pil_qwen2_vl", "Qwen2VLImageProcessorPil"),
+    "CLIPImageProcessor": ("clip.image_processing_pil_clip", "CLIPImageProcessorPil"),
+}
+# The torchvision-backend classes, from their own modules: transformers' top-level names fall
+# back to the PIL classes when torchvision is missing.
+_HF_TORCH = {
+    "Qwen2VLImageProcessor": ("qwen2_vl.image_processing_qwen2_vl", "Qwen2VLImageProcessor"),
+    "CLIPImageProcessor": ("clip.image_processing_clip", "CLIPImageProcessor"),
+    "Llama4ImageProcessor": ("llama4.image_processing_llama4", "Llama4ImageProcessor"),
+}
+
+
+def _family(model_id: str) -> str:
+    processor_type = str(models._BUILTINS[model_id].preprocessor["image_processor_type"])
+    return processor_type.removesuffix("Fast").removesuffix("Pil")
+
+
+def hf_processor(model_id: str, backend: str) -> Any | None:
+    """transformers' image processor for a built-in model (``backend`` "pil" or "torch"),
+    from the same preprocessor config mmfast reads; None when that backend does not exist."""
+    where = (_HF_PIL if backend == "pil" else _HF_TORCH).get(_family(model_id))
+    if where is None:
+        return None
+    module = importlib.import_module(f"transformers.models.{where[0]}")
+    config = {k: v for k, v in models._BUILTINS[model_id].preprocessor.items()}
+    return getattr(module, where[1]).from_dict(config)
+
+
+def short_name(model_id: str) -> str:
+    """``Qwen/Qwen2-VL-7B-Instruct`` -> ``Qwen2-VL-7B``: fits the case column."""
+    name = model_id.rsplit("/", 1)[-1]
+    for suffix in ("-Instruct", "-hf", "-17B-16E"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+# --------------------------------------------------------------------------------------------
+# Sections: each yields rows, or strings printed as notes
+# --------------------------------------------------------------------------------------------
+
+Item = Row | str
+
+
+def kernel_rows(sizes: tuple[tuple[int, int], ...] = SIZES, budget: float = 0.5) -> Iterator[Row]:
     """The seed kernels: de-interleave, pad, serialise, at each size."""
     rng = np.random.default_rng(0)
     for h, w in sizes:
-        yield from _seed_kernels(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        yield from _seed_kernels(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), budget)
 
 
-def _seed_kernels(image: np.ndarray) -> Iterator[Row]:
+def _seed_kernels(image: np.ndarray, budget: float = 0.5) -> Iterator[Row]:
     size = image.shape[:2]
     planes = _native.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD)
     planes_dst = np.empty_like(planes)
+
+    def t(fn: Callable[[], object]) -> float:
+        return median_seconds(fn, budget)
+
     yield Row(
         "deinterleave_rgb_to_planes",
         size,
-        median_seconds(lambda: _native.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD)),
+        t(lambda: _native.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD)),
         {
-            "reference": median_seconds(
+            "reference": t(
                 lambda: reference.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD)
             ),
-            "copy floor": median_seconds(lambda: np.copyto(planes_dst, planes)),
+            "copy floor": t(lambda: np.copyto(planes_dst, planes)),
         },
     )
     # Llama 4 style: pad up to the next multiple of its 336-pixel tile.
@@ -84,39 +247,348 @@ def _seed_kernels(image: np.ndarray) -> Iterator[Row]:
     yield Row(
         "pad_and_normalize_to_tensor",
         size,
-        median_seconds(
-            lambda: _native.pad_and_normalize_to_tensor(image, canvas, CLIP_MEAN, CLIP_STD)
-        ),
+        t(lambda: _native.pad_and_normalize_to_tensor(image, canvas, CLIP_MEAN, CLIP_STD)),
         {
-            "reference": median_seconds(
+            "reference": t(
                 lambda: reference.pad_and_normalize_to_tensor(image, canvas, CLIP_MEAN, CLIP_STD)
             ),
-            "copy floor": median_seconds(lambda: np.copyto(canvas_dst, canvas_src)),
+            "copy floor": t(lambda: np.copyto(canvas_dst, canvas_src)),
         },
     )
     yield Row(
         "serialize_pixel_values",
         size,
-        median_seconds(lambda: _native.serialize_pixel_values(planes)),
+        t(lambda: _native.serialize_pixel_values(planes)),
         {
-            "reference": median_seconds(lambda: reference.serialize_pixel_values(planes)),
-            "tobytes": median_seconds(planes.tobytes),
-            "copy floor": median_seconds(lambda: np.copyto(planes_dst, planes)),
+            "reference": t(lambda: reference.serialize_pixel_values(planes)),
+            "tobytes": t(planes.tobytes),
+            "copy floor": t(lambda: np.copyto(planes_dst, planes)),
         },
     )
 
 
-def run(print_fn: Callable[[str], None] = print) -> list[Row]:
-    """Run every benchmark, print a table, and return the rows."""
-    columns = ["reference", "tobytes", "copy floor"]
-    header = "  ".join(
-        [f"{'case':<28}", f"{'size (WxH)':<11}", f"{'mmfast ms':>9}"]
-        + [f"{name + ' ms':>9} {'ratio':>8}" for name in columns]
+def resize_rows(
+    cases: Sequence[tuple[tuple[int, int], tuple[int, int], str]] = RESIZE_CASES,
+    budget: float = 0.5,
+) -> Iterator[Row]:
+    """``mmfast.resize(pil, (h, w))`` against ``pil.resize((w, h))``, same decoded RGB image."""
+    filters = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
+    for src, (h, w), name in cases:
+        pil = _pil(src)
+        yield Row(
+            f"{name} to {w}x{h} (WxH)",
+            src,
+            median_seconds(partial(resize, pil, (h, w), name), budget),
+            {"Pillow": median_seconds(partial(pil.resize, (w, h), filters[name]), budget)},
+        )
+
+
+def decode_columns(backends: Backends) -> list[str]:
+    return ["transformers" if backends.transformers else "Pillow"]
+
+
+def decode_rows(data: bytes, label: str, backends: Backends, budget: float = 0.5) -> Iterator[Row]:
+    """``mmfast.decode_image(bytes)`` against transformers' decode chain on the same bytes."""
+    if backends.transformers:
+        from transformers.image_transforms import convert_to_rgb
+
+        def other() -> object:
+            with Image.open(io.BytesIO(data)) as im:
+                return convert_to_rgb(ImageOps.exif_transpose(im), return_numpy=True)
+
+    else:
+
+        def other() -> object:
+            with Image.open(io.BytesIO(data)) as im:
+                return np.array(ImageOps.exif_transpose(im).convert("RGB"))
+
+    h, w = decode_image(data).shape[:2]
+    big = h * w > 4_000_000
+    yield Row(
+        f"decode_image {label}"[:28],
+        (h, w),
+        median_seconds(lambda: decode_image(data), budget),
+        {decode_columns(backends)[0]: median_seconds(other, budget, min_runs=2 if big else 3)},
     )
+
+
+def pil_export_rows(
+    sizes: tuple[tuple[int, int], ...] = SIZES, budget: float = 0.5
+) -> Iterator[Row]:
+    """:func:`pil_to_rgb` (Arrow, in place) against ``np.asarray`` of an RGB PIL image."""
+    for size in sizes:
+        pil = _pil(size)
+        try:
+            pil.__arrow_c_array__()
+            how = "in place"
+        except ValueError:  # rows in several Pillow blocks: pil_to_rgb copies
+            how = "copy fallback"
+        yield Row(
+            f"pil_to_rgb ({how})",
+            size,
+            median_seconds(partial(pil_to_rgb, pil), budget),
+            {"np.asarray": median_seconds(partial(np.asarray, pil), budget)},
+        )
+
+
+MODEL_COLUMNS = ["HF PIL", "HF torchvision"]
+
+
+def model_rows(
+    backends: Backends,
+    sizes: tuple[tuple[int, int], ...] = SIZES,
+    model_ids: Sequence[str] | None = None,
+    budget: float = 0.5,
+) -> Iterator[Item]:
+    """Each built-in model on a decoded PIL RGB image: mmfast ``proc(pil, threads=1)`` against
+    transformers' PIL backend (``return_tensors="np"``) and torchvision backend (``"pt"``)."""
+    ids = list(models.supported_models() if model_ids is None else model_ids)
+    images = {size: _pil(size) for size in sizes}
+    with _torch_threads(backends, 1):
+        for model_id in ids:
+            proc = ImageProcessor.from_pretrained(model_id)
+            hf_pil = hf_processor(model_id, "pil") if backends.transformers else None
+            hf_torch = hf_processor(model_id, "torch") if backends.torch else None
+            if backends.transformers and hf_pil is None:
+                yield f"  {short_name(model_id)}: transformers has no PIL backend for it"
+            for size, pil in images.items():
+                slow = size[0] * size[1] > 4_000_000
+                others: dict[str, float] = {}
+                if hf_pil is not None:
+                    others["HF PIL"] = median_seconds(
+                        _bind(hf_pil, pil, "np"), budget, min_runs=2 if slow else 3
+                    )
+                if hf_torch is not None:
+                    others["HF torchvision"] = median_seconds(
+                        _bind(hf_torch, pil, "pt"), budget, min_runs=2 if slow else 3
+                    )
+                yield Row(
+                    short_name(model_id),
+                    size,
+                    median_seconds(partial(proc, pil, threads=1), budget),
+                    others,
+                )
+
+
+def _bind(hf: Any, images: object, tensors: str) -> Callable[[], object]:
+    return lambda: hf(images, return_tensors=tensors)
+
+
+@contextmanager
+def _torch_threads(backends: Backends, n: int) -> Iterator[None]:
+    """``torch.set_num_threads(n)`` inside the block when torch is in use, restored after."""
+    torch = importlib.import_module("torch") if backends.torch else None
+    old = torch.get_num_threads() if torch is not None else 0
+    if torch is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch is not None:
+            torch.set_num_threads(old)
+
+
+def jpeg_rows(
+    path: Path, backends: Backends, model_id: str = BATCH_MODEL, budget: float = 0.5
+) -> Iterator[Row]:
+    """From a JPEG file: mmfast ``proc(bytes, threads=1)`` (decode included) against
+    ``transformers.image_utils.load_image(path)`` + the PIL-backend processor."""
+    data = path.read_bytes()
+    proc = ImageProcessor.from_pretrained(model_id)
+    others: dict[str, float] = {}
+    h, w = decode_image(data).shape[:2]
+    if backends.transformers:
+        from transformers.image_utils import load_image
+
+        hf = hf_processor(model_id, "pil")
+
+        def from_path() -> object:
+            assert hf is not None  # Qwen2-VL has a PIL backend
+            return hf(load_image(str(path)), return_tensors="np")
+
+        others["load_image+HF PIL"] = median_seconds(
+            from_path,
+            budget,
+            min_runs=2 if h * w > 4_000_000 else 3,
+        )
+    yield Row(
+        f"{short_name(model_id)} from bytes",
+        (h, w),
+        median_seconds(partial(proc, data, threads=1), budget),
+        others,
+    )
+
+
+def batch_sizes(
+    n: int = BATCH_IMAGES, smallest: int = 320, largest: int = 4032
+) -> list[tuple[int, int]]:
+    """``n`` seeded (height, width) pairs, widths log-uniform from ``smallest`` to ``largest``
+    (both included), 4:3, a quarter of them portrait."""
+    rng = np.random.default_rng(0)
+    widths = np.exp(rng.uniform(np.log(smallest), np.log(largest), n)).round().astype(int)
+    widths[0], widths[-1] = smallest, largest
+    sizes: list[tuple[int, int]] = []
+    for w, portrait in zip(widths.tolist(), rng.random(n) < 0.25, strict=True):
+        h = w * 3 // 4
+        sizes.append((w, h) if portrait and 0 < len(sizes) < n - 1 else (h, w))
+    return sizes
+
+
+def batch_rows(
+    backends: Backends,
+    sizes: Sequence[tuple[int, int]] | None = None,
+    model_id: str = BATCH_MODEL,
+    budget: float = 0.5,
+) -> Iterator[Item]:
+    """A batch of mixed images in one call: mmfast on 1 and 2 threads, given the PIL images
+    and given the same pixels as uint8 arrays, and transformers' PIL backend on the PIL
+    images for reference.
+
+    Both inputs are shown because PIL images of 16 MiB or more sit in several Pillow blocks
+    and are copied out one by one, holding the GIL, before the parallel part starts (see
+    :func:`mmfast.image.pil_to_rgb`); arrays show the scaling of the batch itself.
+    """
+    sizes = batch_sizes() if sizes is None else list(sizes)
+    images = [_pil(size, seed=i) for i, size in enumerate(sizes)]
+    arrays = [np.array(pil_to_rgb(im)) for im in images]
+    proc = ImageProcessor.from_pretrained(model_id)
+    others: dict[str, float] = {}
+    if backends.transformers:
+        hf = hf_processor(model_id, "pil")
+        others["HF PIL"] = median_seconds(_bind(hf, images, "np"), budget, min_runs=2)
+    scaling = []
+    for kind, batch in (("PIL", images), ("array", arrays)):
+        times: dict[int, float] = {}
+        for threads in (1, 2):
+            times[threads] = median_seconds(partial(proc, batch, threads=threads), budget)
+            label = f"{short_name(model_id)} x{len(batch)} {kind}, {threads} thr"
+            yield Row(label, None, times[threads], others)
+        scaling.append(f"{kind} {times[1] / times[2]:.2f}x")
+    megapixels = sum(h * w for h, w in sizes) / 1e6
+    out_mb = sum(np.prod(proc.plan(h, w).output_shapes["pixel_values"]) for h, w in sizes) * 4e-6
+    yield (
+        f"  {len(images)} images, {megapixels:.1f} MP in, {out_mb:.1f} MB of float32 out; "
+        f"thread scaling t1/t2: {', '.join(scaling)} ({os.cpu_count()} logical CPUs)"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------------------------
+
+
+def run(
+    print_fn: Callable[[str], None] = print,
+    *,
+    quick: bool = False,
+    only: Sequence[str] | None = None,
+    jpeg: str | os.PathLike[str] | None = None,
+) -> list[Row]:
+    """Run the benchmarks (every section, or those in ``only``), print tables, return the rows.
+
+    ``quick`` uses tiny sizes and the shortest timing budget: a smoke test, not a measurement.
+    """
+    chosen = list(only if only else SECTIONS)
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"only: unknown sections {unknown}; valid: {', '.join(SECTIONS)}")
+    budget = 0.0 if quick else 0.5
+    sizes = QUICK_SIZES if quick else SIZES
+    backends = Backends.detect()
+    jpeg_path = Path(jpeg) if jpeg is not None else default_jpeg()
+    jpeg_data: tuple[bytes, str] | None = None
+    if quick:
+        buffer = io.BytesIO()
+        Image.fromarray(synthetic_photo(60, 80)).save(buffer, "JPEG", quality=90)
+        jpeg_data = (buffer.getvalue(), "(generated)")
+    elif jpeg_path.is_file():
+        jpeg_data = (jpeg_path.read_bytes(), "(12 MP JPEG)")
+
+    print_fn(
+        f"mmfast bench: Python {platform.python_version()}, numpy {np.__version__}, "
+        f"Pillow {PIL.__version__}, {os.cpu_count()} logical CPUs"
+    )
+    print_fn(f"compared against: {backends.describe()}")
     print_fn("ratio = alternative time / mmfast time (>1: mmfast is faster); one thread")
-    print_fn(header)
-    rows = []
-    for row in kernel_rows():
-        print_fn(row.format(columns))
-        rows.append(row)
+    print_fn("times: median of several calls after a warm-up (2 for slow transformers calls)")
+    rows: list[Row] = []
+
+    def section(title: str, columns: list[str], items: Iterator[Item]) -> None:
+        print_fn("")
+        print_fn(f"## {title}")
+        print_fn(header(columns))
+        for item in items:
+            if isinstance(item, Row):
+                print_fn(item.format(columns))
+                rows.append(item)
+            else:
+                print_fn(item)
+
+    for name in chosen:
+        if name == "kernels":
+            section(
+                "kernels: seed kernels vs the NumPy reference and the memory floor",
+                ["reference", "tobytes", "copy floor"],
+                iter(kernel_rows(sizes, budget)),
+            )
+        elif name == "resize":
+            section(
+                "resize: mmfast.resize(pil_image) vs PIL.Image.resize, decoded RGB PIL input",
+                ["Pillow"],
+                iter(resize_rows(QUICK_RESIZE_CASES if quick else RESIZE_CASES, budget)),
+            )
+        elif name == "decode":
+            section(
+                "decode: mmfast.decode_image(bytes) vs "
+                + (
+                    "convert_to_rgb(exif_transpose(Image.open(...)))"
+                    if backends.transformers
+                    else "np.array(exif_transpose(Image.open(...)).convert('RGB'))"
+                ),
+                decode_columns(backends),
+                iter(decode_rows(*jpeg_data, backends, budget))
+                if jpeg_data
+                else iter([f"  skipped: {jpeg_path} is absent (pass --jpeg PATH)"]),
+            )
+        elif name == "pil":
+            section(
+                "pil: mmfast.image.pil_to_rgb(pil_image) vs np.asarray(pil_image)",
+                ["np.asarray"],
+                iter(pil_export_rows(sizes, budget)),
+            )
+        elif name == "models":
+            section(
+                "models: proc(pil_image, threads=1) vs transformers' processors, one thread",
+                MODEL_COLUMNS,
+                _with_notes(model_rows(backends, sizes, budget=budget), backends),
+            )
+        elif name == "jpeg":
+            items: Iterator[Item]
+            if quick:
+                items = iter(["  skipped in --quick mode"])
+            elif jpeg_path.is_file():
+                items = jpeg_rows(jpeg_path, backends, budget=budget)
+            else:
+                items = iter([f"  skipped: {jpeg_path} is absent (pass --jpeg PATH)"])
+            section(
+                "jpeg: proc(jpeg_bytes, threads=1) vs load_image(path) + HF PIL processor",
+                ["load_image+HF PIL"],
+                items,
+            )
+        elif name == "batch":
+            mixed = [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else batch_sizes()
+            section(
+                f"batch: one call on {len(mixed)} mixed images, mmfast on 1 and 2 threads "
+                "(HF PIL, one thread, for reference)",
+                ["HF PIL"],
+                batch_rows(backends, mixed, budget=budget),
+            )
     return rows
+
+
+def _with_notes(items: Iterator[Item], backends: Backends) -> Iterator[Item]:
+    if not backends.transformers:
+        yield "  transformers not installed: mmfast times only"
+    elif not backends.torch:
+        yield "  torchvision backend: torch not installed"
+    yield from items
