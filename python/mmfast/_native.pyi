@@ -38,6 +38,6 @@ def run_batch(
     images: Sequence[NDArray[np.uint8]],
     jobs: Sequence[tuple[int, str, int, tuple[int, int], str, object]],
     tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
-    out: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
+    shape: Sequence[int],
     threads: int,
-) -> None: ...
+) -> NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8]: ...

@@ -40,16 +40,6 @@ __all__ = [
 # Twice Pillow's Image.MAX_IMAGE_PIXELS: where Pillow itself refuses to open an image.
 DEFAULT_MAX_PIXELS = 178_956_970
 _ORIENTATION = 0x0112
-# EXIF orientation -> the transpose that undoes it, as in ``ImageOps.exif_transpose``.
-_TRANSPOSE = {
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_270,
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
-}
 
 ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
@@ -107,18 +97,19 @@ def _check_size(im: Image.Image, max_pixels: int) -> None:
 def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
     """An RGB or L Pillow image → (H, W, 3) uint8, oriented, reading Pillow's memory in place.
 
-    Pillow can export an image through Arrow only when all its rows sit in one
-    memory block (images under its 16 MiB block size, or decoded by
-    :func:`decode_image`). Otherwise the pixels are copied once by Pillow.
+    Pillow exports an image through Arrow only when all its rows sit in one memory
+    block: images under its 16 MiB block size (about 4 MP of RGB), or decoded by
+    :func:`decode_image`. Larger ones are first copied once into a single block by
+    Pillow's own paste; Pillow's global block size is never changed.
     """
     if im.mode not in ("RGB", "L"):
         raise MmfastError(f"image: expected a PIL image in mode RGB or L, got mode {im.mode}")
     try:
         capsules = im.__arrow_c_array__()
-    except ValueError:  # rows in several blocks: Pillow transposes and packs them
-        if orientation != 1:
-            im = im.transpose(_TRANSPOSE[orientation])
-        return np.array(im.convert("RGB") if im.mode == "L" else im)
+    except ValueError:  # rows in several blocks
+        block = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
+        block.paste(im.im, (0, 0, *im.size))
+        capsules = (block.__arrow_c_schema__(), block.__arrow_c_array__())
     return _native.rgb_from_arrow(capsules, (im.height, im.width), orientation)
 
 

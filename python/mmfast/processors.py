@@ -195,8 +195,7 @@ def _qwen(arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int)
         jobs.append((i, *_resize_job(plan), *layout))
         rows += p.num_patches
     dim = plans[0].output_shapes["pixel_values"][1]
-    out = np.empty((rows, dim), np.float32)
-    _native.run_batch(arrays, jobs, float32_tables(plans[0]), out, threads)
+    out = _native.run_batch(arrays, jobs, float32_tables(plans[0]), (rows, dim), threads)
     grid = np.array(
         [(p.patches.grid_t, p.patches.grid_h, p.patches.grid_w) for p in plans if p.patches],
         dtype=np.int64,
@@ -222,8 +221,7 @@ def _clip(arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int)
     else:
         # HF's PIL backend then hands back the resized, cropped uint8 pixels untouched.
         tables = np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
-    out = np.empty((len(plans), *shape), tables.dtype)
-    _native.run_batch(arrays, jobs, tables, out, threads)
+    out = _native.run_batch(arrays, jobs, tables, (len(plans), *shape), threads)
     return BatchFeature({"pixel_values": out})
 
 
@@ -274,9 +272,9 @@ def _llama4(
             "do_rescale/do_normalize: Llama 4 is supported with both on (HF's bfloat16 path), "
             "got one of them off"
         )
-    out = np.empty((tiles, *plans[0].output_shapes["pixel_values"][1:]), np.uint16)
-    _native.run_batch(arrays, jobs, bfloat16_tables(plans[0]), out, threads)
-    values = out.view(ml_dtypes.bfloat16)
+    shape = (tiles, *plans[0].output_shapes["pixel_values"][1:])
+    bits = _native.run_batch(arrays, jobs, bfloat16_tables(plans[0]), shape, threads)
+    values = bits.view(ml_dtypes.bfloat16)
     pixel_values = values if dtype == "bfloat16" else values.astype(np.float32)
     aspect = np.array([(p.tiles.tiles_h, p.tiles.tiles_w) for p in plans if p.tiles], np.int64)
     return BatchFeature({"pixel_values": pixel_values, "aspect_ratios": aspect})
