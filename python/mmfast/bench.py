@@ -326,8 +326,8 @@ def pil_export_rows(
         try:
             pil.__arrow_c_array__()
             how = "in place"
-        except ValueError:  # rows in several Pillow blocks: pil_to_rgb copies
-            how = "copy fallback"
+        except ValueError:  # rows in several Pillow blocks: pil_to_rgb copies them once
+            how = "one block copy"
         yield Row(
             f"pil_to_rgb ({how})",
             size,
