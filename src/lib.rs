@@ -434,12 +434,46 @@ mod _native {
     /// layout_kind, layout_params)`.
     type JobSpec<'py> = (usize, String, i64, (usize, usize), String, Bound<'py, PyAny>);
 
-    fn parse_job<'a>(spec: &JobSpec<'_>, images: &'a [CowArray<'_, u8, Ix3>]) -> PyResult<Job<'a>> {
+    /// A batch input: an (H, W, 3) uint8 array, or a Pillow image's Arrow export as
+    /// `(schema_capsule, array_capsule, (height, width))`, read in place.
+    enum Input<'py> {
+        Array(CowArray<'py, u8, Ix3>),
+        Arrow(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>, (usize, usize)),
+    }
+
+    impl<'py> Input<'py> {
+        fn new(image: &'py Bound<'py, PyAny>) -> PyResult<Self> {
+            match image.extract::<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>, (usize, usize))>() {
+                Ok((schema, array, size)) => Ok(Self::Arrow(schema, array, size)),
+                Err(_) => Ok(Self::Array(rgb_image(image)?)),
+            }
+        }
+
+        /// The pixels, their (height, width) and bytes per pixel.
+        fn pixels(&self) -> PyResult<(&[u8], (usize, usize), usize)> {
+            match self {
+                Self::Array(a) => Ok((
+                    a.as_slice().expect("standard layout"),
+                    (a.shape()[0], a.shape()[1]),
+                    3,
+                )),
+                Self::Arrow(schema, array, (h, w)) => {
+                    let count = transforms::checked_len("size", &[*h, *w])?;
+                    // SAFETY: the slice borrows `self`, which holds the array capsule.
+                    let (data, channels) = unsafe { arrow_pixels(schema, array, count)? };
+                    Ok((data, (*h, *w), channels))
+                }
+            }
+        }
+    }
+
+    type Pixels<'a> = (&'a [u8], (usize, usize), usize);
+
+    fn parse_job<'a>(spec: &JobSpec<'_>, images: &[Pixels<'a>]) -> PyResult<Job<'a>> {
         let (index, resize_kind, filter, to, layout_kind, params) = spec;
-        let src = images
+        let &(src, size, channels) = images
             .get(*index)
             .ok_or_else(|| fail("jobs", format!("an image index below {}", images.len()), index))?;
-        let size = (src.shape()[0], src.shape()[1]);
         if to.0 == 0 || to.1 == 0 {
             return Err(fail("jobs", "a non-empty resize target", format!("{to:?}")));
         }
@@ -486,9 +520,9 @@ mod _native {
             }
             other => return Err(fail("jobs", "layout 'patches' or 'windows'", other)),
         };
-        let pixels = src.as_slice().expect("standard layout");
         Ok(Job {
-            src: pixels,
+            src,
+            channels,
             size,
             resize,
             layout,
@@ -527,7 +561,9 @@ mod _native {
     /// Run a batch of jobs into a new array of ``shape`` with the GIL released once
     /// (internal: see ``mmfast.processors``).
     ///
-    /// ``images`` are (H, W, 3) uint8 arrays; each job reads one of them, resizes it and
+    /// ``images`` are (H, W, 3) uint8 arrays or Pillow Arrow exports
+    /// ``(schema_capsule, array_capsule, (height, width))`` of RGB or L images, read in
+    /// place; each job reads one of them, resizes it and
     /// writes its layout, back to back, into the output, whose dtype is that of
     /// ``tables`` (float32, uint16 bfloat16 bits or uint8): ``tables[c, x]`` is the
     /// output for value ``x`` in channel ``c``. Jobs run in parallel on up to
@@ -541,13 +577,11 @@ mod _native {
         shape: &Bound<'py, PyAny>,
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let arrays = images
-            .iter()
-            .map(|image| rgb_image(image))
-            .collect::<PyResult<Vec<_>>>()?;
+        let inputs = images.iter().map(Input::new).collect::<PyResult<Vec<_>>>()?;
+        let pixels = inputs.iter().map(Input::pixels).collect::<PyResult<Vec<_>>>()?;
         let jobs = jobs
             .iter()
-            .map(|spec| parse_job(spec, &arrays))
+            .map(|spec| parse_job(spec, &pixels))
             .collect::<PyResult<Vec<_>>>()?;
         let shape: Vec<usize> = extract("shape", "a sequence of non-negative integers", shape)?;
         Ok(if tables.cast::<PyArray2<u16>>().is_ok() {

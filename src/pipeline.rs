@@ -13,6 +13,7 @@ use rayon::ThreadPool;
 
 use crate::aa_resize::resize_bilinear_antialias_rgb;
 use crate::error::{invalid, TransformError};
+use crate::image::{to_rgb_oriented, Orientation};
 use crate::resize::{resize_rgb, Filter};
 use crate::transforms::{checked_len, crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
 
@@ -36,11 +37,14 @@ pub enum Layout {
     Windows(Vec<Window>),
 }
 
-/// One image's work: its pixels (HWC RGB, `size` = (height, width)), a resize and a layout.
+/// One image's work: its pixels (HWC, `size` = (height, width)), a resize and a layout.
 #[derive(Clone, Debug)]
 pub struct Job<'a> {
-    /// HWC u8 RGB, rows contiguous.
+    /// HWC u8 pixels, rows contiguous, `channels` bytes each.
     pub src: &'a [u8],
+    /// Bytes per pixel of `src`: 3 (RGB), 4 (Pillow's RGBX layout) or 1 (grayscale),
+    /// packed into RGB by the job itself, so on the batch's threads.
+    pub channels: usize,
     /// (height, width) of `src`.
     pub size: (usize, usize),
     /// The resize applied first.
@@ -88,20 +92,31 @@ impl Job<'_> {
     /// Inconsistent sizes or lengths.
     pub fn run<T: Copy>(&self, norm: &Normalize<T>, dst: &mut [T]) -> Result<(), TransformError> {
         let size = self.resized_size();
+        let rgb: Cow<'_, [u8]> = if self.channels == 3 {
+            Cow::Borrowed(self.src)
+        } else {
+            let mut out = vec![0u8; checked_len("size", &[self.size.0, self.size.1, 3])?];
+            to_rgb_oriented(
+                self.src,
+                self.channels,
+                self.size,
+                Orientation::Identity,
+                &mut out,
+            )?;
+            Cow::Owned(out)
+        };
         let pixels: Cow<'_, [u8]> = match self.resize {
             // Pillow returns a copy for an unchanged size: the same pixels.
-            Resize::Keep => Cow::Borrowed(self.src),
-            Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) if to == self.size => {
-                Cow::Borrowed(self.src)
-            }
+            Resize::Keep => rgb,
+            Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) if to == self.size => rgb,
             Resize::Pillow(filter, to) => {
                 let mut out = vec![0u8; checked_len("size", &[to.0, to.1, 3])?];
-                resize_rgb(self.src, self.size, &mut out, to, filter)?;
+                resize_rgb(&rgb, self.size, &mut out, to, filter)?;
                 Cow::Owned(out)
             }
             Resize::TorchBilinearAntialias(to) => {
                 let mut out = vec![0u8; checked_len("size", &[to.0, to.1, 3])?];
-                resize_bilinear_antialias_rgb(self.src, self.size, &mut out, to)?;
+                resize_bilinear_antialias_rgb(&rgb, self.size, &mut out, to)?;
                 Cow::Owned(out)
             }
         };
@@ -224,6 +239,7 @@ mod tests {
             .enumerate()
             .map(|(i, (src, size))| Job {
                 src,
+                channels: 3,
                 size: *size,
                 resize: if i % 2 == 0 {
                     Resize::Pillow(Filter::Bicubic, (8, 12))
@@ -286,6 +302,7 @@ mod tests {
         ] {
             let job = Job {
                 src: &src,
+                channels: 3,
                 size: (700, 500),
                 resize,
                 layout: window(h, w),
@@ -296,5 +313,35 @@ mod tests {
             run_batch(std::slice::from_ref(&job), &norm, &mut four, 4).unwrap();
             assert_eq!(one, four, "{resize:?}");
         }
+    }
+
+    #[test]
+    fn rgbx_and_gray_sources_are_packed_like_rgb() {
+        let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
+        let rgb = image(31, 45, 7);
+        let rgbx: Vec<u8> = rgb
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect();
+        let gray: Vec<u8> = rgb.iter().step_by(3).copied().collect();
+        let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v, v, v]).collect();
+        let run = |src: &[u8], channels| {
+            let job = Job {
+                src,
+                channels,
+                size: (31, 45),
+                resize: Resize::Pillow(Filter::Bicubic, (20, 60)),
+                layout: Layout::Patches(Patches {
+                    patch_size: 2,
+                    temporal_patch_size: 2,
+                    merge_size: 2,
+                }),
+            };
+            let mut out = vec![0f32; job.output_len().unwrap()];
+            job.run(&norm, &mut out).unwrap();
+            out
+        };
+        assert_eq!(run(&rgbx, 4), run(&rgb, 3));
+        assert_eq!(run(&gray, 1), run(&gray_rgb, 3));
     }
 }

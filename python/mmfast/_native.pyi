@@ -35,7 +35,7 @@ def resize(
     image: NDArray[np.uint8], size: tuple[int, int], resample: str | int = "bicubic"
 ) -> NDArray[np.uint8]: ...
 def run_batch(
-    images: Sequence[NDArray[np.uint8]],
+    images: Sequence[NDArray[np.uint8] | tuple[object, object, tuple[int, int]]],
     jobs: Sequence[tuple[int, str, int, tuple[int, int], str, object]],
     tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
     shape: Sequence[int],

@@ -29,12 +29,15 @@ from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
+    "ArrowSource",
     "ImageSource",
+    "arrow_source",
     "convert_to_rgb",
     "decode_image",
     "image_size",
     "pil_to_rgb",
     "resize",
+    "rgb_or_gray",
 ]
 
 # Twice Pillow's Image.MAX_IMAGE_PIXELS: where Pillow itself refuses to open an image.
@@ -94,35 +97,52 @@ def _check_size(im: Image.Image, max_pixels: int) -> None:
         )
 
 
-def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
-    """An RGB or L Pillow image → (H, W, 3) uint8, oriented, reading Pillow's memory in place.
+ArrowSource = tuple[object, object, tuple[int, int]]
 
-    Pillow exports an image through Arrow only when all its rows sit in one memory
-    block: images under its 16 MiB block size (about 4 MP of RGB), or decoded by
-    :func:`decode_image`. Larger ones are first copied once into a single block by
-    Pillow's own paste; Pillow's global block size is never changed.
+
+def arrow_source(im: Image.Image) -> ArrowSource:
+    """An RGB or L Pillow image's pixels for the core: ``(schema, array, (height, width))``.
+
+    The capsules of Pillow's Arrow export, which the core reads in place. Pillow
+    exports an image only when all its rows sit in one memory block: images under its
+    16 MiB block size (about 4 MP of RGB), or decoded by :func:`decode_image`. Larger
+    ones are first copied once into a single block by Pillow's own paste (which
+    releases the GIL); Pillow's global block size is never changed.
     """
     if im.mode not in ("RGB", "L"):
         raise MmfastError(f"image: expected a PIL image in mode RGB or L, got mode {im.mode}")
     try:
-        capsules = im.__arrow_c_array__()
+        schema, array = im.__arrow_c_array__()
     except ValueError:  # rows in several blocks
         block = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
         block.paste(im.im, (0, 0, *im.size))
-        capsules = (block.__arrow_c_schema__(), block.__arrow_c_array__())
-    return _native.rgb_from_arrow(capsules, (im.height, im.width), orientation)
+        schema, array = block.__arrow_c_schema__(), block.__arrow_c_array__()
+    return schema, array, (im.height, im.width)
 
 
-def convert_to_rgb(im: Image.Image) -> NDArray[np.uint8]:
-    """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB.
+def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
+    """An RGB or L Pillow image → (H, W, 3) uint8, oriented, read in place (see
+    :func:`arrow_source`) by one Rust pass with the GIL released."""
+    schema, array, size = arrow_source(im)
+    return _native.rgb_from_arrow((schema, array), size, orientation)
+
+
+def rgb_or_gray(im: Image.Image) -> Image.Image:
+    """transformers' ``convert_to_rgb`` up to the last step: an RGB or L image.
 
     Transparency (an alpha band or ``info["transparency"]``) is composited onto white,
-    anything else goes through ``convert("RGB")``; RGB and L images are read in place.
+    other modes go through ``convert("RGB")``; RGB and L images pass unchanged (an L
+    image's value is repeated into R, G and B when read, as ``convert("RGB")`` does).
     """
     if "A" in im.getbands() or im.info.get("transparency") is not None:
         background = Image.new("RGBA", im.size, (255, 255, 255, 255))
-        return pil_to_rgb(Image.alpha_composite(background, im.convert("RGBA")).convert("RGB"))
-    return pil_to_rgb(im if im.mode in ("RGB", "L") else im.convert("RGB"))
+        return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
+    return im if im.mode in ("RGB", "L") else im.convert("RGB")
+
+
+def convert_to_rgb(im: Image.Image) -> NDArray[np.uint8]:
+    """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB."""
+    return pil_to_rgb(rgb_or_gray(im))
 
 
 def decode_image(

@@ -20,7 +20,7 @@ from PIL import Image
 
 from mmfast import _native, reference
 from mmfast.errors import MmfastError
-from mmfast.image import ImageSource, convert_to_rgb, decode_image
+from mmfast.image import ArrowSource, ImageSource, arrow_source, decode_image, rgb_or_gray
 from mmfast.models import ImagePlan, Llama4Config, ModelConfig, load_config
 
 __all__ = ["BatchFeature", "ImageInput", "ImageProcessor", "default_threads"]
@@ -69,16 +69,24 @@ class BatchFeature(Mapping[str, np.ndarray]):
         return f"BatchFeature({items})"
 
 
-def to_rgb_array(image: ImageInput) -> NDArray[np.uint8]:
-    """One input image → (H, W, 3) uint8 RGB, as HF's processors see it.
+BatchInput = NDArray[np.uint8] | ArrowSource
+
+
+def to_batch_input(image: ImageInput) -> tuple[BatchInput, tuple[int, int]]:
+    """One input image → what the core reads, and its (height, width), as HF sees it.
 
     A PIL image is converted as ``convert_to_rgb`` does (no EXIF orientation: HF's
-    processors apply none to PIL input). Bytes and paths go through
+    processors apply none to PIL input) and handed over as its Arrow export, so the
+    core packs its pixels on the batch's threads. Bytes and paths go through
     :func:`mmfast.decode_image`, which applies EXIF orientation like
     ``transformers.image_utils.load_image``. Arrays must be (H, W, 3) or (H, W) uint8.
     """
     if isinstance(image, Image.Image):
-        return convert_to_rgb(image)
+        converted = rgb_or_gray(image)
+        return arrow_source(converted), (converted.height, converted.width)
+    if isinstance(image, (bytes, bytearray, memoryview, str, os.PathLike)):
+        decoded = decode_image(image)
+        return decoded, (decoded.shape[0], decoded.shape[1])
     if isinstance(image, np.ndarray):
         if (
             image.dtype != np.uint8
@@ -91,9 +99,8 @@ def to_rgb_array(image: ImageInput) -> NDArray[np.uint8]:
             )
         if image.size == 0:
             raise MmfastError(f"images: expected a non-empty image, got shape {image.shape}")
-        return np.repeat(image[..., None], 3, axis=2) if image.ndim == 2 else image
-    if isinstance(image, (bytes, bytearray, memoryview, str, os.PathLike)):
-        return decode_image(image)
+        rgb = np.repeat(image[..., None], 3, axis=2) if image.ndim == 2 else image
+        return rgb, (image.shape[0], image.shape[1])
     raise MmfastError(
         f"images: expected PIL images, uint8 arrays, bytes or paths, got {type(image).__qualname__}"
     )
@@ -155,8 +162,9 @@ class ImageProcessor:
         Llama 4's raw bfloat16 values (``ml_dtypes.bfloat16``), with no float32 round trip.
         """
         batch = _as_list(images)
-        arrays = [to_rgb_array(image) for image in batch]
-        plans = [self.config.plan(a.shape[0], a.shape[1]) for a in arrays]
+        inputs, sizes = zip(*(to_batch_input(image) for image in batch), strict=True)
+        arrays = list(inputs)
+        plans = [self.config.plan(h, w) for h, w in sizes]
         threads = default_threads() if threads is None else threads
         if not isinstance(threads, int) or threads < 1:
             raise MmfastError(f"threads: expected a positive integer, got {threads!r}")
@@ -185,7 +193,7 @@ def _resize_job(plan: ImagePlan) -> tuple[str, int, tuple[int, int]]:
     return ("pillow", plan.resample, plan.resize_size)
 
 
-def _qwen(arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int) -> BatchFeature:
+def _qwen(arrays: list[BatchInput], plans: list[ImagePlan], threads: int) -> BatchFeature:
     jobs = []
     rows = 0
     for i, plan in enumerate(plans):
@@ -203,7 +211,7 @@ def _qwen(arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int)
     return BatchFeature({"pixel_values": out, "image_grid_thw": grid})
 
 
-def _clip(arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int) -> BatchFeature:
+def _clip(arrays: list[BatchInput], plans: list[ImagePlan], threads: int) -> BatchFeature:
     shape = plans[0].output_shapes["pixel_values"]
     if any(p.output_shapes["pixel_values"] != shape for p in plans):
         raise MmfastError(
@@ -245,7 +253,7 @@ def bfloat16_tables(plan: ImagePlan) -> NDArray[np.uint16]:
 
 
 def _llama4(
-    arrays: list[NDArray[np.uint8]], plans: list[ImagePlan], threads: int, dtype: Dtype
+    arrays: list[BatchInput], plans: list[ImagePlan], threads: int, dtype: Dtype
 ) -> BatchFeature:
     jobs = []
     tiles = 0
