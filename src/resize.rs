@@ -21,11 +21,9 @@ use crate::error::{invalid, TransformError};
 /// A filter's weight as a function of the distance from the sample centre.
 type Weight = fn(f64) -> f64;
 
-/// Fractional bits of the fixed-point taps: 32 bits minus 8 for the pixel and
-/// 2 for the overshoot of filters with negative lobes.
-const PRECISION_BITS: i32 = 22;
-/// Starting value of every sum, so the final shift rounds half up like Pillow.
-const ROUNDING: i32 = 1 << (PRECISION_BITS - 1);
+/// Fractional bits of Pillow's fixed-point taps: 32 bits minus 8 for the
+/// pixel and 2 for the overshoot of filters with negative lobes.
+const PRECISION_BITS: u32 = 22;
 
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -196,7 +194,7 @@ fn rgb_len(arg: &'static str, (h, w): (usize, usize)) -> Result<usize, Transform
 
 /// The implementation actually run, resolved from a [`Backend`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kernel {
+pub(crate) enum Kernel {
     Scalar,
     /// Only ever constructed after AVX2 was detected on this CPU.
     #[cfg(target_arch = "x86_64")]
@@ -204,7 +202,7 @@ enum Kernel {
 }
 
 impl Kernel {
-    fn select(backend: Backend) -> Result<Kernel, TransformError> {
+    pub(crate) fn select(backend: Backend) -> Result<Kernel, TransformError> {
         match backend {
             Backend::Scalar => Ok(Kernel::Scalar),
             Backend::Auto => Ok(Kernel::avx2().unwrap_or(Kernel::Scalar)),
@@ -284,16 +282,52 @@ fn lanczos_weight(x: f64) -> f64 {
     }
 }
 
-/// Fixed-point taps of one axis: output index `i` is the sum over `j` of
-/// `taps(i).1[j]` times input `taps(i).0 + j`.
-struct Coeffs {
+/// Fixed-point taps of one axis: output index `i` is
+/// `(rounding + sum over j of taps(i).1[j] * input[taps(i).0 + j]) >> precision`,
+/// saturated to `u8`, with `rounding = 2^(precision - 1)` (half up).
+///
+/// Pillow's taps have [`PRECISION_BITS`] fractional bits; other tables
+/// (torchvision's, in [`crate::aa_resize`]) bring their own precision.
+pub(crate) struct Coeffs {
     first: Vec<usize>,
     /// `offsets[i]..offsets[i + 1]` indexes the taps of output `i` in `k`.
     offsets: Vec<usize>,
     k: Vec<i32>,
+    /// Fractional bits of the taps: the right shift that ends every sum.
+    precision: u32,
 }
 
 impl Coeffs {
+    /// A table with no outputs yet, whose taps have `precision` fractional
+    /// bits (at most 30, so the rounding term is an `i32`).
+    pub(crate) fn with_precision(precision: u32) -> Coeffs {
+        assert!(precision <= 30, "fixed-point precision {precision} > 30");
+        Coeffs {
+            first: Vec::new(),
+            offsets: vec![0],
+            k: Vec::new(),
+            precision,
+        }
+    }
+
+    /// Appends the next output: input `first + j` weighted by `taps[j]`.
+    pub(crate) fn push(&mut self, first: usize, taps: impl IntoIterator<Item = i32>) {
+        self.k.extend(taps);
+        self.first.push(first);
+        self.offsets.push(self.k.len());
+    }
+
+    /// Starting value of every sum: half of the last unit, so the final
+    /// shift rounds half up (0 for precision 0, where nothing is dropped).
+    fn rounding(&self) -> i32 {
+        (1 << self.precision) >> 1
+    }
+
+    /// Drops the fraction of a sum (flooring) and saturates: Pillow's `clip8`.
+    fn clip8(&self, sum: i32) -> u8 {
+        (sum >> self.precision).clamp(0, 255) as u8
+    }
+
     /// Pillow's `precompute_coeffs` followed by `normalize_coeffs_8bpc`, for
     /// the whole input axis (`box` = 0..`in_size`).
     fn new(in_size: usize, out_size: usize, support: f64, weight: Weight) -> Coeffs {
@@ -302,11 +336,8 @@ impl Coeffs {
         let filterscale = scale.max(1.0);
         let support = support * filterscale;
         let ss = 1.0 / filterscale;
-        let mut first = Vec::with_capacity(out_size);
-        let mut offsets = Vec::with_capacity(out_size + 1);
-        let mut k = Vec::new();
+        let mut coeffs = Coeffs::with_precision(PRECISION_BITS);
         let mut w = Vec::new();
-        offsets.push(0);
         for xx in 0..out_size {
             let center = (xx as f64 + 0.5) * scale;
             // `as` truncates toward zero like C's (int) cast, and saturates
@@ -316,27 +347,33 @@ impl Coeffs {
             w.clear();
             w.extend((xmin..xmax).map(|x| weight((x as f64 - center + 0.5) * ss)));
             let ww: f64 = w.iter().fold(0.0, |acc, &v| acc + v);
-            k.extend(w.iter().map(|&v| {
-                let v = if ww == 0.0 { v } else { v / ww };
-                let scaled = v * f64::from(1 << PRECISION_BITS);
-                if v < 0.0 {
-                    (-0.5 + scaled) as i32
-                } else {
-                    (0.5 + scaled) as i32
-                }
-            }));
-            first.push(xmin);
-            offsets.push(k.len());
+            coeffs.push(
+                xmin,
+                w.iter().map(|&v| {
+                    let v = if ww == 0.0 { v } else { v / ww };
+                    let scaled = v * f64::from(1 << PRECISION_BITS);
+                    if v < 0.0 {
+                        (-0.5 + scaled) as i32
+                    } else {
+                        (0.5 + scaled) as i32
+                    }
+                }),
+            );
         }
-        Coeffs { first, offsets, k }
+        coeffs
     }
 
-    fn out_len(&self) -> usize {
+    pub(crate) fn out_len(&self) -> usize {
         self.first.len()
     }
 
+    /// Fractional bits of the taps.
+    pub(crate) fn precision(&self) -> u32 {
+        self.precision
+    }
+
     /// First input index and taps of output `i`.
-    fn taps(&self, i: usize) -> (usize, &[i32]) {
+    pub(crate) fn taps(&self, i: usize) -> (usize, &[i32]) {
         (self.first[i], &self.k[self.offsets[i]..self.offsets[i + 1]])
     }
 
@@ -345,11 +382,6 @@ impl Coeffs {
         let last = self.out_len() - 1;
         self.first[0]..self.first[last] + self.offsets[last + 1] - self.offsets[last]
     }
-}
-
-/// Pillow's `clip8`: drop the fraction (flooring) and saturate.
-fn clip8(sum: i32) -> u8 {
-    (sum >> PRECISION_BITS).clamp(0, 255) as u8
 }
 
 /// Two-pass convolution in Pillow's order: usually horizontal over only the
@@ -364,42 +396,62 @@ fn convolve(
     support: f64,
     weight: Weight,
 ) {
-    let vertical = Coeffs::new(h, h2, support, weight);
-    let vertical_pass = |band: &[u8], band_first: usize, width: usize, out: &mut [u8]| {
-        by_bands(0..h2, out, width * 3, |rows, chunk| {
-            vertical_rows(kernel, band, band_first, width, &vertical, rows, chunk);
-        });
-    };
-    if w2 == w {
-        // No horizontal pass: the vertical one reads the source rows directly.
-        vertical_pass(src, 0, w, dst);
-        return;
-    }
-    let horizontal = Horizontal::new(kernel, Coeffs::new(w, w2, support, weight));
-    let horizontal_pass = |src: &[u8], rows: Range<usize>, out: &mut [u8]| {
-        by_bands(rows, out, w2 * 3, |rows, chunk| {
-            horizontal.run(src, w, rows, chunk);
-        });
-    };
-    if h2 == h {
-        horizontal_pass(src, 0..h, dst);
-        return;
-    }
     // Pillow 13 runs the vertical pass first when the height loses more than
     // twice as many pixels as the width; the order changes the clipped
     // intermediate and therefore the result.
     // With d = w - w2 (maybe negative), Pillow tests h - h2 > 2 * d in int.
-    if h > h2 && (w2 >= w || (h - h2 - 1) / 2 >= w - w2) {
-        let mut band = vec![0u8; h2 * w * 3];
-        vertical_pass(src, 0, w, &mut band);
-        horizontal_pass(&band, 0..h2, dst);
-        return;
+    let vertical_first = h > h2 && (w2 >= w || (h - h2 - 1) / 2 >= w - w2);
+    let horizontal = (w2 != w).then(|| Coeffs::new(w, w2, support, weight));
+    let vertical = (h2 != h).then(|| Coeffs::new(h, h2, support, weight));
+    separable(kernel, src, (h, w), dst, horizontal, vertical, vertical_first);
+}
+
+/// Runs two separable passes from `src` of `(h, w)` into `dst`, whose size
+/// is given by the tables' output lengths; `None` skips the pass of an axis
+/// whose size is unchanged (both `None` copies `src`).
+///
+/// The horizontal pass runs first unless `vertical_first`; it then covers
+/// only the source rows the vertical pass reads, which changes no byte.
+pub(crate) fn separable(
+    kernel: Kernel,
+    src: &[u8],
+    (h, w): (usize, usize),
+    dst: &mut [u8],
+    horizontal: Option<Coeffs>,
+    vertical: Option<Coeffs>,
+    vertical_first: bool,
+) {
+    let w2 = horizontal.as_ref().map_or(w, Coeffs::out_len);
+    let vertical_pass = |coeffs: &Coeffs, band: &[u8], band_first: usize, width: usize, out: &mut [u8]| {
+        by_bands(0..coeffs.out_len(), out, width * 3, |rows, chunk| {
+            vertical_rows(kernel, band, band_first, width, coeffs, rows, chunk);
+        });
+    };
+    let horizontal = horizontal.map(|coeffs| Horizontal::new(kernel, coeffs));
+    let horizontal_pass = |plan: &Horizontal, src: &[u8], rows: Range<usize>, out: &mut [u8]| {
+        by_bands(rows, out, w2 * 3, |rows, chunk| {
+            plan.run(src, w, rows, chunk);
+        });
+    };
+    match (horizontal, vertical) {
+        (None, None) => dst.copy_from_slice(src),
+        // No horizontal pass: the vertical one reads the source rows directly.
+        (None, Some(vertical)) => vertical_pass(&vertical, src, 0, w, dst),
+        (Some(plan), None) => horizontal_pass(&plan, src, 0..h, dst),
+        (Some(plan), Some(vertical)) if vertical_first => {
+            let h2 = vertical.out_len();
+            let mut band = vec![0u8; h2 * w * 3];
+            vertical_pass(&vertical, src, 0, w, &mut band);
+            horizontal_pass(&plan, &band, 0..h2, dst);
+        }
+        (Some(plan), Some(vertical)) => {
+            let band_rows = vertical.input_span();
+            let mut band = vec![0u8; band_rows.len() * w2 * 3];
+            let band_first = band_rows.start;
+            horizontal_pass(&plan, src, band_rows, &mut band);
+            vertical_pass(&vertical, &band, band_first, w2, dst);
+        }
     }
-    let band_rows = vertical.input_span();
-    let mut band = vec![0u8; band_rows.len() * w2 * 3];
-    let band_first = band_rows.start;
-    horizontal_pass(src, band_rows, &mut band);
-    vertical_pass(&band, band_first, w2, dst);
 }
 
 /// Runs `pass(rows, out_rows)` over the output `rows` (`row_len` bytes each), split
@@ -465,7 +517,7 @@ impl Horizontal {
                     let row = &src[y * src_stride..(y + 1) * src_stride];
                     for (x, px) in out_row.chunks_exact_mut(3).enumerate() {
                         let (first, k) = coeffs.taps(x);
-                        px.copy_from_slice(&horizontal_pixel(&row[first * 3..], k));
+                        px.copy_from_slice(&horizontal_pixel(&row[first * 3..], k, coeffs));
                     }
                 }
             }
@@ -476,9 +528,10 @@ impl Horizontal {
     }
 }
 
-/// One output pixel of the horizontal pass; `row` starts at the first tap.
-fn horizontal_pixel(row: &[u8], k: &[i32]) -> [u8; 3] {
-    let mut sum = [ROUNDING; 3];
+/// One output pixel of the horizontal pass with taps `k` of `coeffs`; `row`
+/// starts at the first tap.
+fn horizontal_pixel(row: &[u8], k: &[i32], coeffs: &Coeffs) -> [u8; 3] {
+    let mut sum = [coeffs.rounding(); 3];
     for (px, &k) in row.chunks_exact(3).zip(k) {
         for (s, &p) in sum.iter_mut().zip(px) {
             // Wrapping like Pillow's C ints, so every backend agrees even on
@@ -486,7 +539,7 @@ fn horizontal_pixel(row: &[u8], k: &[i32]) -> [u8; 3] {
             *s = s.wrapping_add(i32::from(p).wrapping_mul(k));
         }
     }
-    sum.map(clip8)
+    sum.map(|s| coeffs.clip8(s))
 }
 
 /// Vertical pass for output rows `rows`, written to `out` (exactly
@@ -507,7 +560,7 @@ fn vertical_rows(
             let mut acc = vec![0; stride];
             for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
                 let (first, k) = coeffs.taps(y);
-                vertical_row(band, stride, first - band_first, k, &mut acc, out_row);
+                vertical_row(band, stride, first - band_first, k, coeffs, &mut acc, out_row);
             }
         }
         #[cfg(target_arch = "x86_64")]
@@ -516,10 +569,18 @@ fn vertical_rows(
     }
 }
 
-/// One output row of the vertical pass from band rows `first..`, using `acc`
-/// (one `i32` per byte of a row) as scratch.
-fn vertical_row(band: &[u8], stride: usize, first: usize, k: &[i32], acc: &mut [i32], out: &mut [u8]) {
-    acc.fill(ROUNDING);
+/// One output row of the vertical pass from band rows `first..` with taps `k`
+/// of `coeffs`, using `acc` (one `i32` per byte of a row) as scratch.
+fn vertical_row(
+    band: &[u8],
+    stride: usize,
+    first: usize,
+    k: &[i32],
+    coeffs: &Coeffs,
+    acc: &mut [i32],
+    out: &mut [u8],
+) {
+    acc.fill(coeffs.rounding());
     let lines = band[first * stride..].chunks_exact(stride);
     for (line, &k) in lines.zip(k) {
         for (a, &p) in acc.iter_mut().zip(line) {
@@ -527,7 +588,7 @@ fn vertical_row(band: &[u8], stride: usize, first: usize, k: &[i32], acc: &mut [
         }
     }
     for (o, &a) in out.iter_mut().zip(acc.iter()) {
-        *o = clip8(a);
+        *o = coeffs.clip8(a);
     }
 }
 
@@ -575,24 +636,26 @@ fn nearest(src: &[u8], (h, w): (usize, usize), dst: &mut [u8], (h2, w2): (usize,
 
 /// AVX2 twins of the two passes, bit-identical to the scalar code.
 ///
-/// `madd_epi16` multiplies 16-bit pairs, but the taps have 22 fractional
-/// bits, so each tap `k` is split exactly into `hi * 2048 + lo` with
-/// `0 <= lo < 2048`; the two halves are summed separately and recombined in
-/// wrapping `i32`, which equals Pillow's `i32` sum whenever that sum fits.
+/// `madd_epi16` multiplies 16-bit pairs, but Pillow's taps have 22
+/// fractional bits, so each tap `k` is split exactly into `hi * 2048 + lo`
+/// with `0 <= lo < 2048`; the two halves are summed separately and recombined
+/// in wrapping `i32`, which equals the scalar `i32` sum whenever that sum
+/// fits. Taps that already fit in `i16` (torchvision's) split the same way.
+/// The rounding term and shift come from the table's own precision.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi32, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
         _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi32,
         _mm256_packus_epi16, _mm256_permute2x128_si256, _mm256_set1_epi32, _mm256_setr_epi16,
-        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_srai_epi32,
+        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sra_epi32,
         _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpacklo_epi8, _mm_add_epi32, _mm_cvtsi128_si32,
-        _mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srai_epi32,
-        _mm_storeu_si128, _mm_unpacklo_epi32,
+        _mm_cvtsi32_si128, _mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16, _mm_setr_epi8,
+        _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128, _mm_unpacklo_epi32,
     };
     use std::ops::Range;
 
-    use super::{horizontal_pixel, vertical_row, Coeffs, PRECISION_BITS, ROUNDING};
+    use super::{horizontal_pixel, vertical_row, Coeffs};
 
     const LO_BITS: i32 = 11;
 
@@ -719,7 +782,10 @@ mod avx2 {
             // Loads reach this many bytes past a pixel's first tap.
             let reach = 12 * groups + 4;
             let shuffle = pixel_pairs();
-            let rounding = _mm256_set1_epi32(ROUNDING);
+            let rounding = _mm256_set1_epi32(self.coeffs.rounding());
+            // The shift count is a register, not an immediate, because each
+            // table has its own precision.
+            let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
             // Keeps bytes 0-2 of each 4-byte pixel.
             let z = -1;
             let compact = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z);
@@ -751,8 +817,8 @@ mod avx2 {
                         _mm256_permute2x128_si256::<0x20>(c, d),
                         _mm256_permute2x128_si256::<0x31>(c, d),
                     );
-                    let ab = _mm256_srai_epi32::<PRECISION_BITS>(_mm256_add_epi32(ab, rounding));
-                    let cd = _mm256_srai_epi32::<PRECISION_BITS>(_mm256_add_epi32(cd, rounding));
+                    let ab = _mm256_sra_epi32(_mm256_add_epi32(ab, rounding), shift);
+                    let cd = _mm256_sra_epi32(_mm256_add_epi32(cd, rounding), shift);
                     // Bytes: low lane A C A C, high lane B D B D.
                     let v = _mm256_packus_epi16(_mm256_packs_epi32(ab, cd), _mm256_setzero_si256());
                     let v = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
@@ -767,7 +833,7 @@ mod avx2 {
                     let start = self.starts[x];
                     if start + reach > row.len() {
                         let (_, k) = self.coeffs.taps(x);
-                        px.copy_from_slice(&horizontal_pixel(&row[start..], k));
+                        px.copy_from_slice(&horizontal_pixel(&row[start..], k, &self.coeffs));
                         continue;
                     }
                     let vectors = &self.vectors[x * groups..(x + 1) * groups];
@@ -775,10 +841,7 @@ mod avx2 {
                     // checked just above.
                     let sum = unsafe { pixel_sum(&row[start..], vectors, shuffle) };
                     let sum = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256::<1>(sum));
-                    let v = _mm_srai_epi32::<PRECISION_BITS>(_mm_add_epi32(
-                        sum,
-                        _mm256_castsi256_si128(rounding),
-                    ));
+                    let v = _mm_sra_epi32(_mm_add_epi32(sum, _mm256_castsi256_si128(rounding)), shift);
                     let v = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
                     px.copy_from_slice(&_mm_cvtsi128_si32(v).to_le_bytes()[..3]);
                 }
@@ -800,7 +863,9 @@ mod avx2 {
         out: &mut [u8],
     ) {
         let stride = width * 3;
-        let rounding = _mm256_set1_epi32(ROUNDING);
+        let rounding = _mm256_set1_epi32(coeffs.rounding());
+        // A register shift count: each table has its own precision.
+        let shift = _mm_cvtsi32_si128(coeffs.precision() as i32);
         let zero = _mm256_setzero_si256();
         let mut acc = Vec::new();
         let mut pairs: Vec<(&[u8], &[u8], __m256i, __m256i)> = Vec::new();
@@ -809,7 +874,7 @@ mod avx2 {
             let first = first - band_first;
             if stride < 32 || !k.iter().all(|&k| splits(k)) {
                 acc.resize(stride, 0);
-                vertical_row(band, stride, first, k, &mut acc, out_row);
+                vertical_row(band, stride, first, k, coeffs, &mut acc, out_row);
                 continue;
             }
             pairs.clear();
@@ -857,7 +922,7 @@ mod avx2 {
                 let mut sums = [zero; 4];
                 for ((s, h), l) in sums.iter_mut().zip(hi).zip(lo) {
                     let sum = _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(h), l);
-                    *s = _mm256_srai_epi32::<PRECISION_BITS>(_mm256_add_epi32(sum, rounding));
+                    *s = _mm256_sra_epi32(_mm256_add_epi32(sum, rounding), shift);
                 }
                 // Lane-wise packing undoes the lane-wise unpacking, so the
                 // bytes come out in order.
