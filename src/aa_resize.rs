@@ -222,6 +222,7 @@ pub fn resize_bilinear_antialias_rgb_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Rng;
 
     fn run(src: &[u8], s: (usize, usize), d: (usize, usize)) -> Vec<u8> {
         let mut out = vec![0u8; d.0 * d.1 * 3];
@@ -303,18 +304,6 @@ mod tests {
         assert_eq!(w.precision(), 16);
         assert_eq!(w.taps(0), (0, &[28087, 28087, 9362][..]));
         assert_eq!(w.taps(1), (1, &[9362, 28087, 28087][..]));
-    }
-
-    /// Marsaglia's xorshift64, enough to spread test sizes and pixels.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod error;
 pub mod image;
 pub mod pipeline;
 pub mod resize;
+#[cfg(test)]
+mod testing;
 pub mod transforms;
 
 #[cfg(feature = "python")]

@@ -946,6 +946,7 @@ mod avx2 {
 mod tests {
     use super::{resize_rgb, resize_rgb_with, Backend, Filter, Kernel};
     use crate::error::TransformError;
+    use crate::testing::Rng;
 
     /// Filter, source size, destination size, expected bytes.
     type Case = (Filter, (usize, usize), (usize, usize), &'static [u8]);
@@ -1041,18 +1042,6 @@ mod tests {
             assert_eq!(arg_of(avx2), "backend");
         } else {
             assert_eq!(avx2, Ok(()));
-        }
-    }
-
-    /// Marsaglia's xorshift64, enough to spread test sizes.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
         }
     }
 

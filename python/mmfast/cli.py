@@ -194,19 +194,6 @@ class Progress:
             self.stream.flush()
 
 
-def parse_threads(value: str | None) -> int | None:
-    """``--threads``: a positive integer, or None for the library default."""
-    if value is None:
-        return None
-    try:
-        threads = int(value)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise MmfastError(f"--threads: expected a positive integer, got {value!r}")
-    return threads
-
-
 @dataclass(frozen=True)
 class ImageRow:
     """One image of a ``preprocess`` run."""
@@ -231,11 +218,11 @@ def preprocess(
 ) -> dict[str, np.ndarray]:
     """The ``preprocess`` command: returns the output arrays (as written by ``--out``)."""
     from mmfast.models import Llama4Config
-    from mmfast.processors import ImageProcessor, default_threads
+    from mmfast.processors import ImageProcessor, default_threads, parse_threads
 
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
-    n_threads = parse_threads(threads) or default_threads()
+    n_threads = default_threads() if threads is None else parse_threads("--threads", threads)
     proc = ImageProcessor.from_pretrained(model)
     if dtype == "bfloat16" and not isinstance(proc.config, Llama4Config):
         raise MmfastError("--dtype: bfloat16 is only offered for Llama 4, whose HF output it is")

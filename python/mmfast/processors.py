@@ -23,23 +23,34 @@ from mmfast.errors import MmfastError
 from mmfast.image import ArrowSource, ImageSource, arrow_source, decode_image, rgb_or_gray
 from mmfast.models import ImagePlan, Llama4Config, ModelConfig, load_config
 
-__all__ = ["BatchFeature", "ImageInput", "ImageProcessor", "default_threads"]
+__all__ = [
+    "BatchFeature",
+    "ImageInput",
+    "ImageProcessor",
+    "default_threads",
+    "parse_threads",
+]
 
 ImageInput = Image.Image | NDArray[np.uint8] | ImageSource
 Dtype = Literal["float32", "bfloat16"]
+
+
+def parse_threads(arg: str, value: str) -> int:
+    """A thread count given as text (``arg`` names where: a variable, a flag), at least 1."""
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise MmfastError(f"{arg}: expected a positive integer, got {value!r}")
+    return threads
 
 
 def default_threads() -> int:
     """``MMFAST_NUM_THREADS`` if set, else the cores this process may run on."""
     env = os.environ.get("MMFAST_NUM_THREADS")
     if env is not None:
-        try:
-            threads = int(env)
-        except ValueError:
-            threads = 0
-        if threads < 1:
-            raise MmfastError(f"MMFAST_NUM_THREADS: expected a positive integer, got {env!r}")
-        return threads
+        return parse_threads("MMFAST_NUM_THREADS", env)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
