@@ -172,19 +172,21 @@ class ImageProcessor:
         ``threads`` defaults to :func:`default_threads`. ``dtype="bfloat16"`` returns
         Llama 4's raw bfloat16 values (``ml_dtypes.bfloat16``), with no float32 round trip.
         """
+        # Arguments first: nothing is decoded for a call that cannot run.
+        threads = default_threads() if threads is None else threads
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise MmfastError(f"threads: expected a positive integer, got {threads!r}")
+        if dtype not in ("float32", "bfloat16"):
+            raise MmfastError(f"dtype: expected 'float32' or 'bfloat16', got {dtype!r}")
+        llama4 = isinstance(self.config, Llama4Config)
+        if dtype != "float32" and not llama4:
+            raise MmfastError(f"dtype: {dtype} is only offered for Llama 4, whose HF output it is")
         batch = _as_list(images)
         inputs, sizes = zip(*(to_batch_input(image) for image in batch), strict=True)
         arrays = list(inputs)
         plans = [self.config.plan(h, w) for h, w in sizes]
-        threads = default_threads() if threads is None else threads
-        if not isinstance(threads, int) or threads < 1:
-            raise MmfastError(f"threads: expected a positive integer, got {threads!r}")
-        if dtype not in ("float32", "bfloat16"):
-            raise MmfastError(f"dtype: expected 'float32' or 'bfloat16', got {dtype!r}")
-        if isinstance(self.config, Llama4Config):
+        if llama4:
             return _llama4(arrays, plans, threads, dtype)
-        if dtype != "float32":
-            raise MmfastError(f"dtype: {dtype} is only offered for Llama 4, whose HF output it is")
         if plans[0].patches is not None:
             return _qwen(arrays, plans, threads)
         return _clip(arrays, plans, threads)
