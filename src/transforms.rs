@@ -305,12 +305,13 @@ impl Patches {
     }
 }
 
-/// HWC u8 RGB → Qwen-VL `pixel_values` rows, normalised, in one pass.
+/// HWC u8 RGB → Qwen-VL `pixel_values` rows, normalised band by band.
 ///
 /// The image is cut into `patch_size` squares; rows are ordered by merge group
 /// (row-major), then by patch within the group (row-major), and each row holds
 /// (channel, time, y, x) with the still frame repeated `temporal_patch_size` times:
-/// HF's `patchify` reshape/transpose, without the intermediate CHW tensor.
+/// HF's `patchify` reshape/transpose, without the intermediate CHW tensor (only one
+/// band of `patch_size * merge_size` normalised rows is held at a time).
 ///
 /// # Errors
 /// Sides that are not multiples of `patch_size * merge_size`, or lengths that do not match.
@@ -339,29 +340,65 @@ pub fn normalize_to_patches<T: Copy>(
     let (gh, gw) = (h / p, w / p);
     let row_len = patches.row_len();
     check_out(dst, checked_len("size", &[gh, gw, row_len])?)?;
-    let frame = p * p;
-    let groups_w = gw / m;
-    for (k, row) in dst.chunks_exact_mut(row_len).enumerate() {
-        // Row k is patch (mh, mw) of merge group (bh, bw), both row-major.
-        let (group, within) = (k / (m * m), k % (m * m));
-        let (bh, bw, mh, mw) = (group / groups_w, group % groups_w, within / m, within % m);
-        let (y0, x0) = ((bh * m + mh) * p, (bw * m + mw) * p);
-        // Channel c, time 0 lives at row[c * t * frame..][..frame].
-        let (r, rest) = row.split_at_mut(t * frame);
-        let (g, b) = rest.split_at_mut(t * frame);
-        for y in 0..p {
-            let px = &src[((y0 + y) * w + x0) * 3..((y0 + y) * w + x0 + p) * 3];
-            let at = y * p..(y + 1) * p;
-            norm.run(px, &mut r[at.clone()], &mut g[at.clone()], &mut b[at]);
+    // One band of merge groups at a time: its `p * m` image rows are normalised as whole
+    // rows into planar scratch (the long runs the block loop is fast on; 1.3 MB for a
+    // 4032-wide image, so it stays in cache), then each patch row is gathered from it.
+    let band_len = unit * w;
+    let mut planes = vec![norm.black()[0]; 3 * band_len];
+    let band_rows = (gw / m) * m * m;
+    for (bh, band_out) in dst.chunks_exact_mut(band_rows * row_len).enumerate() {
+        let (r, gb) = planes.split_at_mut(band_len);
+        let (g, b) = gb.split_at_mut(band_len);
+        norm.run(&src[bh * band_len * 3..(bh + 1) * band_len * 3], r, g, b);
+        // Fixed-size copies for the patch sizes models use: a memcpy call per 14-value
+        // line cost more than the copy (13.9 ms against 8.8 ms for a 1920x1080 image).
+        match p {
+            14 => gather_band(&planes, w, patches, band_out, copy_array::<T, 14>),
+            16 => gather_band(&planes, w, patches, band_out, copy_array::<T, 16>),
+            _ => gather_band(&planes, w, patches, band_out, <[T]>::copy_from_slice),
         }
-        for plane in [r, g, b] {
-            let (first, copies) = plane.split_at_mut(frame);
-            for copy in copies.chunks_exact_mut(frame) {
+    }
+    Ok(())
+}
+
+/// `dst.copy_from_slice(src)` for slices of exactly `N` values, inlined as moves.
+fn copy_array<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
+    let dst: &mut [T; N] = dst.try_into().expect("N values");
+    *dst = src.try_into().expect("N values");
+}
+
+/// Patch rows of one band from its planar scratch (`3 * p * m` rows of `w` values each),
+/// copying each `p`-value line with `copy_line`.
+fn gather_band<T: Copy>(
+    planes: &[T],
+    w: usize,
+    patches: Patches,
+    out: &mut [T],
+    copy_line: impl Fn(&mut [T], &[T]),
+) {
+    let Patches {
+        patch_size: p,
+        temporal_patch_size: t,
+        merge_size: m,
+    } = patches;
+    let band_len = planes.len() / 3;
+    for (k, row) in out.chunks_exact_mut(patches.row_len()).enumerate() {
+        // Row k of the band is patch (mh, mw) of merge group bw, both row-major.
+        let (bw, within) = (k / (m * m), k % (m * m));
+        let (y0, x0) = ((within / m) * p, (bw * m + within % m) * p);
+        // Channel c, time i lives at row[(c * t + i) * p * p..][..p * p].
+        for (c, channel) in row.chunks_exact_mut(t * p * p).enumerate() {
+            let plane = &planes[c * band_len..(c + 1) * band_len];
+            let (first, copies) = channel.split_at_mut(p * p);
+            for (y, line) in first.chunks_exact_mut(p).enumerate() {
+                let at = (y0 + y) * w + x0;
+                copy_line(line, &plane[at..at + p]);
+            }
+            for copy in copies.chunks_exact_mut(p * p) {
                 copy.copy_from_slice(first);
             }
         }
     }
-    Ok(())
 }
 
 /// f32 values → their little-endian bytes, C order.
@@ -603,6 +640,14 @@ mod tests {
                     merge_size: 2,
                 },
                 (28, 56),
+            ),
+            (
+                Patches {
+                    patch_size: 16,
+                    temporal_patch_size: 2,
+                    merge_size: 2,
+                },
+                (64, 32),
             ),
         ] {
             let src = pattern(h * w * 3);
