@@ -148,22 +148,7 @@ pub fn resize_rgb_with(
     filter: Filter,
     backend: Backend,
 ) -> Result<(), TransformError> {
-    let src_len = rgb_len("src_size", src_size)?;
-    let dst_len = rgb_len("dst_size", dst_size)?;
-    if src.len() != src_len {
-        return Err(invalid(
-            "src",
-            format!("{src_len} bytes for {}x{}x3", src_size.0, src_size.1),
-            format!("{} bytes", src.len()),
-        ));
-    }
-    if dst.len() != dst_len {
-        return Err(invalid(
-            "dst",
-            format!("{dst_len} bytes for {}x{}x3", dst_size.0, dst_size.1),
-            format!("{} bytes", dst.len()),
-        ));
-    }
+    check_buffers(src, src_size, dst, dst_size)?;
     let kernel = Kernel::select(backend)?;
     if src_size == dst_size {
         // Image.resize returns a copy before any filter runs.
@@ -174,6 +159,29 @@ pub fn resize_rgb_with(
         None => nearest(src, src_size, dst, dst_size),
         Some((support, weight)) => {
             convolve(kernel, src, src_size, dst, dst_size, support, weight);
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `src` and `dst` are non-empty RGB images of exactly their sizes.
+pub(crate) fn check_buffers(
+    src: &[u8],
+    src_size: (usize, usize),
+    dst: &[u8],
+    dst_size: (usize, usize),
+) -> Result<(), TransformError> {
+    for (arg, buf, size, size_arg) in [
+        ("src", src, src_size, "src_size"),
+        ("dst", dst, dst_size, "dst_size"),
+    ] {
+        let len = rgb_len(size_arg, size)?;
+        if buf.len() != len {
+            return Err(invalid(
+                arg,
+                format!("{len} bytes for {}x{}x3", size.0, size.1),
+                format!("{} bytes", buf.len()),
+            ));
         }
     }
     Ok(())
