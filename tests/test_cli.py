@@ -130,7 +130,7 @@ def test_preprocess_out_round_trips_exactly(tmp_path, capsys, model, dtype):
 
 
 def test_preprocess_accepts_a_config_directory(tmp_path, capsys):
-    config = dict(models._BUILTINS[QWEN].preprocessor) | {"min_pixels": 28 * 28 * 16}
+    config = dict(models.registry.BUILTINS[QWEN].preprocessor) | {"min_pixels": 28 * 28 * 16}
     (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
     paths = write_images(tmp_path)
     assert main(["preprocess", str(paths[0]), "--model", str(tmp_path)]) == 0

@@ -71,7 +71,7 @@ side = st.integers(min_value=1, max_value=20000)
 
 
 def builtin_dict(model_id: str) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(models._BUILTINS[model_id].preprocessor)))
+    return json.loads(json.dumps(dict(models.registry.BUILTINS[model_id].preprocessor)))
 
 
 def random_image(height: int, width: int, seed: int) -> Image.Image:
@@ -652,9 +652,11 @@ def test_unknown_model_lists_supported() -> None:
 
 
 def test_unknown_processor_type_lists_supported(tmp_path: Path) -> None:
-    path = write(tmp_path, json.dumps({"image_processor_type": "SiglipImageProcessor"}))
-    with pytest.raises(UnsupportedModelError, match="Qwen2VLImageProcessor, CLIPImageProcessor"):
+    path = write(tmp_path, json.dumps({"image_processor_type": "DonutImageProcessor"}))
+    with pytest.raises(UnsupportedModelError, match="DonutImageProcessor") as info:
         load_config(path)
+    for name in ("CLIPImageProcessor", "Llama4ImageProcessor", "Qwen2VLImageProcessor"):
+        assert name in str(info.value)
 
 
 def test_unknown_model_type(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ GOLDENS = (
 
 
 def builtin_dict(model_id: str) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(models._BUILTINS[model_id].preprocessor)))
+    return json.loads(json.dumps(dict(models.registry.BUILTINS[model_id].preprocessor)))
 
 
 def hf_processor(model_id: str, **overrides: Any) -> Any:

@@ -184,7 +184,7 @@ _HF_TORCH = {
 
 
 def _family(model_id: str) -> str:
-    processor_type = str(models._BUILTINS[model_id].preprocessor["image_processor_type"])
+    processor_type = str(models.registry.BUILTINS[model_id].preprocessor["image_processor_type"])
     return processor_type.removesuffix("Fast").removesuffix("Pil")
 
 
@@ -195,7 +195,7 @@ def hf_processor(model_id: str, backend: str) -> Any | None:
     if where is None:
         return None
     module = importlib.import_module(f"transformers.models.{where[0]}")
-    config = {k: v for k, v in models._BUILTINS[model_id].preprocessor.items()}
+    config = {k: v for k, v in models.registry.BUILTINS[model_id].preprocessor.items()}
     return getattr(module, where[1]).from_dict(config)
 
 

@@ -1,0 +1,82 @@
+"""Model configs, processor selection and per-image geometry.
+
+Python decides *what* happens to an image; the Rust core does the pixels. This package reads a
+checkpoint's ``preprocessor_config.json`` the way transformers 5.24 does, picks the image
+processor, and turns one image size into an :class:`ImagePlan`: resize target and filter, crop
+or canvas, rescale/normalise constants, patch or tile layout, output shapes and the number of
+placeholder tokens the model's processor inserts.
+
+One module per HF family, named like transformers' own (:mod:`~mmfast.models.qwen2_vl`,
+:mod:`~mmfast.models.llava`, :mod:`~mmfast.models.llama4`, ...), holds that family's config
+reading, geometry and plan, and registers itself with :mod:`~mmfast.models.registry`;
+:mod:`~mmfast.models.geometry` holds the geometry several families share and
+:mod:`~mmfast.models.config` reads config files and selects the family. Each geometry function
+names the transformers function it mirrors. Only the stdlib, numpy and :mod:`mmfast.errors` are
+imported, so this works without transformers or torch.
+"""
+
+from __future__ import annotations
+
+# The family modules register themselves on import; their order is supported_models()'s.
+# isort: off
+from mmfast.models import qwen2_vl, llama4, llava
+
+# isort: on
+from mmfast.models.base import (
+    BICUBIC,
+    BILINEAR,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    ImagePlan,
+    ModelConfig,
+    PatchGrid,
+    TileGrid,
+)
+from mmfast.models.config import load_config, supported_models
+from mmfast.models.geometry import (
+    CropBox,
+    center_crop_box,
+    get_image_size_for_max_height_width,
+    get_resize_output_image_size,
+    get_size_with_aspect_ratio,
+)
+from mmfast.models.llama4 import (
+    Llama4Config,
+    find_supported_resolutions,
+    get_best_fit,
+    get_factors,
+    get_llama4_resize_size,
+    get_max_res_without_distortion,
+)
+from mmfast.models.llava import ClipConfig
+from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
+
+__all__ = [
+    "BICUBIC",
+    "BILINEAR",
+    "OPENAI_CLIP_MEAN",
+    "OPENAI_CLIP_STD",
+    "ClipConfig",
+    "CropBox",
+    "ImagePlan",
+    "Llama4Config",
+    "ModelConfig",
+    "PatchGrid",
+    "QwenVLConfig",
+    "TileGrid",
+    "center_crop_box",
+    "find_supported_resolutions",
+    "get_best_fit",
+    "get_factors",
+    "get_image_size_for_max_height_width",
+    "get_llama4_resize_size",
+    "get_max_res_without_distortion",
+    "get_resize_output_image_size",
+    "get_size_with_aspect_ratio",
+    "llama4",
+    "llava",
+    "load_config",
+    "qwen2_vl",
+    "smart_resize",
+    "supported_models",
+]

@@ -1,0 +1,188 @@
+"""What every model family shares: resampling codes, constants, the plan and config types.
+
+An :class:`ImagePlan` is everything the pixel engine does to one image, in plain numbers; a
+:class:`ModelConfig` (one subclass per family) turns an image size into a plan, the way the HF
+processor it mirrors would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+from mmfast.errors import MmfastError
+from mmfast.models.geometry import CropBox
+
+__all__ = [
+    "BICUBIC",
+    "BILINEAR",
+    "BOX",
+    "DEFAULT_RESCALE",
+    "HALF",
+    "HAMMING",
+    "IMAGENET_STANDARD_MEAN",
+    "IMAGENET_STANDARD_STD",
+    "LANCZOS",
+    "NEAREST",
+    "OPENAI_CLIP_MEAN",
+    "OPENAI_CLIP_STD",
+    "RESAMPLE_CODES",
+    "RGB",
+    "ImagePlan",
+    "ModelConfig",
+    "Normalization",
+    "PatchGrid",
+    "TileGrid",
+    "check_image_size",
+]
+
+RGB: TypeAlias = tuple[float, float, float]
+
+# PIL.Image.Resampling codes, as stored in the "resample" field of preprocessor configs.
+NEAREST: Final = 0
+LANCZOS: Final = 1
+BILINEAR: Final = 2
+BICUBIC: Final = 3
+BOX: Final = 4
+HAMMING: Final = 5
+RESAMPLE_CODES: Final = frozenset({NEAREST, LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING})
+
+# transformers.image_utils.OPENAI_CLIP_MEAN / OPENAI_CLIP_STD: the class defaults of the Qwen2-VL
+# and CLIP processors.
+OPENAI_CLIP_MEAN: Final[RGB] = (0.48145466, 0.4578275, 0.40821073)
+OPENAI_CLIP_STD: Final[RGB] = (0.26862954, 0.26130258, 0.27577711)
+# transformers.image_utils.IMAGENET_STANDARD_MEAN / _STD.
+IMAGENET_STANDARD_MEAN: Final[RGB] = (0.5, 0.5, 0.5)
+IMAGENET_STANDARD_STD: Final[RGB] = (0.5, 0.5, 0.5)
+HALF: Final[RGB] = (0.5, 0.5, 0.5)
+# BaseImageProcessor.rescale_factor; the configs store it as 0.00392156862745098, the same double.
+DEFAULT_RESCALE: Final = 1 / 255
+
+
+@dataclass(frozen=True)
+class PatchGrid:
+    """Qwen-VL patchify parameters (``Qwen2VLImageProcessorPil.patchify``).
+
+    A still image is one temporal patch (``grid_t == 1``): HF repeats the frame
+    ``temporal_patch_size`` times inside each patch row.
+    """
+
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+    grid_t: int
+    grid_h: int
+    grid_w: int
+
+    @property
+    def num_patches(self) -> int:
+        """Rows of ``pixel_values`` for this image."""
+        return self.grid_t * self.grid_h * self.grid_w
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """Llama 4 tiling (``Llama4ImageProcessor._preprocess`` and ``Llama4Processor``).
+
+    The padded canvas is cut into ``tiles_h`` x ``tiles_w`` tiles in row-major order. With more
+    than one tile, a global tile follows: the *original* image resized straight to
+    ``tile_size`` (distorting, same filter, no padding). ``tokens_per_tile`` is the number of
+    ``<|patch|>`` tokens each tile (and the global view) stands for in the prompt.
+    """
+
+    tiles_h: int
+    tiles_w: int
+    tile_size: tuple[int, int]
+    global_tile: bool
+    tokens_per_tile: int
+
+    @property
+    def num_tiles(self) -> int:
+        """Tiles in ``pixel_values`` for this image, global tile included."""
+        return self.tiles_h * self.tiles_w + int(self.global_tile)
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """Everything the pixel engine does to one image, in HF's order.
+
+    1. Convert to RGB if ``do_convert_rgb``.
+    2. If ``do_resize``, resize to ``resize_size`` (height, width) with PIL filter ``resample``;
+       otherwise ``resize_size`` is the input size.
+    3. CLIP: cut ``crop`` (zero outside the image). Llama 4: paste at the top-left of a zero
+       ``canvas_size`` canvas.
+    4. ``x * rescale_factor`` then ``(x - image_mean) / image_std`` per channel, in
+       ``compute_dtype``. A disabled step is expressed as factor 1.0 / mean 0 / std 1, and
+       its flag is False so the engine may skip it.
+    5. Qwen: patchify per ``patches``. Llama 4: split per ``tiles``.
+
+    ``output_shapes`` gives the per-image shape of each output key (HF concatenates Qwen
+    patches and stacks the rest along a leading batch axis). ``num_image_tokens`` is the number
+    of tokens the model's processor puts in the prompt for this image.
+    """
+
+    height: int
+    width: int
+    do_convert_rgb: bool
+    do_resize: bool
+    resize_size: tuple[int, int]
+    resample: int
+    crop: CropBox | None
+    canvas_size: tuple[int, int] | None
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    compute_dtype: str
+    patches: PatchGrid | None
+    tiles: TileGrid | None
+    output_shapes: Mapping[str, tuple[int, ...]]
+    num_image_tokens: int
+
+
+def check_image_size(height: int, width: int) -> None:
+    """A plan's input size: two positive ints, else :class:`MmfastError`."""
+    for name, side in (("height", height), ("width", width)):
+        if not isinstance(side, int) or isinstance(side, bool) or side <= 0:
+            raise MmfastError(f"image {name}: expected a positive int, got {side!r}")
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """HF's rescale/normalise settings, as a config reads them."""
+
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+
+    def effective(self) -> tuple[float, RGB, RGB]:
+        """(factor, mean, std) with disabled steps turned into identities."""
+        factor = self.rescale_factor if self.do_rescale else 1.0
+        if self.do_normalize:
+            return factor, self.image_mean, self.image_std
+        return factor, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+
+
+class ModelConfig:
+    """A family's settings, read from a checkpoint config; subclasses are frozen dataclasses.
+
+    :meth:`plan` mirrors the HF processor's ``_preprocess`` for one image size.
+    """
+
+    __slots__ = ()
+
+    # Every family's config has these fields.
+    model_id: str | None
+    image_processor_type: str
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """What happens to an image of this size (sizes, windows, constants, shapes)."""
+        raise NotImplementedError
+
+    def num_image_tokens(self, height: int, width: int) -> int:
+        """Placeholder tokens the model's processor inserts for a (height, width) image."""
+        return self.plan(height, width).num_image_tokens

@@ -1,0 +1,300 @@
+"""Reading a checkpoint's config the way transformers 5.24 does, and choosing its family.
+
+:func:`load_config` takes a built-in id, a checkpoint directory or a JSON file, applies keyword
+overrides like HF's ``from_pretrained``, picks the family the way AutoImageProcessor picks the
+class (``image_processor_type``, else ``model_type``) and lets the family build its config from
+:class:`Fields`, which apply HF's defaults and name the offending field in every error.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeAlias
+
+from mmfast.errors import MmfastError, UnsupportedModelError
+from mmfast.models import registry
+from mmfast.models.base import (
+    DEFAULT_RESCALE,
+    RESAMPLE_CODES,
+    RGB,
+    ModelConfig,
+    Normalization,
+)
+from mmfast.models.registry import Family
+
+__all__ = ["Fields", "Source", "load_config", "supported_models"]
+
+JsonDict: TypeAlias = dict[str, Any]
+
+
+def supported_models() -> list[str]:
+    """The built-in model ids :func:`load_config` accepts without a local file."""
+    return list(registry.BUILTINS)
+
+
+# transformers.processing_utils.ImagesKwargs: what every image processor accepts.
+IMAGES_KWARGS: Final = frozenset(
+    {
+        "do_convert_rgb",
+        "do_resize",
+        "size",
+        "default_to_square",
+        "crop_size",
+        "resample",
+        "do_rescale",
+        "rescale_factor",
+        "do_normalize",
+        "image_mean",
+        "image_std",
+        "do_pad",
+        "pad_size",
+        "do_center_crop",
+        "data_format",
+        "input_data_format",
+        "device",
+        "return_tensors",
+        "disable_grouping",
+        "image_seq_length",
+    }
+)
+# image_processing_utils.VALID_SIZE_DICT_KEYS
+VALID_SIZE_KEYS: Final = (
+    frozenset({"height", "width"}),
+    frozenset({"shortest_edge"}),
+    frozenset({"shortest_edge", "longest_edge"}),
+    frozenset({"longest_edge"}),
+    frozenset({"max_height", "max_width"}),
+    frozenset({"min_pixels", "max_pixels"}),
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A checkpoint's config files as read: ``origin`` names them in error messages."""
+
+    origin: str
+    model_id: str | None
+    model_type: str | None
+    preprocessor: JsonDict
+    processor: JsonDict
+
+
+def read_json(path: Path) -> JsonDict:
+    """A JSON object from ``path``, or :class:`MmfastError` naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MmfastError(f"{path}: cannot read JSON config: {exc}") from exc
+    if not isinstance(data, dict):
+        raise MmfastError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def read_source(name_or_path: str | os.PathLike[str]) -> Source:
+    """A built-in id, a checkpoint directory or a JSON file, read as transformers reads it."""
+    key = os.fspath(name_or_path)
+    builtin = registry.BUILTINS.get(key)
+    if builtin is not None:
+        return Source(
+            origin=key,
+            model_id=key,
+            model_type=builtin.model_type,
+            preprocessor=copy.deepcopy(dict(builtin.preprocessor)),
+            processor=copy.deepcopy(dict(builtin.processor)),
+        )
+    path = Path(key)
+    if path.is_file():
+        return Source(str(path), None, None, read_json(path), {})
+    if path.is_dir():
+        processor = {}
+        if (path / "processor_config.json").is_file():
+            processor = read_json(path / "processor_config.json")
+        if (path / "preprocessor_config.json").is_file():
+            preprocessor = read_json(path / "preprocessor_config.json")
+        elif isinstance(processor.get("image_processor"), dict):
+            # transformers 5 may save the image processor nested in processor_config.json.
+            preprocessor = processor["image_processor"]
+        else:
+            raise MmfastError(f"{path}: no preprocessor_config.json in this directory")
+        model_type = None
+        if (path / "config.json").is_file():
+            model_type = read_json(path / "config.json").get("model_type")
+        return Source(str(path), None, model_type, preprocessor, processor)
+    raise UnsupportedModelError(
+        f"model {key!r} is neither a built-in id nor an existing directory or JSON file; "
+        f"built-in ids: {', '.join(registry.BUILTINS)}"
+    )
+
+
+def select_family(source: Source) -> tuple[Family, str]:
+    """(family, image_processor_type), as AutoImageProcessor picks the class."""
+    processor_type = source.preprocessor.get("image_processor_type")
+    if processor_type is None:
+        # AutoImageProcessor's fallback for configs written by feature extractors.
+        extractor = source.preprocessor.get("feature_extractor_type")
+        if isinstance(extractor, str):
+            processor_type = extractor.replace("FeatureExtractor", "ImageProcessor")
+    if processor_type is not None:
+        if not isinstance(processor_type, str):
+            raise MmfastError(
+                f"{source.origin}: image_processor_type: expected a string, got {processor_type!r}"
+            )
+        family = registry.by_processor_type(processor_type.removesuffix("Fast").removesuffix("Pil"))
+        if family is None:
+            raise UnsupportedModelError(
+                f"{source.origin}: image_processor_type {processor_type!r} is not supported; "
+                f"supported: {registry.supported_processor_types()}"
+            )
+        return family, processor_type
+    found = registry.by_model_type(source.model_type or "")
+    if found is None:
+        raise UnsupportedModelError(
+            f"{source.origin}: no image_processor_type and model_type {source.model_type!r} "
+            f"has no supported processor; supported processors: "
+            f"{registry.supported_processor_types()}; model types: "
+            f"{registry.supported_model_types()}"
+        )
+    return found
+
+
+def is_finite_number(value: object) -> bool:
+    # JSON true/false parse as bool, a subclass of int; a config meaning 1 would say 1.
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Fields:
+    """Reads processor kwargs with HF's rule that a missing or null value means the class
+    default, and names the offending field in every error."""
+
+    def __init__(self, origin: str, values: Mapping[str, Any]) -> None:
+        self._origin = origin
+        self._values = values
+
+    def error(self, name: str, expected: str, got: object) -> MmfastError:
+        return MmfastError(f"{self._origin}: {name}: expected {expected}, got {got!r}")
+
+    def raw(self, name: str) -> Any:
+        return self._values.get(name)
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self._values.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(name, "true or false", value)
+        return value
+
+    def positive_int(self, name: str, default: int) -> int:
+        value = self._values.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise self.error(name, "a positive integer", value)
+        return value
+
+    def number(self, name: str, default: float) -> float:
+        value = self._values.get(name)
+        if value is None:
+            return default
+        if not is_finite_number(value):
+            raise self.error(name, "a finite number", value)
+        return float(value)
+
+    def rgb(self, name: str, default: RGB, nonzero: bool = False) -> RGB:
+        """A per-channel value; a single number applies to all three channels, as in HF."""
+        value = self._values.get(name)
+        if value is None:
+            return default
+        items = [value] * 3 if is_finite_number(value) else value
+        if not isinstance(items, list | tuple) or len(items) != 3:
+            raise self.error(name, "a number or a list of 3 numbers (one per RGB channel)", value)
+        for item in items:
+            if not is_finite_number(item):
+                raise self.error(name, "finite numbers", value)
+            if nonzero and item == 0:
+                raise self.error(name, "non-zero values (normalisation divides by them)", value)
+        return (float(items[0]), float(items[1]), float(items[2]))
+
+    def resample(self, default: int) -> int:
+        value = self._values.get("resample")
+        if value is None:
+            return default
+        if not isinstance(value, int) or isinstance(value, bool) or value not in RESAMPLE_CODES:
+            raise self.error("resample", "a PIL resampling code 0-5", value)
+        return value
+
+    def size_dict(self, name: str, value: object, default_to_square: bool) -> dict[str, int]:
+        """Mirrors ``image_processing_utils.get_size_dict``: an int is a square or a shortest
+        edge (per ``default_to_square``), a pair is (height, width), a dict is checked against
+        the valid key sets."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            size = (
+                {"height": value, "width": value} if default_to_square else {"shortest_edge": value}
+            )
+        elif isinstance(value, list | tuple) and len(value) == 2:
+            size = {"height": value[0], "width": value[1]}
+        elif isinstance(value, dict):
+            size = dict(value)
+        else:
+            raise self.error(name, "an int, a [height, width] pair or a size dict", value)
+        if frozenset(size) not in VALID_SIZE_KEYS:
+            valid = " or ".join("{" + ", ".join(sorted(keys)) + "}" for keys in VALID_SIZE_KEYS)
+            raise self.error(name, f"a size dict with keys {valid}", value)
+        for key, item in size.items():
+            if not isinstance(item, int) or isinstance(item, bool) or item <= 0:
+                raise self.error(f"{name}.{key}", "a positive integer", item)
+        return size
+
+    def normalization(self, mean: RGB, std: RGB) -> Normalization:
+        return Normalization(
+            do_rescale=self.flag("do_rescale", True),
+            rescale_factor=self.number("rescale_factor", DEFAULT_RESCALE),
+            do_normalize=self.flag("do_normalize", True),
+            image_mean=self.rgb("image_mean", mean),
+            image_std=self.rgb("image_std", std, nonzero=True),
+        )
+
+
+def load_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> ModelConfig:
+    """Load a model's image-processing config.
+
+    ``name_or_path`` is a built-in id (see :func:`supported_models`), a directory holding
+    ``preprocessor_config.json`` (plus, optionally, ``processor_config.json`` for the token
+    count and ``config.json`` for ``model_type``), or a path to such a JSON file.
+
+    ``overrides`` behave like keyword arguments to HF's ``from_pretrained``: they replace the
+    config's keys before the processor is built, so the processor's own precedence still holds
+    (for Qwen, a ``min_pixels``/``max_pixels`` in the config or overrides beats ``size``), and
+    None means "class default". Processor-level keys (``patch_size`` for LLaVA / Llama 4,
+    ``pixel_shuffle_ratio``, ``num_additional_image_tokens``, ``vision_feature_select_strategy``)
+    go to the processor config. An unknown override key raises :class:`MmfastError`.
+
+    Raises :class:`UnsupportedModelError` for an unknown model or processor type and
+    :class:`MmfastError`, naming the field, for a malformed config.
+    """
+    source = read_source(name_or_path)
+    family, processor_type = select_family(source)
+    preprocessor = dict(source.preprocessor)
+    processor = dict(source.processor)
+    for key, value in overrides.items():
+        if key in family.processor_kwargs:
+            processor[key] = value
+        elif key in IMAGES_KWARGS or key in family.kwargs:
+            preprocessor[key] = value
+        else:
+            valid = sorted(IMAGES_KWARGS | family.kwargs | family.processor_kwargs)
+            raise MmfastError(
+                f"override {key!r} is not a {processor_type} argument; valid: {', '.join(valid)}"
+            )
+    return family.build(
+        source,
+        processor_type,
+        Fields(source.origin, preprocessor),
+        Fields(f"{source.origin} (processor)", processor),
+    )

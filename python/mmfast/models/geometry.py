@@ -1,0 +1,110 @@
+"""Geometry shared by several families: HF's size-dict resizes and the centre-crop window.
+
+Each function names the transformers function it mirrors and keeps its float rounding, which is
+part of the result. Family-specific rules (Qwen's ``smart_resize``, Llama 4's canvases, ...)
+live in the family's own module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "CropBox",
+    "center_crop_box",
+    "get_image_size_for_max_height_width",
+    "get_resize_output_image_size",
+    "get_size_with_aspect_ratio",
+]
+
+
+def get_resize_output_image_size(height: int, width: int, shortest_edge: int) -> tuple[int, int]:
+    """Shortest side to ``shortest_edge``, the other side scaled and truncated with ``int()``.
+
+    Mirrors ``transformers.image_transforms.get_resize_output_image_size`` with an int size,
+    ``default_to_square=False`` and no ``max_size``: the call ``PilBackend.resize`` makes for a
+    ``{"shortest_edge": n}`` size dict. A square image takes the width-is-short branch, as in HF.
+    """
+    short, long = (width, height) if width <= height else (height, width)
+    new_short, new_long = shortest_edge, int(shortest_edge * long / short)
+    return (new_long, new_short) if width <= height else (new_short, new_long)
+
+
+def get_size_with_aspect_ratio(
+    height: int, width: int, size: int, max_size: int | None = None
+) -> tuple[int, int]:
+    """Shortest side to ``size`` unless the longest would pass ``max_size``.
+
+    Mirrors ``transformers.image_transforms.get_size_with_aspect_ratio``, used by
+    ``PilBackend.resize`` for ``{"shortest_edge", "longest_edge"}`` size dicts; keeps its
+    ``int(round(...))`` of the capped size and ``int()`` truncation of the other side.
+    """
+    raw_size = None
+    if max_size is not None:
+        min_original_size = float(min(height, width))
+        max_original_size = float(max(height, width))
+        if max_original_size / min_original_size * size > max_size:
+            raw_size = max_size * min_original_size / max_original_size
+            size = round(raw_size)
+
+    if (height <= width and height == size) or (width <= height and width == size):
+        return height, width
+    if width < height:
+        ow = size
+        oh = int((raw_size if raw_size is not None else size) * height / width)
+    else:
+        oh = size
+        ow = int((raw_size if raw_size is not None else size) * width / height)
+    return oh, ow
+
+
+def get_image_size_for_max_height_width(
+    height: int, width: int, max_height: int, max_width: int
+) -> tuple[int, int]:
+    """Largest aspect-preserving size inside ``max_height`` x ``max_width`` (may upscale).
+
+    Mirrors ``transformers.image_utils.get_image_size_for_max_height_width``.
+    """
+    min_scale = min(max_height / height, max_width / width)
+    return int(height * min_scale), int(width * min_scale)
+
+
+@dataclass(frozen=True)
+class CropBox:
+    """A crop window in the coordinates of the (resized) image it is cut from.
+
+    ``top``/``left`` may be negative and the window may reach past the image: HF's numpy
+    ``center_crop`` then zero-pads, so output pixel ``(y, x)`` is image pixel
+    ``(top + y, left + x)`` when that lies inside the image and 0 (before rescaling) otherwise.
+    """
+
+    top: int
+    left: int
+    height: int
+    width: int
+
+    @property
+    def bottom(self) -> int:
+        """Exclusive bottom row."""
+        return self.top + self.height
+
+    @property
+    def right(self) -> int:
+        """Exclusive right column."""
+        return self.left + self.width
+
+
+def center_crop_box(height: int, width: int, crop_height: int, crop_width: int) -> CropBox:
+    """The window ``transformers.image_transforms.center_crop`` cuts from a height x width image.
+
+    HF takes ``top = (height - crop_height) // 2`` (floor division, so an odd excess leaves the
+    extra row at the bottom). When the crop is larger than the image it pastes the image at
+    ``ceil((crop - side) / 2)`` into a zero canvas and slices from 0: the same window, expressed
+    here in image coordinates with a negative offset (``-ceil(x / 2) == floor(-x / 2)``).
+    """
+    return CropBox(
+        top=(height - crop_height) // 2,
+        left=(width - crop_width) // 2,
+        height=crop_height,
+        width=crop_width,
+    )

@@ -1,0 +1,280 @@
+"""Qwen2-VL, Qwen2.5-VL and Qwen3-VL: ``Qwen2VLImageProcessor`` (transformers 5.24).
+
+The three model generations all name this processor (Qwen3-VL with patch 16 and mean/std 0.5);
+AutoImageProcessor also maps the Qwen-Omni model types to it. An image is resized by
+:func:`smart_resize` to sides divisible by ``patch_size * merge_size``, normalised and cut into
+patch rows ordered by merge group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from mmfast.errors import MmfastError
+from mmfast.models import registry
+from mmfast.models.base import (
+    BICUBIC,
+    HALF,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    RGB,
+    ImagePlan,
+    ModelConfig,
+    Normalization,
+    PatchGrid,
+    check_image_size,
+)
+from mmfast.models.config import Fields, Source
+
+__all__ = ["QwenVLConfig", "smart_resize"]
+
+
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = 28,
+    min_pixels: int = 56 * 56,
+    max_pixels: int = 14 * 14 * 4 * 1280,
+) -> tuple[int, int]:
+    """Size a Qwen-VL image is resized to: sides divisible by ``factor``, area within bounds.
+
+    Mirrors ``transformers.models.qwen2_vl.image_processing_qwen2_vl.smart_resize`` step for
+    step, because the float rounding is part of the result: ``round()`` (banker's rounding) for
+    the nearest multiple, then ``math.floor`` of ``side / beta`` when above ``max_pixels`` or
+    ``math.ceil`` of ``side * beta`` when below ``min_pixels``. HF's ``ValueError`` for an
+    aspect ratio over 200 is raised as :class:`MmfastError`, as is a zero side (a
+    ``ZeroDivisionError`` in HF).
+    """
+    if height <= 0 or width <= 0:
+        raise MmfastError(f"image size: expected positive height and width, got {height}x{width}")
+    if max(height, width) / min(height, width) > 200:
+        raise MmfastError(
+            "image size: absolute aspect ratio must be smaller than 200, got "
+            f"{max(height, width) / min(height, width)} for {height}x{width}"
+        )
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+@dataclass(frozen=True)
+class QwenVLConfig(ModelConfig):
+    """Settings of ``Qwen2VLImageProcessor``, used by Qwen2-VL, Qwen2.5-VL and Qwen3-VL.
+
+    ``num_image_tokens`` is the count of ``<|image_pad|>`` tokens Qwen2VLProcessor /
+    Qwen3VLProcessor insert: ``image_grid_thw.prod() // merge_size**2``.
+
+    ``min_pixels``/``max_pixels`` are HF's resolved ``size["shortest_edge"]`` and
+    ``size["longest_edge"]`` (pixel-area bounds despite the names); None only when the config
+    leaves them out and ``do_resize`` is off.
+    """
+
+    model_id: str | None
+    model_type: str | None
+    image_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    min_pixels: int | None
+    max_pixels: int | None
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``Qwen2VLImageProcessorPil._preprocess`` for one image."""
+        check_image_size(height, width)
+        factor = self.patch_size * self.merge_size
+        if self.do_resize:
+            assert self.min_pixels is not None and self.max_pixels is not None  # load_config
+            resized = smart_resize(height, width, factor, self.min_pixels, self.max_pixels)
+        else:
+            # HF's patchify reshape only succeeds on sides divisible by patch * merge.
+            if height % factor or width % factor:
+                raise MmfastError(
+                    f"image size: with do_resize=False both sides must be multiples of "
+                    f"patch_size * merge_size = {factor}, got {height}x{width}"
+                )
+            resized = (height, width)
+        grid = PatchGrid(
+            patch_size=self.patch_size,
+            temporal_patch_size=self.temporal_patch_size,
+            merge_size=self.merge_size,
+            grid_t=1,
+            grid_h=resized[0] // self.patch_size,
+            grid_w=resized[1] // self.patch_size,
+        )
+        norm = Normalization(
+            self.do_rescale, self.rescale_factor, self.do_normalize, self.image_mean, self.image_std
+        )
+        factor_, mean, std = norm.effective()
+        patch_dim = 3 * self.temporal_patch_size * self.patch_size**2
+        return ImagePlan(
+            height=height,
+            width=width,
+            do_convert_rgb=self.do_convert_rgb,
+            do_resize=self.do_resize,
+            resize_size=resized,
+            resample=self.resample,
+            crop=None,
+            canvas_size=None,
+            do_rescale=self.do_rescale,
+            rescale_factor=factor_,
+            do_normalize=self.do_normalize,
+            image_mean=mean,
+            image_std=std,
+            compute_dtype="float32",
+            patches=grid,
+            tiles=None,
+            output_shapes=MappingProxyType(
+                {"pixel_values": (grid.num_patches, patch_dim), "image_grid_thw": (3,)}
+            ),
+            # Qwen2VLProcessor.replace_image_token: image_grid_thw.prod() // merge_size**2
+            num_image_tokens=grid.num_patches // self.merge_size**2,
+        )
+
+
+def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> QwenVLConfig:
+    """Mirrors ``Qwen2VLImageProcessorPil.__init__``: ``min_pixels``/``max_pixels`` override
+    ``size["shortest_edge"]``/``size["longest_edge"]`` when both spellings are present."""
+    size_value = cfg.raw("size")
+    if size_value is None:
+        size_value = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 1280}
+    if not isinstance(size_value, dict):
+        # HF writes the pixel bounds into `size` as a dict before validating it.
+        raise cfg.error("size", "a size dict such as {shortest_edge, longest_edge}", size_value)
+    size = dict(size_value)
+    for legacy, key in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
+        if cfg.raw(legacy) is not None:
+            size[key] = cfg.positive_int(legacy, 0)
+            size.pop(legacy, None)
+    size = cfg.size_dict("size", size, cfg.flag("default_to_square", False))
+    do_resize = cfg.flag("do_resize", True)
+    if do_resize and not ("shortest_edge" in size and "longest_edge" in size):
+        raise cfg.error(
+            "size", "shortest_edge and longest_edge (or min_pixels and max_pixels)", size
+        )
+    norm = cfg.normalization(OPENAI_CLIP_MEAN, OPENAI_CLIP_STD)
+    processor_class = source.preprocessor.get("processor_class")
+    model_type = source.model_type or _PROCESSOR_MODEL_TYPES.get(
+        processor_class if isinstance(processor_class, str) else ""
+    )
+    return QwenVLConfig(
+        model_id=source.model_id,
+        model_type=model_type,
+        image_processor_type=processor_type,
+        do_convert_rgb=cfg.flag("do_convert_rgb", True),
+        do_resize=do_resize,
+        min_pixels=size.get("shortest_edge"),
+        max_pixels=size.get("longest_edge"),
+        resample=cfg.resample(BICUBIC),
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        patch_size=cfg.positive_int("patch_size", 14),
+        temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),
+        merge_size=cfg.positive_int("merge_size", 2),
+    )
+
+
+# Processor classes -> model type, for configs read without config.json.
+_PROCESSOR_MODEL_TYPES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "Qwen2VLProcessor": "qwen2_vl",
+        "Qwen2_5_VLProcessor": "qwen2_5_vl",
+        "Qwen3VLProcessor": "qwen3_vl",
+    }
+)
+
+registry.register(
+    registry.Family(
+        name="qwen2_vl",
+        processor_types=("Qwen2VLImageProcessor",),
+        model_types={
+            model_type: "Qwen2VLImageProcessor"
+            for model_type in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+        },
+        build=_build,
+        kwargs=frozenset(
+            {"min_pixels", "max_pixels", "patch_size", "temporal_patch_size", "merge_size"}
+        ),
+    )
+)
+
+# Built-in checkpoints. Each dict is the checkpoint's preprocessor_config.json. No network here:
+# the values were read from public copies found with a code search; each comment says where.
+# Qwen2-VL-7B and Qwen2.5-VL-7B ship the same image-processor settings.
+_QWEN2_VL_PREPROCESSOR: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "min_pixels": 3136,
+        "max_pixels": 12845056,
+        "patch_size": 14,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_std": list(OPENAI_CLIP_STD),
+        "image_processor_type": "Qwen2VLImageProcessor",
+    }
+)
+
+# Qwen/Qwen2-VL-7B-Instruct: identical copies in a README that quotes the checkpoint's
+# file (RealQA, with only the pixel bounds edited) and in the Valley processor source
+# (`qwen2vl_processor_config`), both giving min_pixels 3136 and max_pixels 12845056.
+registry.register_builtin(
+    "Qwen/Qwen2-VL-7B-Instruct",
+    "qwen2_vl",
+    {**_QWEN2_VL_PREPROCESSOR, "processor_class": "Qwen2VLProcessor"},
+)
+
+# Qwen/Qwen2.5-VL-7B-Instruct: a Rust crate's test fixture "trimmed from
+# Qwen/Qwen2.5-VL-7B-Instruct"; the trimming left every processor key.
+registry.register_builtin(
+    "Qwen/Qwen2.5-VL-7B-Instruct",
+    "qwen2_5_vl",
+    {**_QWEN2_VL_PREPROCESSOR, "processor_class": "Qwen2_5_VLProcessor"},
+)
+
+# Qwen/Qwen3-VL-8B-Instruct: the same crate's fixture "trimmed from
+# Qwen/Qwen3-VL-8B-Instruct (a fast-processor dump: pixel bounds under `size`)"; size,
+# patch 16 and mean/std 0.5 agree with several other projects' copies. Keys that are
+# null or inert for images (data_format, device, ...) are left out.
+registry.register_builtin(
+    "Qwen/Qwen3-VL-8B-Instruct",
+    "qwen3_vl",
+    {
+        "size": {"longest_edge": 16777216, "shortest_edge": 65536},
+        "patch_size": 16,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "do_resize": True,
+        "do_rescale": True,
+        "do_normalize": True,
+        "do_convert_rgb": True,
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "default_to_square": True,
+        "processor_class": "Qwen3VLProcessor",
+        "image_processor_type": "Qwen2VLImageProcessorFast",
+    },
+)

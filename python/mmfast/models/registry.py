@@ -1,0 +1,115 @@
+"""The families mmfast serves, and its built-in checkpoints; each family module registers itself.
+
+A :class:`Family` names the HF image-processor classes it mirrors and the ``model_type`` values
+AutoImageProcessor maps to them, lists the keyword arguments those classes accept, and builds
+its :class:`~mmfast.models.base.ModelConfig` from a checkpoint's config. Adding a family is one
+module that calls :func:`register` (and :func:`register_builtin` for its checkpoints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mmfast.models.base import ModelConfig
+    from mmfast.models.config import Fields, Source
+
+__all__ = [
+    "BUILTINS",
+    "FAMILIES",
+    "Builtin",
+    "Family",
+    "by_model_type",
+    "by_processor_type",
+    "register",
+    "register_builtin",
+]
+
+Build = Callable[["Source", str, "Fields", "Fields"], "ModelConfig"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One HF image-processor family.
+
+    ``processor_types``: base class names (``Fast``/``Pil`` spellings resolve to them).
+    ``model_types``: AutoImageProcessor's fallback for configs without
+    ``image_processor_type``, model type -> the class name it picks.
+    ``kwargs``: the class's valid keyword arguments beyond transformers' common
+    ``ImagesKwargs``; ``processor_kwargs``: ``processor_config.json`` keys the family reads
+    (token counts). ``build(source, processor_type, preprocessor_fields, processor_fields)``
+    makes the config.
+    """
+
+    name: str
+    processor_types: tuple[str, ...]
+    model_types: Mapping[str, str]
+    build: Build
+    kwargs: frozenset[str] = field(default_factory=frozenset)
+    processor_kwargs: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A checkpoint known without a local file: its ``model_type`` and config files."""
+
+    model_type: str
+    preprocessor: Mapping[str, Any]
+    processor: Mapping[str, Any]
+
+
+FAMILIES: dict[str, Family] = {}
+BUILTINS: dict[str, Builtin] = {}
+_BY_PROCESSOR_TYPE: dict[str, Family] = {}
+_BY_MODEL_TYPE: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Adds ``family``; a processor type or model type claimed twice is a programming error."""
+    for name in family.processor_types:
+        if name in _BY_PROCESSOR_TYPE:
+            raise RuntimeError(f"processor type {name} registered twice")
+        _BY_PROCESSOR_TYPE[name] = family
+    for model_type in family.model_types:
+        if model_type in _BY_MODEL_TYPE:
+            raise RuntimeError(f"model type {model_type} registered twice")
+        _BY_MODEL_TYPE[model_type] = family
+    FAMILIES[family.name] = family
+    return family
+
+
+def register_builtin(
+    model_id: str,
+    model_type: str,
+    preprocessor: Mapping[str, Any],
+    processor: Mapping[str, Any] | None = None,
+) -> None:
+    """Adds a built-in checkpoint: its ``preprocessor_config.json`` (and
+    ``processor_config.json``) as found in a public copy; the caller's comment says where."""
+    if model_id in BUILTINS:
+        raise RuntimeError(f"built-in {model_id} registered twice")
+    BUILTINS[model_id] = Builtin(model_type, preprocessor, processor or {})
+
+
+def by_processor_type(base_name: str) -> Family | None:
+    """The family of an ``image_processor_type`` without its ``Fast``/``Pil`` suffix."""
+    return _BY_PROCESSOR_TYPE.get(base_name)
+
+
+def by_model_type(model_type: str) -> tuple[Family, str] | None:
+    """The family and class name AutoImageProcessor picks for a ``model_type``."""
+    family = _BY_MODEL_TYPE.get(model_type)
+    return None if family is None else (family, family.model_types[model_type])
+
+
+def supported_processor_types() -> str:
+    """The supported class names, for error messages."""
+    names = ", ".join(sorted(_BY_PROCESSOR_TYPE))
+    return f"{names} (each also spelled with a Fast or Pil suffix)"
+
+
+def supported_model_types() -> str:
+    """The model types with a fallback, for error messages."""
+    return ", ".join(sorted(_BY_MODEL_TYPE))
