@@ -1,4 +1,4 @@
-//! Decoded-pixel kernels: Pillow's pixel buffers to oriented HWC RGB.
+//! u8 RGB image kernels: Pillow's pixel buffers to oriented HWC RGB, crops and padding.
 
 use crate::error::{invalid, TransformError};
 use crate::transforms::checked_len;
@@ -148,6 +148,107 @@ fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
     }
 }
 
+/// A rectangle inside an image: rows `top..top + height`, columns `left..left + width`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    /// First row.
+    pub top: usize,
+    /// First column.
+    pub left: usize,
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+}
+
+/// `rect` of an HWC RGB image of `size` = (height, width), copied into `dst`
+/// (`3 * rect.height * rect.width` bytes, HWC RGB).
+///
+/// # Errors
+/// An empty rectangle, one that reaches past the image, or lengths that do not match.
+pub fn crop_rgb(src: &[u8], size: (usize, usize), rect: Rect, dst: &mut [u8]) -> Result<(), TransformError> {
+    let (h, w) = size;
+    if src.len() != checked_len("image", &[h, w, 3])? {
+        return Err(invalid("image", format!("{} bytes", h * w * 3), src.len()));
+    }
+    let inside = rect.height > 0
+        && rect.width > 0
+        && rect.top.checked_add(rect.height).is_some_and(|b| b <= h)
+        && rect.left.checked_add(rect.width).is_some_and(|r| r <= w);
+    if !inside {
+        return Err(invalid(
+            "crop",
+            format!("a non-empty window inside ({h}, {w})"),
+            format!("{rect:?}"),
+        ));
+    }
+    if dst.len() != rect.height * rect.width * 3 {
+        return Err(invalid(
+            "out",
+            format!("{} bytes", rect.height * rect.width * 3),
+            dst.len(),
+        ));
+    }
+    for (y, row) in dst.chunks_exact_mut(rect.width * 3).enumerate() {
+        let at = ((rect.top + y) * w + rect.left) * 3;
+        row.copy_from_slice(&src[at..at + rect.width * 3]);
+    }
+    Ok(())
+}
+
+/// An HWC RGB image of `size` pasted at `at` = (top, left) of a `canvas` = (height, width)
+/// filled with the RGB colour `fill`, written to `dst` (`3 * height * width` bytes).
+///
+/// # Errors
+/// An image that does not fit the canvas at `at`, or lengths that do not match.
+pub fn pad_rgb(
+    src: &[u8],
+    size: (usize, usize),
+    canvas: (usize, usize),
+    at: (usize, usize),
+    fill: [u8; 3],
+    dst: &mut [u8],
+) -> Result<(), TransformError> {
+    let (h, w) = size;
+    if src.len() != checked_len("image", &[h, w, 3])? {
+        return Err(invalid("image", format!("{} bytes", h * w * 3), src.len()));
+    }
+    let fits = at.0.checked_add(h).is_some_and(|b| b <= canvas.0)
+        && at.1.checked_add(w).is_some_and(|r| r <= canvas.1);
+    if !fits {
+        return Err(invalid(
+            "pad",
+            format!("a canvas holding ({h}, {w}) at {at:?}"),
+            format!("canvas {canvas:?}"),
+        ));
+    }
+    if dst.len() != checked_len("pad", &[canvas.0, canvas.1, 3])? {
+        return Err(invalid(
+            "out",
+            format!("{} bytes", canvas.0 * canvas.1 * 3),
+            dst.len(),
+        ));
+    }
+    for (y, row) in dst.chunks_exact_mut(canvas.1 * 3).enumerate() {
+        if (at.0..at.0 + h).contains(&y) {
+            let (left, rest) = row.split_at_mut(at.1 * 3);
+            let (image, right) = rest.split_at_mut(w * 3);
+            image.copy_from_slice(&src[(y - at.0) * w * 3..(y - at.0 + 1) * w * 3]);
+            fill_rgb(left, fill);
+            fill_rgb(right, fill);
+        } else {
+            fill_rgb(row, fill);
+        }
+    }
+    Ok(())
+}
+
+fn fill_rgb(dst: &mut [u8], fill: [u8; 3]) {
+    for px in dst.chunks_exact_mut(3) {
+        px.copy_from_slice(&fill);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +290,40 @@ mod tests {
         let mut out = vec![0; 6];
         to_rgb_oriented(&[7, 9], 1, (1, 2), Orientation::MirrorX, &mut out).unwrap();
         assert_eq!(out, [9, 9, 9, 7, 7, 7]);
+    }
+
+    #[test]
+    fn crop_and_pad_place_pixels() {
+        // 2x3 image whose pixel (y, x) is (10y + x, 1, 2).
+        let src: Vec<u8> = (0..2u8)
+            .flat_map(|y| (0..3u8).flat_map(move |x| [10 * y + x, 1, 2]))
+            .collect();
+        let mut crop = vec![0; 6];
+        let rect = Rect {
+            top: 1,
+            left: 1,
+            height: 1,
+            width: 2,
+        };
+        crop_rgb(&src, (2, 3), rect, &mut crop).unwrap();
+        assert_eq!(crop, [11, 1, 2, 12, 1, 2]);
+        let mut canvas = vec![0; 3 * 3 * 4];
+        pad_rgb(&crop, (1, 2), (3, 4), (1, 2), [7, 8, 9], &mut canvas).unwrap();
+        let red: Vec<u8> = canvas.iter().step_by(3).copied().collect();
+        assert_eq!(red, [7, 7, 7, 7, 7, 7, 11, 12, 7, 7, 7, 7]);
+        assert!(crop_rgb(
+            &src,
+            (2, 3),
+            Rect {
+                top: 1,
+                left: 2,
+                height: 1,
+                width: 2
+            },
+            &mut crop
+        )
+        .is_err());
+        assert!(pad_rgb(&crop, (1, 2), (3, 3), (0, 2), [0; 3], &mut canvas[..27]).is_err());
     }
 
     #[test]

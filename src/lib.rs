@@ -36,8 +36,8 @@ mod _native {
     use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
 
     use crate::error::invalid;
-    use crate::image::{self, Orientation};
-    use crate::pipeline::{self, Job, Layout, Resize};
+    use crate::image::{self, Orientation, Rect};
+    use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
     use crate::resize::Filter;
     use crate::transforms::{self, Normalize, Patches, Window};
 
@@ -432,9 +432,19 @@ mod _native {
             .into_pyarray(py))
     }
 
-    /// One job tuple from Python: `(image_index, resize_kind, filter, (height, width),
-    /// layout_kind, layout_params)`.
-    type JobSpec<'py> = (usize, String, i64, (usize, usize), String, Bound<'py, PyAny>);
+    /// One job tuple from Python: `(image_index, source_job, crop, resize, pad, layout,
+    /// offset)`, each optional part `None` or:
+    /// crop `(top, left, height, width)`; resize `(kind, filter, (height, width))`;
+    /// pad `((height, width), (top, left), (r, g, b))`; layout `(kind, params)`.
+    type JobSpec<'py> = (
+        usize,
+        Option<usize>,
+        Option<(usize, usize, usize, usize)>,
+        Option<(String, i64, (usize, usize))>,
+        Option<((usize, usize), (usize, usize), (u8, u8, u8))>,
+        Option<(String, Bound<'py, PyAny>)>,
+        usize,
+    );
 
     /// A batch input: an (H, W, 3) uint8 array, or a Pillow image's Arrow export as
     /// `(schema_capsule, array_capsule, (height, width))`, read in place.
@@ -452,88 +462,95 @@ mod _native {
         }
 
         /// The pixels, their (height, width) and bytes per pixel.
-        fn pixels(&self) -> PyResult<(&[u8], (usize, usize), usize)> {
+        fn pixels(&self) -> PyResult<Image<'_>> {
             match self {
-                Self::Array(a) => Ok((
-                    a.as_slice().expect("standard layout"),
-                    (a.shape()[0], a.shape()[1]),
-                    3,
-                )),
+                Self::Array(a) => Ok(Image {
+                    pixels: a.as_slice().expect("standard layout"),
+                    channels: 3,
+                    size: (a.shape()[0], a.shape()[1]),
+                }),
                 Self::Arrow(schema, array, (h, w)) => {
                     let count = transforms::checked_len("size", &[*h, *w])?;
                     // SAFETY: the slice borrows `self`, which holds the array capsule.
-                    let (data, channels) = unsafe { arrow_pixels(schema, array, count)? };
-                    Ok((data, (*h, *w), channels))
+                    let (pixels, channels) = unsafe { arrow_pixels(schema, array, count)? };
+                    Ok(Image {
+                        pixels,
+                        channels,
+                        size: (*h, *w),
+                    })
                 }
             }
         }
     }
 
-    type Pixels<'a> = (&'a [u8], (usize, usize), usize);
-
-    fn parse_job<'a>(spec: &JobSpec<'_>, images: &[Pixels<'a>]) -> PyResult<Job<'a>> {
-        let (index, resize_kind, filter, to, layout_kind, params) = spec;
-        let &(src, size, channels) = images
-            .get(*index)
-            .ok_or_else(|| fail("jobs", format!("an image index below {}", images.len()), index))?;
-        if to.0 == 0 || to.1 == 0 {
-            return Err(fail("jobs", "a non-empty resize target", format!("{to:?}")));
-        }
-        let resize = match resize_kind.as_str() {
-            "keep" => Resize::Keep,
-            "pillow" => Resize::Pillow(
-                Filter::from_pil_code(*filter)
-                    .ok_or_else(|| fail("jobs", "a PIL filter code 0..5", filter))?,
-                *to,
-            ),
-            "torch-bilinear-aa" => Resize::TorchBilinearAntialias(*to),
-            other => {
-                return Err(fail(
-                    "jobs",
-                    "resize 'keep', 'pillow' or 'torch-bilinear-aa'",
-                    other,
-                ))
-            }
+    fn parse_job(spec: &JobSpec<'_>) -> PyResult<Job> {
+        let (image, source, crop, resize, pad, layout, offset) = spec;
+        let resize = match resize {
+            None => Resize::Keep,
+            Some((kind, filter, to)) => match kind.as_str() {
+                "pillow" => Resize::Pillow(
+                    Filter::from_pil_code(*filter)
+                        .ok_or_else(|| fail("jobs", "a PIL filter code 0..5", filter))?,
+                    *to,
+                ),
+                "torch-bilinear-aa" => Resize::TorchBilinearAntialias(*to),
+                other => return Err(fail("jobs", "resize 'pillow' or 'torch-bilinear-aa'", other)),
+            },
         };
-        let layout = match layout_kind.as_str() {
-            "patches" => {
-                let (patch_size, temporal_patch_size, merge_size) =
-                    extract("jobs", "(patch_size, temporal_patch_size, merge_size)", params)?;
-                Layout::Patches(Patches {
-                    patch_size,
-                    temporal_patch_size,
-                    merge_size,
-                })
-            }
-            "windows" => {
-                let boxes: Vec<(isize, isize, usize, usize)> =
-                    extract("jobs", "a list of (top, left, height, width)", params)?;
-                Layout::Windows(
-                    boxes
-                        .into_iter()
-                        .map(|(top, left, height, width)| Window {
-                            top,
-                            left,
-                            height,
-                            width,
-                        })
-                        .collect(),
-                )
-            }
-            other => return Err(fail("jobs", "layout 'patches' or 'windows'", other)),
+        let layout = match layout {
+            None => None,
+            Some((kind, params)) => Some(match kind.as_str() {
+                "patches" => {
+                    let (patch_size, temporal_patch_size, merge_size) =
+                        extract("jobs", "(patch_size, temporal_patch_size, merge_size)", params)?;
+                    Layout::Patches(Patches {
+                        patch_size,
+                        temporal_patch_size,
+                        merge_size,
+                    })
+                }
+                "windows" => {
+                    let boxes: Vec<(isize, isize, usize, usize)> =
+                        extract("jobs", "a list of (top, left, height, width)", params)?;
+                    Layout::Windows(
+                        boxes
+                            .into_iter()
+                            .map(|(top, left, height, width)| Window {
+                                top,
+                                left,
+                                height,
+                                width,
+                            })
+                            .collect(),
+                    )
+                }
+                other => return Err(fail("jobs", "layout 'patches' or 'windows'", other)),
+            }),
         };
         Ok(Job {
-            src,
-            channels,
-            size,
+            image: *image,
+            source: *source,
+            crop: crop.map(|(top, left, height, width)| Rect {
+                top,
+                left,
+                height,
+                width,
+            }),
             resize,
+            pad: pad.map(|(size, at, (r, g, b))| Pad {
+                size,
+                at,
+                fill: [r, g, b],
+            }),
             layout,
+            offset: *offset,
         })
     }
 
     fn run_typed<'py, T: numpy::Element + Copy + Send + Sync + bytemuck::Zeroable>(
         py: Python<'py>,
-        jobs: &[Job<'_>],
+        images: &[Image<'_>],
+        jobs: &[Job],
         tables: &Bound<'py, PyAny>,
         shape: &[usize],
         threads: usize,
@@ -554,7 +571,7 @@ mod _native {
         }
         let norm = Normalize::from_tables(lut);
         let mut out = alloc_zeroed::<T>("shape", transforms::checked_len("shape", shape)?)?;
-        py.detach(|| pipeline::run_batch(jobs, &norm, &mut out, threads))?;
+        py.detach(|| pipeline::run_batch(images, jobs, &norm, &mut out, threads))?;
         Ok(Array::from_shape_vec(IxDyn(shape), out)
             .expect("length checked by run_batch")
             .into_pyarray(py))
@@ -565,11 +582,11 @@ mod _native {
     ///
     /// ``images`` are (H, W, 3) uint8 arrays or Pillow Arrow exports
     /// ``(schema_capsule, array_capsule, (height, width))`` of RGB or L images, read in
-    /// place; each job reads one of them, resizes it and
-    /// writes its layout, back to back, into the output, whose dtype is that of
-    /// ``tables`` (float32, uint16 bfloat16 bits or uint8): ``tables[c, x]`` is the
-    /// output for value ``x`` in channel ``c``. Jobs run in parallel on up to
-    /// ``threads`` threads.
+    /// place. Each job (see ``JobSpec``) takes one of them or an earlier job's pixels,
+    /// crops, resizes and pads it, and writes its layout at its offset into the output,
+    /// whose dtype is that of ``tables`` (float32, uint16 bfloat16 bits or uint8):
+    /// ``tables[c, x]`` is the output for value ``x`` in channel ``c``. Values no job
+    /// writes are zero. Images run in parallel on up to ``threads`` threads.
     #[pyfunction]
     fn run_batch<'py>(
         py: Python<'py>,
@@ -580,18 +597,15 @@ mod _native {
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let inputs = images.iter().map(Input::new).collect::<PyResult<Vec<_>>>()?;
-        let pixels = inputs.iter().map(Input::pixels).collect::<PyResult<Vec<_>>>()?;
-        let jobs = jobs
-            .iter()
-            .map(|spec| parse_job(spec, &pixels))
-            .collect::<PyResult<Vec<_>>>()?;
+        let images = inputs.iter().map(Input::pixels).collect::<PyResult<Vec<_>>>()?;
+        let jobs = jobs.iter().map(parse_job).collect::<PyResult<Vec<_>>>()?;
         let shape: Vec<usize> = extract("shape", "a sequence of non-negative integers", shape)?;
         Ok(if tables.cast::<PyArray2<u16>>().is_ok() {
-            run_typed::<u16>(py, &jobs, tables, &shape, threads)?.into_any()
+            run_typed::<u16>(py, &images, &jobs, tables, &shape, threads)?.into_any()
         } else if tables.cast::<PyArray2<u8>>().is_ok() {
-            run_typed::<u8>(py, &jobs, tables, &shape, threads)?.into_any()
+            run_typed::<u8>(py, &images, &jobs, tables, &shape, threads)?.into_any()
         } else {
-            run_typed::<f32>(py, &jobs, tables, &shape, threads)?.into_any()
+            run_typed::<f32>(py, &images, &jobs, tables, &shape, threads)?.into_any()
         })
     }
 

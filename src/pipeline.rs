@@ -1,11 +1,12 @@
-//! A batch of images → one output tensor: resize, then crop/pad/tile or patchify,
-//! normalising on the way, each image written straight into its slot.
+//! A batch of images → one output tensor: each image's jobs crop, resize, pad and
+//! normalise it into its slots of the output, with no intermediate tensors.
 //!
-//! The Python layer decides every number (sizes, windows, patch layout, tables);
-//! this module only moves pixels, in parallel across images.
+//! The Python layer decides every number (windows, sizes, fill colours, patch layout,
+//! offsets, tables); this module only moves pixels, in parallel across images, and
+//! across the row bands of a large image's resizes.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
@@ -13,11 +14,11 @@ use rayon::ThreadPool;
 
 use crate::aa_resize::resize_bilinear_antialias_rgb;
 use crate::error::{invalid, TransformError};
-use crate::image::{to_rgb_oriented, Orientation};
+use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use crate::resize::{resize_rgb, Filter};
 use crate::transforms::{checked_len, crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
 
-/// How an image is resized before its layout is applied.
+/// How a job's source is resized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resize {
     /// Used as is.
@@ -28,7 +29,7 @@ pub enum Resize {
     TorchBilinearAntialias((usize, usize)),
 }
 
-/// Where an image's normalised pixels go in its slot of the output.
+/// Where a job's normalised pixels go in its slot of the output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// Qwen-VL patch rows.
@@ -37,103 +38,185 @@ pub enum Layout {
     Windows(Vec<Window>),
 }
 
-/// One image's work: its pixels (HWC, `size` = (height, width)), a resize and a layout.
-#[derive(Clone, Debug)]
-pub struct Job<'a> {
-    /// HWC u8 pixels, rows contiguous, `channels` bytes each.
-    pub src: &'a [u8],
-    /// Bytes per pixel of `src`: 3 (RGB), 4 (Pillow's RGBX layout) or 1 (grayscale),
-    /// packed into RGB by the job itself, so on the batch's threads.
+/// An input image: HWC u8 pixels, `channels` bytes each (3: RGB, 4: Pillow's RGBX
+/// layout, 1: grayscale), rows contiguous. Packed into RGB on the batch's threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Image<'a> {
+    /// The pixels.
+    pub pixels: &'a [u8],
+    /// Bytes per pixel: 1, 3 or 4.
     pub channels: usize,
-    /// (height, width) of `src`.
+    /// (height, width).
     pub size: (usize, usize),
-    /// The resize applied first.
-    pub resize: Resize,
-    /// The layout applied to the resized image.
-    pub layout: Layout,
 }
 
-impl Job<'_> {
-    /// (height, width) after the resize.
-    #[must_use]
-    pub fn resized_size(&self) -> (usize, usize) {
-        match self.resize {
-            Resize::Keep => self.size,
-            Resize::Pillow(_, size) | Resize::TorchBilinearAntialias(size) => size,
+/// A canvas of `size` = (height, width) filled with the RGB colour `fill`, the pixels
+/// pasted at `at` = (top, left).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pad {
+    /// The canvas (height, width).
+    pub size: (usize, usize),
+    /// Where the pixels' top-left corner goes: (top, left).
+    pub at: (usize, usize),
+    /// The canvas colour.
+    pub fill: [u8; 3],
+}
+
+/// Pixels of their own and their (height, width).
+type Owned = (Vec<u8>, (usize, usize));
+
+/// An image's index and its jobs in order, each with its output slot if it writes one.
+type Group<'d, T> = (usize, Vec<(usize, Option<&'d mut [T]>)>);
+
+/// One piece of work on an image: take the input image or an earlier job's pixels,
+/// crop, resize, pad (all u8 RGB), then normalise a layout into `offset..` of the output.
+///
+/// A job without a layout only prepares pixels for later jobs of the same image
+/// (a resize chain: Idefics3 resizes the resized image again).
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Index of the input image.
+    pub image: usize,
+    /// An earlier job of the same image whose pixels this job starts from; `None`: the image.
+    pub source: Option<usize>,
+    /// A window of the source, inside it, cut before resizing.
+    pub crop: Option<Rect>,
+    /// The resize.
+    pub resize: Resize,
+    /// A canvas the pixels are pasted on after the resize.
+    pub pad: Option<Pad>,
+    /// What is written to the output, if anything.
+    pub layout: Option<Layout>,
+    /// First output value this job writes.
+    pub offset: usize,
+}
+
+impl Job {
+    /// (height, width) of this job's pixels, from its source's size.
+    ///
+    /// # Errors
+    /// A crop outside the source, an empty resize target, or a pad canvas too small.
+    pub fn pixel_size(&self, source: (usize, usize)) -> Result<(usize, usize), TransformError> {
+        let mut size = source;
+        if let Some(rect) = self.crop {
+            let inside = rect.height > 0
+                && rect.width > 0
+                && rect.top.checked_add(rect.height).is_some_and(|b| b <= size.0)
+                && rect.left.checked_add(rect.width).is_some_and(|r| r <= size.1);
+            if !inside {
+                return Err(invalid(
+                    "jobs",
+                    format!("a crop inside the source of size {size:?}"),
+                    format!("{rect:?}"),
+                ));
+            }
+            size = (rect.height, rect.width);
         }
+        if let Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) = self.resize {
+            if to.0 == 0 || to.1 == 0 {
+                return Err(invalid("jobs", "a non-empty resize target", format!("{to:?}")));
+            }
+            size = to;
+        }
+        if let Some(Pad { size: canvas, at, .. }) = self.pad {
+            let fits = at.0.checked_add(size.0).is_some_and(|b| b <= canvas.0)
+                && at.1.checked_add(size.1).is_some_and(|r| r <= canvas.1);
+            if !fits {
+                return Err(invalid(
+                    "jobs",
+                    format!("a pad canvas holding {size:?} at {at:?}"),
+                    format!("{canvas:?}"),
+                ));
+            }
+            size = canvas;
+        }
+        checked_len("jobs", &[size.0, size.1, 3])?;
+        Ok(size)
     }
 
-    /// Number of output values this job writes.
+    /// Number of output values this job writes for pixels of `size`.
     ///
     /// # Errors
     /// Sizes whose product overflows.
-    pub fn output_len(&self) -> Result<usize, TransformError> {
+    pub fn output_len(&self, size: (usize, usize)) -> Result<usize, TransformError> {
         match &self.layout {
-            Layout::Patches(p) => {
-                let (h, w) = self.resized_size();
-                checked_len(
-                    "size",
-                    &[h / p.patch_size.max(1), w / p.patch_size.max(1), p.row_len()],
-                )
-            }
-            Layout::Windows(windows) => windows.iter().try_fold(0usize, |acc, w| {
-                let len = checked_len("window", &[3, w.height, w.width])?;
+            None => Ok(0),
+            Some(Layout::Patches(p)) => checked_len(
+                "jobs",
+                &[
+                    size.0 / p.patch_size.max(1),
+                    size.1 / p.patch_size.max(1),
+                    p.row_len(),
+                ],
+            ),
+            Some(Layout::Windows(windows)) => windows.iter().try_fold(0usize, |acc, w| {
+                let len = checked_len("jobs", &[3, w.height, w.width])?;
                 acc.checked_add(len).ok_or(TransformError::Overflow {
-                    arg: "window",
+                    arg: "jobs",
                     what: "the total output length".into(),
                 })
             }),
         }
     }
 
-    /// Resizes, then writes the layout into `dst` (exactly [`Job::output_len`] values).
-    ///
-    /// # Errors
-    /// Inconsistent sizes or lengths.
-    pub fn run<T: Copy>(&self, norm: &Normalize<T>, dst: &mut [T]) -> Result<(), TransformError> {
-        let size = self.resized_size();
-        let rgb: Cow<'_, [u8]> = if self.channels == 3 {
-            Cow::Borrowed(self.src)
-        } else {
-            let mut out = vec![0u8; checked_len("size", &[self.size.0, self.size.1, 3])?];
-            to_rgb_oriented(
-                self.src,
-                self.channels,
-                self.size,
-                Orientation::Identity,
-                &mut out,
-            )?;
-            Cow::Owned(out)
-        };
-        let pixels: Cow<'_, [u8]> = match self.resize {
-            // Pillow returns a copy for an unchanged size: the same pixels.
-            Resize::Keep => rgb,
-            Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) if to == self.size => rgb,
-            Resize::Pillow(filter, to) => {
-                let mut out = vec![0u8; checked_len("size", &[to.0, to.1, 3])?];
-                resize_rgb(&rgb, self.size, &mut out, to, filter)?;
-                Cow::Owned(out)
+    /// Crop, resize and pad `src` (HWC RGB of `size`): `None` when nothing changes it.
+    fn prepare(&self, src: &[u8], size: (usize, usize)) -> Result<Option<Owned>, TransformError> {
+        let mut pixels: Cow<'_, [u8]> = Cow::Borrowed(src);
+        let mut size = size;
+        if let Some(rect) = self.crop {
+            if (rect.height, rect.width) != size {
+                let mut out = vec![0u8; checked_len("jobs", &[rect.height, rect.width, 3])?];
+                crop_rgb(&pixels, size, rect, &mut out)?;
+                (pixels, size) = (Cow::Owned(out), (rect.height, rect.width));
             }
-            Resize::TorchBilinearAntialias(to) => {
-                let mut out = vec![0u8; checked_len("size", &[to.0, to.1, 3])?];
-                resize_bilinear_antialias_rgb(&rgb, self.size, &mut out, to)?;
-                Cow::Owned(out)
-            }
-        };
-        if dst.len() != self.output_len()? {
-            return Err(invalid(
-                "out",
-                format!("{} values", self.output_len()?),
-                dst.len(),
-            ));
         }
+        match self.resize {
+            // Pillow and torchvision return the input unchanged for an unchanged size.
+            Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) if to != size => {
+                let mut out = vec![0u8; checked_len("jobs", &[to.0, to.1, 3])?];
+                if let Resize::Pillow(filter, _) = self.resize {
+                    resize_rgb(&pixels, size, &mut out, to, filter)?;
+                } else {
+                    resize_bilinear_antialias_rgb(&pixels, size, &mut out, to)?;
+                }
+                (pixels, size) = (Cow::Owned(out), to);
+            }
+            _ => {}
+        }
+        if let Some(Pad {
+            size: canvas,
+            at,
+            fill,
+        }) = self.pad
+        {
+            if canvas != size {
+                let mut out = vec![0u8; checked_len("jobs", &[canvas.0, canvas.1, 3])?];
+                pad_rgb(&pixels, size, canvas, at, fill, &mut out)?;
+                (pixels, size) = (Cow::Owned(out), canvas);
+            }
+        }
+        Ok(match pixels {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(v) => Some((v, size)),
+        })
+    }
+
+    /// Writes this job's layout of `pixels` (HWC RGB of `size`) into `dst`.
+    fn write<T: Copy>(
+        &self,
+        pixels: &[u8],
+        size: (usize, usize),
+        norm: &Normalize<T>,
+        dst: &mut [T],
+    ) -> Result<(), TransformError> {
         match &self.layout {
-            Layout::Patches(p) => normalize_to_patches(&pixels, size, *p, norm, dst),
-            Layout::Windows(windows) => {
+            None => Ok(()),
+            Some(Layout::Patches(p)) => normalize_to_patches(pixels, size, *p, norm, dst),
+            Some(Layout::Windows(windows)) => {
                 let mut rest = dst;
                 for window in windows {
                     let (head, tail) = rest.split_at_mut(3 * window.height * window.width);
-                    crop_and_normalize(&pixels, size, *window, norm, head)?;
+                    crop_and_normalize(pixels, size, *window, norm, head)?;
                     rest = tail;
                 }
                 Ok(())
@@ -142,50 +225,165 @@ impl Job<'_> {
     }
 }
 
-/// Runs `jobs` into `dst`, back to back in order, on up to `threads` threads.
+/// A job's pixels while its image's jobs run.
+enum Pixels {
+    /// The packed input image.
+    Input,
+    /// Pixels of its own, and their size.
+    Owned(Vec<u8>, (usize, usize)),
+    /// The same pixels as an earlier job's.
+    Same(usize),
+}
+
+/// Runs `jobs` on `images` into `dst`, on up to `threads` threads.
 ///
-/// Each job writes its own disjoint slice of `dst`, so images run in parallel with no
-/// per-image output tensors and no concatenation afterwards.
+/// Each job writes its own disjoint range of `dst`; values no job writes are left as
+/// they are (a zeroed output stays zero: HF's zero padding across a batch). An image's
+/// jobs run in order on one thread; images run in parallel, and so do the row bands
+/// of a large resize.
 ///
 /// # Errors
-/// `dst` is not exactly as long as all jobs' outputs together, or a job fails.
+/// A job that reads a missing image or a later job, overlapping or out-of-range
+/// outputs, or a job that fails.
 pub fn run_batch<T: Copy + Send + Sync>(
-    jobs: &[Job<'_>],
+    images: &[Image<'_>],
+    jobs: &[Job],
     norm: &Normalize<T>,
     dst: &mut [T],
     threads: usize,
 ) -> Result<(), TransformError> {
-    let mut slots = Vec::with_capacity(jobs.len());
-    let mut rest = dst;
-    for job in jobs {
-        let len = job.output_len()?;
-        if len > rest.len() {
-            return Err(invalid("out", "room for every job's output", "a shorter buffer"));
+    // Sizes first, so every range is known (and checked) before any pixel work.
+    let mut sizes = Vec::with_capacity(jobs.len());
+    let mut ranges = Vec::with_capacity(jobs.len());
+    for (j, job) in jobs.iter().enumerate() {
+        let image = images.get(job.image).ok_or_else(|| {
+            invalid(
+                "jobs",
+                format!("an image index below {}", images.len()),
+                job.image,
+            )
+        })?;
+        let source = match job.source {
+            None => image.size,
+            Some(k) if k < j && jobs[k].image == job.image => sizes[k],
+            Some(k) => {
+                return Err(invalid(
+                    "jobs",
+                    format!("an earlier job of image {} as source", job.image),
+                    k,
+                ))
+            }
+        };
+        let size = job.pixel_size(source)?;
+        let len = job.output_len(size)?;
+        let end = job
+            .offset
+            .checked_add(len)
+            .filter(|&end| end <= dst.len())
+            .ok_or_else(|| {
+                invalid(
+                    "jobs",
+                    format!("outputs inside the {} output values", dst.len()),
+                    format!("{len} values at {}", job.offset),
+                )
+            })?;
+        sizes.push(size);
+        if len > 0 {
+            ranges.push((job.offset, end, j));
         }
-        let (head, tail) = rest.split_at_mut(len);
-        slots.push(head);
-        rest = tail;
     }
-    if !rest.is_empty() {
-        return Err(invalid(
-            "out",
-            "exactly the jobs' total length",
-            format!("{} values more", rest.len()),
-        ));
+    ranges.sort_unstable();
+    let mut slots: Vec<Option<&mut [T]>> = (0..jobs.len()).map(|_| None).collect();
+    let mut rest = dst;
+    let mut at = 0;
+    for (start, end, j) in ranges {
+        if start < at {
+            return Err(invalid(
+                "jobs",
+                "outputs that do not overlap",
+                format!("job {j} starting at {start}"),
+            ));
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - at);
+        let (slot, tail) = tail.split_at_mut(end - start);
+        slots[j] = Some(slot);
+        (rest, at) = (tail, end);
     }
-    if threads <= 1 || jobs.len() <= 1 {
-        return jobs
-            .iter()
-            .zip(slots)
-            .try_for_each(|(job, slot)| job.run(norm, slot));
+    // One group per image, its jobs in order.
+    let mut groups: Vec<Group<'_, T>> = Vec::new();
+    let mut group_of = HashMap::new();
+    for (j, slot) in slots.into_iter().enumerate() {
+        let g = *group_of.entry(jobs[j].image).or_insert_with(|| {
+            groups.push((jobs[j].image, Vec::new()));
+            groups.len() - 1
+        });
+        groups[g].1.push((j, slot));
     }
-    // More workers than jobs would only idle (and bounds what a caller can ask for).
-    pool(threads.min(jobs.len()))?.install(|| {
-        jobs.par_iter()
-            .zip(slots)
-            .with_max_len(1)
-            .try_for_each(|(job, slot)| job.run(norm, slot))
-    })
+    let run = |(image, group): Group<'_, T>| run_image(&images[image], jobs, group, norm);
+    if threads <= 1 {
+        return groups.into_iter().try_for_each(run);
+    }
+    pool(threads.min(MAX_THREADS))?.install(|| groups.into_par_iter().with_max_len(1).try_for_each(run))
+}
+
+/// One image's jobs, in order: the image is packed into RGB once, each job's pixels
+/// are kept while a later job of the image may read them.
+fn run_image<T: Copy>(
+    image: &Image<'_>,
+    jobs: &[Job],
+    group: Vec<(usize, Option<&mut [T]>)>,
+    norm: &Normalize<T>,
+) -> Result<(), TransformError> {
+    let rgb: Cow<'_, [u8]> = if image.channels == 3 {
+        Cow::Borrowed(image.pixels)
+    } else {
+        let mut out = vec![0u8; checked_len("image", &[image.size.0, image.size.1, 3])?];
+        to_rgb_oriented(
+            image.pixels,
+            image.channels,
+            image.size,
+            Orientation::Identity,
+            &mut out,
+        )?;
+        Cow::Owned(out)
+    };
+    let mut pixels: HashMap<usize, Pixels> = HashMap::new();
+    let read_later: HashSet<usize> = group.iter().filter_map(|&(j, _)| jobs[j].source).collect();
+    for (j, slot) in group {
+        let job = &jobs[j];
+        let (src, size) = resolve(&pixels, (&rgb, image.size), job.source);
+        let prepared = job.prepare(src, size)?;
+        if let Some(dst) = slot {
+            match &prepared {
+                Some((v, size)) => job.write(v, *size, norm, dst)?,
+                None => job.write(src, size, norm, dst)?,
+            }
+        }
+        if read_later.contains(&j) {
+            let kept = match (prepared, job.source) {
+                (Some((v, size)), _) => Pixels::Owned(v, size),
+                (None, None) => Pixels::Input,
+                (None, Some(k)) => Pixels::Same(k),
+            };
+            pixels.insert(j, kept);
+        }
+    }
+    Ok(())
+}
+
+/// The pixels `source` (a job, or the input image when `None`) left for later jobs.
+fn resolve<'p>(
+    pixels: &'p HashMap<usize, Pixels>,
+    input: (&'p [u8], (usize, usize)),
+    mut source: Option<usize>,
+) -> (&'p [u8], (usize, usize)) {
+    loop {
+        match source.map(|k| &pixels[&k]) {
+            None | Some(Pixels::Input) => return input,
+            Some(Pixels::Owned(v, size)) => return (v, *size),
+            Some(Pixels::Same(k)) => source = Some(*k),
+        }
+    }
 }
 
 /// The most workers a batch uses, whatever it asks for: beyond the cores they only
@@ -215,84 +413,187 @@ fn pool(threads: usize) -> Result<Arc<ThreadPool>, TransformError> {
 mod tests {
     use super::*;
 
-    fn image(h: usize, w: usize, seed: usize) -> Vec<u8> {
+    fn pattern(h: usize, w: usize, seed: usize) -> Vec<u8> {
         (0..h * w * 3)
             .map(|i| ((i * 31 + seed * 17) % 251) as u8)
             .collect()
     }
 
+    fn job(image: usize, resize: Resize, layout: Layout, offset: usize) -> Job {
+        Job {
+            image,
+            source: None,
+            crop: None,
+            resize,
+            pad: None,
+            layout: Some(layout),
+            offset,
+        }
+    }
+
+    fn window(top: isize, left: isize, height: usize, width: usize) -> Window {
+        Window {
+            top,
+            left,
+            height,
+            width,
+        }
+    }
+
+    const PATCHES: Patches = Patches {
+        patch_size: 2,
+        temporal_patch_size: 2,
+        merge_size: 2,
+    };
+
+    /// Runs one job alone on its own pixels: what the batch must reproduce.
+    fn alone(src: &[u8], size: (usize, usize), job: &Job, norm: &Normalize<f32>) -> Vec<f32> {
+        let (pixels, psize) = job
+            .prepare(src, size)
+            .unwrap()
+            .unwrap_or_else(|| (src.to_vec(), size));
+        let mut out = vec![f32::NAN; job.output_len(psize).unwrap()];
+        job.write(&pixels, psize, norm, &mut out).unwrap();
+        out
+    }
+
     #[test]
     fn batch_equals_jobs_run_one_by_one_for_any_thread_count() {
         let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
-        let images: Vec<(Vec<u8>, (usize, usize))> = [(30, 40), (17, 9), (56, 28), (5, 5)]
+        let data: Vec<(Vec<u8>, (usize, usize))> = [(30, 40), (17, 9), (56, 28), (5, 5)]
             .iter()
             .enumerate()
-            .map(|(i, &(h, w))| (image(h, w, i), (h, w)))
+            .map(|(i, &(h, w))| (pattern(h, w, i), (h, w)))
             .collect();
-        let patches = Patches {
-            patch_size: 2,
-            temporal_patch_size: 2,
-            merge_size: 2,
-        };
-        let jobs: Vec<Job<'_>> = images
+        let images: Vec<Image<'_>> = data
             .iter()
-            .enumerate()
-            .map(|(i, (src, size))| Job {
-                src,
+            .map(|(pixels, size)| Image {
+                pixels,
                 channels: 3,
                 size: *size,
-                resize: if i % 2 == 0 {
-                    Resize::Pillow(Filter::Bicubic, (8, 12))
-                } else {
-                    Resize::TorchBilinearAntialias((12, 8))
-                },
-                layout: if i < 2 {
-                    Layout::Patches(patches)
-                } else {
-                    Layout::Windows(vec![
-                        Window {
-                            top: 0,
-                            left: 0,
-                            height: 4,
-                            width: 4,
-                        },
-                        Window {
-                            top: 4,
-                            left: 4,
-                            height: 4,
-                            width: 4,
-                        },
-                    ])
-                },
             })
             .collect();
-        let total: usize = jobs.iter().map(|j| j.output_len().unwrap()).sum();
-        let mut serial = Vec::new();
-        for job in &jobs {
-            let mut out = vec![0f32; job.output_len().unwrap()];
-            job.run(&norm, &mut out).unwrap();
-            serial.extend(out);
+        let mut jobs = Vec::new();
+        let mut offset = 0;
+        for (i, (_, size)) in data.iter().enumerate() {
+            let resize = if i % 2 == 0 {
+                Resize::Pillow(Filter::Bicubic, (8, 12))
+            } else {
+                Resize::TorchBilinearAntialias((12, 8))
+            };
+            let layout = if i < 2 {
+                Layout::Patches(PATCHES)
+            } else {
+                Layout::Windows(vec![window(0, 0, 4, 4), window(4, 4, 4, 4), window(-2, 5, 6, 9)])
+            };
+            let j = job(i, resize, layout, offset);
+            offset += j.output_len(j.pixel_size(*size).unwrap()).unwrap();
+            jobs.push(j);
         }
+        let serial: Vec<f32> = jobs
+            .iter()
+            .flat_map(|j| alone(&data[j.image].0, data[j.image].1, j, &norm))
+            .collect();
         for threads in [1, 2, 3, 8] {
-            let mut out = vec![f32::NAN; total];
-            run_batch(&jobs, &norm, &mut out, threads).unwrap();
+            let mut out = vec![f32::NAN; offset];
+            run_batch(&images, &jobs, &norm, &mut out, threads).unwrap();
             assert_eq!(out, serial, "threads={threads}");
         }
-        assert!(run_batch(&jobs, &norm, &mut vec![0f32; total + 1], 2).is_err());
-        assert!(run_batch(&jobs, &norm, &mut vec![0f32; total - 1], 2).is_err());
+        // Outputs must fit and must not overlap; a gap is left as it was.
+        assert!(run_batch(&images, &jobs, &norm, &mut vec![0f32; offset - 1], 2).is_err());
+        let mut gapped = jobs.clone();
+        gapped[3].offset += 5;
+        let mut out = vec![7f32; offset + 5];
+        run_batch(&images, &gapped, &norm, &mut out, 2).unwrap();
+        assert_eq!(out[jobs[3].offset..jobs[3].offset + 5], [7.0; 5]);
+        assert_eq!(out[jobs[3].offset + 5..], serial[jobs[3].offset..]);
+        gapped[3].offset = jobs[3].offset - 1;
+        assert!(run_batch(&images, &gapped, &norm, &mut vec![0f32; offset], 2).is_err());
+    }
+
+    #[test]
+    fn chains_crops_and_pads_equal_the_steps_done_by_hand() {
+        let norm = Normalize::new([0.1, 0.2, 0.3], [0.5, 0.6, 0.7], 1.0 / 255.0).unwrap();
+        let src = pattern(40, 60, 1);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            size: (40, 60),
+        };
+        let rect = Rect {
+            top: 5,
+            left: 10,
+            height: 30,
+            width: 21,
+        };
+        let windows = Layout::Windows(vec![window(0, 0, 16, 16), window(16, 0, 16, 16)]);
+        // Job 0 only prepares: crop, resize, pad. Job 1 reads it and resizes again; job 2
+        // reads it and cuts windows.
+        let first = Job {
+            crop: Some(rect),
+            pad: Some(Pad {
+                size: (32, 20),
+                at: (3, 2),
+                fill: [9, 8, 7],
+            }),
+            layout: None,
+            ..job(
+                0,
+                Resize::Pillow(Filter::Lanczos, (25, 17)),
+                Layout::Patches(PATCHES),
+                0,
+            )
+        };
+        let second = Job {
+            source: Some(0),
+            ..job(
+                0,
+                Resize::Pillow(Filter::Bilinear, (8, 12)),
+                Layout::Patches(PATCHES),
+                0,
+            )
+        };
+        let third = Job {
+            source: Some(0),
+            ..job(0, Resize::Keep, windows.clone(), 0)
+        };
+        let second_len = second.output_len((8, 12)).unwrap();
+        let third = Job {
+            offset: second_len,
+            ..third
+        };
+        let jobs = [first.clone(), second.clone(), third.clone()];
+        let mut cropped = vec![0; 30 * 21 * 3];
+        crop_rgb(&src, (40, 60), rect, &mut cropped).unwrap();
+        let mut resized = vec![0; 25 * 17 * 3];
+        resize_rgb(&cropped, (30, 21), &mut resized, (25, 17), Filter::Lanczos).unwrap();
+        let mut padded = vec![0; 32 * 20 * 3];
+        pad_rgb(&resized, (25, 17), (32, 20), (3, 2), [9, 8, 7], &mut padded).unwrap();
+        let mut want = alone(&padded, (32, 20), &second, &norm);
+        want.extend(alone(&padded, (32, 20), &third, &norm));
+        for threads in [1, 2] {
+            let mut out = vec![f32::NAN; want.len()];
+            run_batch(&[image], &jobs, &norm, &mut out, threads).unwrap();
+            assert_eq!(out, want);
+        }
+        // A source must be an earlier job of the same image.
+        let mut bad = jobs.clone();
+        bad[1].source = Some(2);
+        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1).is_err());
+        // A crop must lie inside its source.
+        bad = jobs.clone();
+        bad[0].crop = Some(Rect { top: 20, ..rect });
+        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1).is_err());
     }
 
     #[test]
     fn a_large_image_split_into_bands_is_unchanged() {
         let norm = Normalize::new([0.0; 3], [1.0; 3], 1.0).unwrap();
-        let src = image(700, 500, 3);
-        let window = |h, w| {
-            Layout::Windows(vec![Window {
-                top: 0,
-                left: 0,
-                height: h,
-                width: w,
-            }])
+        let src = pattern(700, 500, 3);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            size: (700, 500),
         };
         for (resize, (h, w)) in [
             (Resize::Pillow(Filter::Bicubic, (300, 650)), (300, 650)),
@@ -300,17 +601,11 @@ mod tests {
             (Resize::Pillow(Filter::Bilinear, (240, 500)), (240, 500)),
             (Resize::Pillow(Filter::Hamming, (700, 260)), (700, 260)),
         ] {
-            let job = Job {
-                src: &src,
-                channels: 3,
-                size: (700, 500),
-                resize,
-                layout: window(h, w),
-            };
-            let mut one = vec![0f32; job.output_len().unwrap()];
-            let mut four = vec![0f32; job.output_len().unwrap()];
-            run_batch(std::slice::from_ref(&job), &norm, &mut one, 1).unwrap();
-            run_batch(std::slice::from_ref(&job), &norm, &mut four, 4).unwrap();
+            let jobs = [job(0, resize, Layout::Windows(vec![window(0, 0, h, w)]), 0)];
+            let mut one = vec![0f32; 3 * h * w];
+            let mut four = vec![0f32; 3 * h * w];
+            run_batch(&[image], &jobs, &norm, &mut one, 1).unwrap();
+            run_batch(&[image], &jobs, &norm, &mut four, 4).unwrap();
             assert_eq!(one, four, "{resize:?}");
         }
     }
@@ -318,27 +613,27 @@ mod tests {
     #[test]
     fn rgbx_and_gray_sources_are_packed_like_rgb() {
         let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
-        let rgb = image(31, 45, 7);
+        let rgb = pattern(31, 45, 7);
         let rgbx: Vec<u8> = rgb
             .chunks_exact(3)
             .flat_map(|p| [p[0], p[1], p[2], 255])
             .collect();
         let gray: Vec<u8> = rgb.iter().step_by(3).copied().collect();
         let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v, v, v]).collect();
-        let run = |src: &[u8], channels| {
-            let job = Job {
-                src,
+        let jobs = [job(
+            0,
+            Resize::Pillow(Filter::Bicubic, (20, 60)),
+            Layout::Patches(PATCHES),
+            0,
+        )];
+        let run = |pixels: &[u8], channels| {
+            let image = Image {
+                pixels,
                 channels,
                 size: (31, 45),
-                resize: Resize::Pillow(Filter::Bicubic, (20, 60)),
-                layout: Layout::Patches(Patches {
-                    patch_size: 2,
-                    temporal_patch_size: 2,
-                    merge_size: 2,
-                }),
             };
-            let mut out = vec![0f32; job.output_len().unwrap()];
-            job.run(&norm, &mut out).unwrap();
+            let mut out = vec![0f32; jobs[0].output_len((20, 60)).unwrap()];
+            run_batch(&[image], &jobs, &norm, &mut out, 1).unwrap();
             out
         };
         assert_eq!(run(&rgbx, 4), run(&rgb, 3));

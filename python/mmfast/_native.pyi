@@ -36,7 +36,17 @@ def resize(
 ) -> NDArray[np.uint8]: ...
 def run_batch(
     images: Sequence[NDArray[np.uint8] | tuple[object, object, tuple[int, int]]],
-    jobs: Sequence[tuple[int, str, int, tuple[int, int], str, object]],
+    jobs: Sequence[
+        tuple[
+            int,
+            int | None,
+            tuple[int, int, int, int] | None,
+            tuple[str, int, tuple[int, int]] | None,
+            tuple[tuple[int, int], tuple[int, int], tuple[int, int, int]] | None,
+            tuple[str, object] | None,
+            int,
+        ]
+    ],
     tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
     shape: Sequence[int],
     threads: int,

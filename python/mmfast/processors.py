@@ -9,6 +9,8 @@ its slot of the final output.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -18,10 +20,11 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from mmfast import _native, reference
+from mmfast import _native
 from mmfast.errors import MmfastError
 from mmfast.image import ArrowSource, ImageSource, arrow_source, decode_image, rgb_or_gray
-from mmfast.models import ImagePlan, Llama4Config, ModelConfig, load_config
+from mmfast.models import ImagePlan, ModelConfig, load_config
+from mmfast.models.base import Patchify
 
 __all__ = [
     "BatchFeature",
@@ -117,19 +120,6 @@ def to_batch_input(image: ImageInput) -> tuple[BatchInput, tuple[int, int]]:
     )
 
 
-def float32_tables(plan: ImagePlan) -> NDArray[np.float32]:
-    """(3, 256): the normalised float32 value of every uint8 in each channel.
-
-    Computed by :mod:`mmfast.reference`, i.e. transformers' own rescale-then-normalise
-    arithmetic, so a table lookup is bit-exact by construction.
-    """
-    ramp = np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 3, axis=2)
-    planes = reference.deinterleave_rgb_to_planes(
-        ramp, plan.image_mean, plan.image_std, plan.rescale_factor
-    )
-    return np.ascontiguousarray(planes.reshape(3, 256))
-
-
 class ImageProcessor:
     """Preprocessing for one model, equal to transformers' image processor for it.
 
@@ -178,18 +168,12 @@ class ImageProcessor:
             raise MmfastError(f"threads: expected a positive integer, got {threads!r}")
         if dtype not in ("float32", "bfloat16"):
             raise MmfastError(f"dtype: expected 'float32' or 'bfloat16', got {dtype!r}")
-        llama4 = isinstance(self.config, Llama4Config)
-        if dtype != "float32" and not llama4:
+        if dtype != "float32" and dtype != self.config.native_dtype:
             raise MmfastError(f"dtype: {dtype} is only offered for Llama 4, whose HF output it is")
         batch = _as_list(images)
         inputs, sizes = zip(*(to_batch_input(image) for image in batch), strict=True)
-        arrays = list(inputs)
         plans = [self.config.plan(h, w) for h, w in sizes]
-        if llama4:
-            return _llama4(arrays, plans, threads, dtype)
-        if plans[0].patches is not None:
-            return _qwen(arrays, plans, threads)
-        return _clip(arrays, plans, threads)
+        return run_plans(self.config, list(inputs), plans, threads, dtype)
 
 
 def _as_list(images: ImageInput | Sequence[ImageInput]) -> list[ImageInput]:
@@ -200,102 +184,77 @@ def _as_list(images: ImageInput | Sequence[ImageInput]) -> list[ImageInput]:
     return [images]  # type: ignore[list-item]
 
 
-def _resize_job(plan: ImagePlan) -> tuple[str, int, tuple[int, int]]:
-    if not plan.do_resize or plan.resize_size == (plan.height, plan.width):
-        return ("keep", 0, plan.resize_size)
-    return ("pillow", plan.resample, plan.resize_size)
+def batch_shape(
+    config: ModelConfig, plans: Sequence[ImagePlan]
+) -> tuple[tuple[int, ...], list[int]]:
+    """The batch's ``pixel_values`` shape and each image's first value in it."""
+    shapes = [plan.output_shapes["pixel_values"] for plan in plans]
+    offsets = [0, *itertools.accumulate(math.prod(shape) for shape in shapes)][:-1]
+    if config.batch_layout == "stack":
+        if any(shape != shapes[0] for shape in shapes):
+            raise MmfastError(
+                "images: this config gives images of different output sizes, which cannot be "
+                "stacked; pass them one at a time"
+            )
+        return (len(shapes), *shapes[0]), offsets
+    return (sum(shape[0] for shape in shapes), *shapes[0][1:]), offsets
 
 
-def _qwen(arrays: list[BatchInput], plans: list[ImagePlan], threads: int) -> BatchFeature:
-    jobs = []
-    rows = 0
-    for i, plan in enumerate(plans):
-        assert plan.patches is not None
-        p = plan.patches
-        layout = ("patches", (p.patch_size, p.temporal_patch_size, p.merge_size))
-        jobs.append((i, *_resize_job(plan), *layout))
-        rows += p.num_patches
-    dim = plans[0].output_shapes["pixel_values"][1]
-    out = _native.run_batch(arrays, jobs, float32_tables(plans[0]), (rows, dim), threads)
-    grid = np.array(
-        [(p.patches.grid_t, p.patches.grid_h, p.patches.grid_w) for p in plans if p.patches],
-        dtype=np.int64,
-    )
-    return BatchFeature({"pixel_values": out, "image_grid_thw": grid})
+def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tuple[Any, ...]]:
+    """One image's views as the core's job tuples.
 
-
-def _clip(arrays: list[BatchInput], plans: list[ImagePlan], threads: int) -> BatchFeature:
-    shape = plans[0].output_shapes["pixel_values"]
-    if any(p.output_shapes["pixel_values"] != shape for p in plans):
-        raise MmfastError(
-            "images: this config gives images of different output sizes, which cannot be "
-            "stacked; pass them one at a time"
-        )
-    jobs = []
-    for i, plan in enumerate(plans):
-        h, w = plan.resize_size
-        box = plan.crop
-        window = (box.top, box.left, box.height, box.width) if box else (0, 0, h, w)
-        jobs.append((i, *_resize_job(plan), "windows", [window]))
-    if plans[0].do_rescale or plans[0].do_normalize:
-        tables = float32_tables(plans[0])
-    else:
-        # HF's PIL backend then hands back the resized, cropped uint8 pixels untouched.
-        tables = np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
-    out = _native.run_batch(arrays, jobs, tables, (len(plans), *shape), threads)
-    return BatchFeature({"pixel_values": out})
-
-
-def bfloat16_tables(plan: ImagePlan) -> NDArray[np.uint16]:
-    """(3, 256) bfloat16 bit patterns: Llama 4's normalisation of every uint8, per channel.
-
-    HF's Llama 4 processor converts the uint8 image to bfloat16, multiplies by the
-    rescale factor, then subtracts the mean and divides by the std, each a float32
-    operation rounded to bfloat16 (torch's CPU kernels for bfloat16 tensors and a
-    Python scalar). Verified bit-exact against HF's outputs on every shared image.
+    ``index`` is the image's position in the batch, ``offset`` where its values start in the
+    output and ``first`` the batch index its first job gets (views name their sources within
+    the image).
     """
-    bf16 = ml_dtypes.bfloat16
-    x = np.arange(256, dtype=np.float32).astype(bf16)  # exact: every uint8 is a bfloat16
-    rows = []
-    for mean, std in zip(plan.image_mean, plan.image_std, strict=True):
-        y = (x.astype(np.float32) * np.float32(plan.rescale_factor)).astype(bf16)
-        y = (y.astype(np.float32) - bf16(mean).astype(np.float32)).astype(bf16)
-        y = (y.astype(np.float32) / bf16(std).astype(np.float32)).astype(bf16)
-        rows.append(y.view(np.uint16))
-    return np.stack(rows)
-
-
-def _llama4(
-    arrays: list[BatchInput], plans: list[ImagePlan], threads: int, dtype: Dtype
-) -> BatchFeature:
-    jobs = []
-    tiles = 0
-    for i, plan in enumerate(plans):
-        assert plan.tiles is not None
-        grid = plan.tiles
-        th, tw = grid.tile_size
-        windows = [
-            (row * th, col * tw, th, tw)
-            for row in range(grid.tiles_h)
-            for col in range(grid.tiles_w)
-        ]
-        # torchvision returns the input unchanged when the size does not change.
-        resize = "keep" if plan.resize_size == (plan.height, plan.width) else "torch-bilinear-aa"
-        jobs.append((i, resize, 0, plan.resize_size, "windows", windows))
-        if grid.global_tile:
-            # The original image, squeezed to one tile.
-            resize = "keep" if (plan.height, plan.width) == (th, tw) else "torch-bilinear-aa"
-            jobs.append((i, resize, 0, (th, tw), "windows", [(0, 0, th, tw)]))
-        tiles += grid.num_tiles
-    if plans[0].compute_dtype != "bfloat16":
-        # HF then takes its torchvision backend's fused float32 path, not reproduced here.
-        raise MmfastError(
-            "do_rescale/do_normalize: Llama 4 is supported with both on (HF's bfloat16 path), "
-            "got one of them off"
+    jobs: list[tuple[Any, ...]] = []
+    sizes: list[tuple[int, int]] = []
+    for view in plan.views:
+        size = (plan.height, plan.width) if view.source is None else sizes[view.source]
+        crop, resize, pad, out = view.crop, view.resize, view.pad, view.out
+        size = size if crop is None else (crop.height, crop.width)
+        size = size if resize is None else resize.size
+        size = size if pad is None else pad.size
+        sizes.append(size)
+        layout: tuple[str, Any] | None = None
+        length = 0
+        if isinstance(out, Patchify):
+            layout = ("patches", (out.patch_size, out.temporal_patch_size, out.merge_size))
+            length = (size[0] // out.patch_size) * (size[1] // out.patch_size)
+            length *= 3 * out.temporal_patch_size * out.patch_size**2
+        elif out is not None:
+            layout = ("windows", [(b.top, b.left, b.height, b.width) for b in out])
+            length = sum(3 * b.height * b.width for b in out)
+        jobs.append(
+            (
+                index,
+                None if view.source is None else first + view.source,
+                None if crop is None else (crop.top, crop.left, crop.height, crop.width),
+                None if resize is None else (resize.kernel, resize.resample, resize.size),
+                None if pad is None else (pad.size, (pad.top, pad.left), pad.fill),
+                layout,
+                offset,
+            )
         )
-    shape = (tiles, *plans[0].output_shapes["pixel_values"][1:])
-    bits = _native.run_batch(arrays, jobs, bfloat16_tables(plans[0]), shape, threads)
-    values = bits.view(ml_dtypes.bfloat16)
-    pixel_values = values if dtype == "bfloat16" else values.astype(np.float32)
-    aspect = np.array([(p.tiles.tiles_h, p.tiles.tiles_w) for p in plans if p.tiles], np.int64)
-    return BatchFeature({"pixel_values": pixel_values, "aspect_ratios": aspect})
+        offset += length
+    return jobs
+
+
+def run_plans(
+    config: ModelConfig,
+    inputs: list[BatchInput],
+    plans: list[ImagePlan],
+    threads: int,
+    dtype: Dtype,
+) -> BatchFeature:
+    """Runs the plans of a batch in one native call and assembles HF's outputs."""
+    tables = config.tables(plans[0])
+    shape, offsets = batch_shape(config, plans)
+    jobs: list[tuple[Any, ...]] = []
+    for i, plan in enumerate(plans):
+        jobs += native_jobs(i, plan, offsets[i], len(jobs))
+    out = _native.run_batch(inputs, jobs, tables, shape, threads)
+    if config.native_dtype == "bfloat16":
+        values = out.view(ml_dtypes.bfloat16)
+        out = values if dtype == "bfloat16" else values.astype(np.float32)
+    return BatchFeature({"pixel_values": out, **config.batch_outputs(plans)})

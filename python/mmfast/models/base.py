@@ -7,10 +7,14 @@ processor it mirrors would.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 
+import numpy as np
+from numpy.typing import NDArray
+
+from mmfast import reference
 from mmfast.errors import MmfastError
 from mmfast.models.geometry import CropBox
 
@@ -32,9 +36,14 @@ __all__ = [
     "ImagePlan",
     "ModelConfig",
     "Normalization",
+    "Pad",
     "PatchGrid",
+    "Patchify",
+    "Resize",
     "TileGrid",
+    "View",
     "check_image_size",
+    "float32_tables",
 ]
 
 RGB: TypeAlias = tuple[float, float, float]
@@ -104,6 +113,59 @@ class TileGrid:
 
 
 @dataclass(frozen=True)
+class Resize:
+    """A resize to ``size`` (height, width): Pillow's ``Image.resize`` with PIL filter
+    ``resample`` (``kernel="pillow"``), or torchvision's antialiased bilinear resize of a uint8
+    tensor (``kernel="torch-bilinear-aa"``). An unchanged size leaves the pixels as they are."""
+
+    size: tuple[int, int]
+    resample: int
+    kernel: str = "pillow"
+
+
+@dataclass(frozen=True)
+class Pad:
+    """The pixels pasted at (``top``, ``left``) of a ``size`` canvas filled with the uint8 RGB
+    colour ``fill``, before normalising (so the fill is normalised like the image)."""
+
+    size: tuple[int, int]
+    top: int = 0
+    left: int = 0
+    fill: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Patchify:
+    """Patch rows as Qwen-VL's ``patchify`` lays them out: ``patch_size`` squares ordered by
+    ``merge_size`` group then within it (both row-major), each row (channel, time, y, x) with
+    the still frame repeated ``temporal_patch_size`` times. ``merge_size=1`` is plain raster
+    order (PaddleOCR-VL, Kimi)."""
+
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+
+
+@dataclass(frozen=True)
+class View:
+    """One piece of pixel work on an image, in the order the engine runs them.
+
+    The pixels of the input image (``source=None``) or of an earlier view of the same image
+    (``source=k``: view k's pixels after its crop, resize and pad) are cropped to ``crop``
+    (inside them), resized, padded, then normalised into the image's output slot, after the
+    previous views' values: as patch rows (:class:`Patchify`) or as one CHW tensor per window
+    (a :class:`~mmfast.models.geometry.CropBox` may reach past the pixels; outside them is the
+    normalised value of black). ``out=None``: the view only feeds later views.
+    """
+
+    resize: Resize | None = None
+    out: Patchify | tuple[CropBox, ...] | None = None
+    source: int | None = None
+    crop: CropBox | None = None
+    pad: Pad | None = None
+
+
+@dataclass(frozen=True)
 class ImagePlan:
     """Everything the pixel engine does to one image, in HF's order.
 
@@ -119,7 +181,9 @@ class ImagePlan:
 
     ``output_shapes`` gives the per-image shape of each output key (HF concatenates Qwen
     patches and stacks the rest along a leading batch axis). ``num_image_tokens`` is the number
-    of tokens the model's processor puts in the prompt for this image.
+    of tokens the model's processor puts in the prompt for this image. ``views`` is the same
+    work as the engine runs it: each view's values follow the previous one's in this image's
+    ``pixel_values``.
     """
 
     height: int
@@ -140,6 +204,7 @@ class ImagePlan:
     tiles: TileGrid | None
     output_shapes: Mapping[str, tuple[int, ...]]
     num_image_tokens: int
+    views: tuple[View, ...]
 
 
 def check_image_size(height: int, width: int) -> None:
@@ -167,10 +232,25 @@ class Normalization:
         return factor, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
 
 
+def float32_tables(plan: ImagePlan) -> NDArray[np.float32]:
+    """(3, 256): the normalised float32 value of every uint8 in each channel.
+
+    Computed by :mod:`mmfast.reference`, i.e. transformers' own rescale-then-normalise
+    arithmetic (``PilBackend.rescale`` and ``normalize``), so a table lookup is bit-exact by
+    construction.
+    """
+    ramp = np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 3, axis=2)
+    planes = reference.deinterleave_rgb_to_planes(
+        ramp, plan.image_mean, plan.image_std, plan.rescale_factor
+    )
+    return np.ascontiguousarray(planes.reshape(3, 256))
+
+
 class ModelConfig:
     """A family's settings, read from a checkpoint config; subclasses are frozen dataclasses.
 
-    :meth:`plan` mirrors the HF processor's ``_preprocess`` for one image size.
+    :meth:`plan` mirrors the HF processor's ``_preprocess`` for one image size; the other
+    methods say how a batch of plans becomes HF's outputs.
     """
 
     __slots__ = ()
@@ -179,6 +259,12 @@ class ModelConfig:
     model_id: str | None
     image_processor_type: str
 
+    # How the images' pixel_values join: "concat" along the first axis of each image's
+    # output shape (patch rows, tiles, crops), or "stack" along a new first axis.
+    batch_layout: ClassVar[str] = "concat"
+    # The dtype of HF's pixel_values before any cast: "bfloat16" where HF computes in it.
+    native_dtype: ClassVar[str] = "float32"
+
     def plan(self, height: int, width: int) -> ImagePlan:
         """What happens to an image of this size (sizes, windows, constants, shapes)."""
         raise NotImplementedError
@@ -186,3 +272,14 @@ class ModelConfig:
     def num_image_tokens(self, height: int, width: int) -> int:
         """Placeholder tokens the model's processor inserts for a (height, width) image."""
         return self.plan(height, width).num_image_tokens
+
+    def tables(self, plan: ImagePlan) -> NDArray[Any]:
+        """(3, 256) output value of each uint8 per channel; its dtype is ``pixel_values``'.
+
+        The default is HF's PIL-backend float32 arithmetic; a disabled step is an identity.
+        """
+        return float32_tables(plan)
+
+    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+        """The outputs after ``pixel_values``, in HF's key order."""
+        return {}

@@ -13,9 +13,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, ClassVar
 
+import ml_dtypes
 import numpy as np
+from numpy.typing import NDArray
 
+from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     BILINEAR,
@@ -24,13 +28,17 @@ from mmfast.models.base import (
     ImagePlan,
     ModelConfig,
     Normalization,
+    Resize,
     TileGrid,
+    View,
     check_image_size,
 )
 from mmfast.models.config import Fields, Source
+from mmfast.models.geometry import CropBox
 
 __all__ = [
     "Llama4Config",
+    "bfloat16_tables",
     "find_supported_resolutions",
     "get_best_fit",
     "get_factors",
@@ -190,6 +198,9 @@ class Llama4Config(ModelConfig):
     patch_size: int
     pixel_shuffle_ratio: float
 
+    # HF's own output dtype: its arithmetic is bfloat16.
+    native_dtype: ClassVar[str] = "bfloat16"
+
     def tokens_per_tile(self) -> int:
         """``<|patch|>`` tokens per tile: ``Llama4Processor.replace_image_token``'s
         ``(tile // patch_size) ** 2 // round(1 / pixel_shuffle_ratio ** 2)`` (144 for Scout)."""
@@ -242,7 +253,43 @@ class Llama4Config(ModelConfig):
                 }
             ),
             num_image_tokens=self._count_tokens(tiles),
+            views=self._views(resized, tiles),
         )
+
+    @staticmethod
+    def _views(resized: tuple[int, int], tiles: TileGrid) -> tuple[View, ...]:
+        """The resized image cut into the canvas's tiles (zeros past it), then the global tile:
+        the original image squashed to one tile."""
+        th, tw = tiles.tile_size
+        windows = tuple(
+            CropBox(row * th, col * tw, th, tw)
+            for row in range(tiles.tiles_h)
+            for col in range(tiles.tiles_w)
+        )
+        views = [View(resize=Resize(resized, BILINEAR, "torch-bilinear-aa"), out=windows)]
+        if tiles.global_tile:
+            views.append(
+                View(
+                    resize=Resize((th, tw), BILINEAR, "torch-bilinear-aa"),
+                    out=(CropBox(0, 0, th, tw),),
+                )
+            )
+        return tuple(views)
+
+    def tables(self, plan: ImagePlan) -> NDArray[Any]:
+        """bfloat16 bit patterns (uint16) of HF's bfloat16 arithmetic."""
+        if plan.compute_dtype != "bfloat16":
+            # HF then takes its torchvision backend's fused float32 path, not reproduced here.
+            raise MmfastError(
+                "do_rescale/do_normalize: Llama 4 is supported with both on (HF's bfloat16 "
+                "path), got one of them off"
+            )
+        return bfloat16_tables(plan)
+
+    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+        """``aspect_ratios``: (B, 2) int64 tile rows and columns."""
+        ratios = [(p.tiles.tiles_h, p.tiles.tiles_w) for p in plans if p.tiles]
+        return {"aspect_ratios": np.array(ratios, np.int64).reshape(-1, 2)}
 
     @staticmethod
     def _count_tokens(tiles: TileGrid) -> int:
@@ -261,6 +308,25 @@ class Llama4Config(ModelConfig):
         return count
 
 
+def bfloat16_tables(plan: ImagePlan) -> NDArray[np.uint16]:
+    """(3, 256) bfloat16 bit patterns: Llama 4's normalisation of every uint8, per channel.
+
+    HF's Llama 4 processor converts the uint8 image to bfloat16, multiplies by the
+    rescale factor, then subtracts the mean and divides by the std, each a float32
+    operation rounded to bfloat16 (torch's CPU kernels for bfloat16 tensors and a
+    Python scalar). Verified bit-exact against HF's outputs on every shared image.
+    """
+    bf16 = ml_dtypes.bfloat16
+    x = np.arange(256, dtype=np.float32).astype(bf16)  # exact: every uint8 is a bfloat16
+    rows = []
+    for mean, std in zip(plan.image_mean, plan.image_std, strict=True):
+        y = (x.astype(np.float32) * np.float32(plan.rescale_factor)).astype(bf16)
+        y = (y.astype(np.float32) - bf16(mean).astype(np.float32)).astype(bf16)
+        y = (y.astype(np.float32) / bf16(std).astype(np.float32)).astype(bf16)
+        rows.append(y.view(np.uint16))
+    return np.stack(rows)
+
+
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> Llama4Config:
     """Mirrors ``Llama4ImageProcessor``'s class defaults and the checks in its ``_preprocess``
     and ``find_supported_resolutions`` (square tiles, ``do_resize`` on)."""
@@ -275,6 +341,10 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     if not cfg.flag("do_resize", True):
         raise cfg.error("do_resize", "true (Llama 4 always resizes to a tile canvas)", False)
     norm = cfg.normalization(HALF, HALF)
+    resample = cfg.resample(BILINEAR)
+    if resample != BILINEAR:
+        # HF resizes with torchvision's filter of that code; mmfast has its bilinear one.
+        raise cfg.error("resample", f"{BILINEAR} (bilinear)", resample)
     shuffle = processor.number("pixel_shuffle_ratio", 0.5)
     if not 0 < shuffle <= 1:
         raise processor.error("pixel_shuffle_ratio", "a number in (0, 1]", shuffle)
@@ -283,7 +353,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         image_processor_type=processor_type,
         do_convert_rgb=cfg.flag("do_convert_rgb", True),
         tile_size=size["height"],
-        resample=cfg.resample(BILINEAR),
+        resample=resample,
         do_rescale=norm.do_rescale,
         rescale_factor=norm.rescale_factor,
         do_normalize=norm.do_normalize,

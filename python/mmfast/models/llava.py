@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
@@ -21,10 +25,13 @@ from mmfast.models.base import (
     ImagePlan,
     ModelConfig,
     Normalization,
+    Resize,
+    View,
     check_image_size,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import (
+    CropBox,
     center_crop_box,
     get_image_size_for_max_height_width,
     get_resize_output_image_size,
@@ -61,6 +68,8 @@ class ClipConfig(ModelConfig):
     patch_size: int
     num_additional_image_tokens: int
     vision_feature_select_strategy: str | None
+
+    batch_layout: ClassVar[str] = "stack"
 
     def resize_size(self, height: int, width: int) -> tuple[int, int]:
         """Target size; mirrors the size-dict dispatch in ``PilBackend.resize``."""
@@ -117,7 +126,20 @@ class ClipConfig(ModelConfig):
             tiles=None,
             output_shapes=MappingProxyType({"pixel_values": (3, out_h, out_w)}),
             num_image_tokens=tokens,
+            views=(
+                View(
+                    resize=Resize(resized, self.resample) if self.do_resize else None,
+                    out=(crop if crop is not None else CropBox(0, 0, *resized),),
+                ),
+            ),
         )
+
+    def tables(self, plan: ImagePlan) -> NDArray[Any]:
+        """HF's float32 arithmetic; with rescale and normalise both off, HF's PIL backend
+        hands back the resized, cropped uint8 pixels untouched."""
+        if plan.do_rescale or plan.do_normalize:
+            return super().tables(plan)
+        return np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
 
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> ClipConfig:

@@ -9,10 +9,13 @@ patch rows ordered by merge group.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
@@ -26,11 +29,23 @@ from mmfast.models.base import (
     ModelConfig,
     Normalization,
     PatchGrid,
+    Patchify,
+    Resize,
+    View,
     check_image_size,
 )
 from mmfast.models.config import Fields, Source
 
-__all__ = ["QwenVLConfig", "smart_resize"]
+
+def grid_thw(plans: Sequence[ImagePlan]) -> NDArray[np.int64]:
+    """(B, 3) int64 ``(grid_t, grid_h, grid_w)`` per image, as Qwen-like processors return."""
+    return np.array(
+        [(p.patches.grid_t, p.patches.grid_h, p.patches.grid_w) for p in plans if p.patches],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+
+
+__all__ = ["QwenVLConfig", "grid_thw", "smart_resize"]
 
 
 def smart_resize(
@@ -148,7 +163,17 @@ class QwenVLConfig(ModelConfig):
             ),
             # Qwen2VLProcessor.replace_image_token: image_grid_thw.prod() // merge_size**2
             num_image_tokens=grid.num_patches // self.merge_size**2,
+            views=(
+                View(
+                    resize=Resize(resized, self.resample) if self.do_resize else None,
+                    out=Patchify(self.patch_size, self.temporal_patch_size, self.merge_size),
+                ),
+            ),
         )
+
+    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+        """``image_grid_thw``: (B, 3) int64."""
+        return {"image_grid_thw": grid_thw(plans)}
 
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> QwenVLConfig:
