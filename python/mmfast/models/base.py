@@ -44,6 +44,7 @@ __all__ = [
     "View",
     "check_image_size",
     "float32_tables",
+    "plan_constants",
 ]
 
 RGB: TypeAlias = tuple[float, float, float]
@@ -244,6 +245,27 @@ def float32_tables(plan: ImagePlan) -> NDArray[np.float32]:
         ramp, plan.image_mean, plan.image_std, plan.rescale_factor
     )
     return np.ascontiguousarray(planes.reshape(3, 256))
+
+
+def plan_constants(config: Any) -> dict[str, Any]:
+    """The rescale/normalise fields of an :class:`ImagePlan` from a config's settings
+    (``do_rescale``, ``rescale_factor``, ``do_normalize``, ``image_mean``, ``image_std``),
+    with disabled steps turned into identities."""
+    norm = Normalization(
+        config.do_rescale,
+        config.rescale_factor,
+        config.do_normalize,
+        config.image_mean,
+        config.image_std,
+    )
+    factor, mean, std = norm.effective()
+    return {
+        "do_rescale": norm.do_rescale,
+        "rescale_factor": factor,
+        "do_normalize": norm.do_normalize,
+        "image_mean": mean,
+        "image_std": std,
+    }
 
 
 class ModelConfig:

@@ -176,6 +176,10 @@ class Fields:
         self._origin = origin
         self._values = values
 
+    def with_values(self, **values: Any) -> Fields:
+        """The same fields with ``values`` replacing the config's."""
+        return Fields(self._origin, {**self._values, **values})
+
     def error(self, name: str, expected: str, got: object) -> MmfastError:
         return MmfastError(f"{self._origin}: {name}: expected {expected}, got {got!r}")
 

@@ -27,11 +27,11 @@ from mmfast.models.base import (
     RGB,
     ImagePlan,
     ModelConfig,
-    Normalization,
     Resize,
     TileGrid,
     View,
     check_image_size,
+    plan_constants,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
@@ -224,10 +224,6 @@ class Llama4Config(ModelConfig):
             global_tile=tiles_h * tiles_w > 1,
             tokens_per_tile=self.tokens_per_tile(),
         )
-        norm = Normalization(
-            self.do_rescale, self.rescale_factor, self.do_normalize, self.image_mean, self.image_std
-        )
-        factor, mean, std = norm.effective()
         return ImagePlan(
             height=height,
             width=width,
@@ -237,11 +233,7 @@ class Llama4Config(ModelConfig):
             resample=self.resample,
             crop=None,
             canvas_size=canvas,
-            do_rescale=self.do_rescale,
-            rescale_factor=factor,
-            do_normalize=self.do_normalize,
-            image_mean=mean,
-            image_std=std,
+            **plan_constants(self),
             # Llama4ImageProcessor.rescale_and_normalize casts to bfloat16 when doing both.
             compute_dtype="bfloat16" if self.do_rescale and self.do_normalize else "float32",
             patches=None,

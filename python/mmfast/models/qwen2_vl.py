@@ -27,12 +27,12 @@ from mmfast.models.base import (
     RGB,
     ImagePlan,
     ModelConfig,
-    Normalization,
     PatchGrid,
     Patchify,
     Resize,
     View,
     check_image_size,
+    plan_constants,
 )
 from mmfast.models.config import Fields, Source
 
@@ -136,10 +136,6 @@ class QwenVLConfig(ModelConfig):
             grid_h=resized[0] // self.patch_size,
             grid_w=resized[1] // self.patch_size,
         )
-        norm = Normalization(
-            self.do_rescale, self.rescale_factor, self.do_normalize, self.image_mean, self.image_std
-        )
-        factor_, mean, std = norm.effective()
         patch_dim = 3 * self.temporal_patch_size * self.patch_size**2
         return ImagePlan(
             height=height,
@@ -150,11 +146,7 @@ class QwenVLConfig(ModelConfig):
             resample=self.resample,
             crop=None,
             canvas_size=None,
-            do_rescale=self.do_rescale,
-            rescale_factor=factor_,
-            do_normalize=self.do_normalize,
-            image_mean=mean,
-            image_std=std,
+            **plan_constants(self),
             compute_dtype="float32",
             patches=grid,
             tiles=None,
