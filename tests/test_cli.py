@@ -238,14 +238,14 @@ def test_bench_model_rows_cover_every_model():
     items = list(bench.model_rows(HF, ((24, 32),), budget=0))
     rows = [item for item in items if isinstance(item, bench.Row)]
     assert [r.case for r in rows] == [bench.short_name(m) for m in supported_models()]
-    for row in rows:
-        llama = row.case.startswith("Llama")
-        expected = [] if llama or not HF.transformers else ["HF PIL"]
-        if HF.torch:
+    for model_id, row in zip(supported_models(), rows, strict=True):
+        family, _ = models.config.select_family(models.config.read_source(model_id))
+        expected = ["HF PIL"] if family.hf_pil and HF.transformers else []
+        if family.hf_torchvision and HF.torch:
             expected.append("HF torchvision")
         check_rows([row], expected)
     if HF.transformers:
-        assert "  Llama-4-Scout: transformers has no PIL backend for it" in items
+        assert "  Llama-4-Scout: transformers has no PIL class for it" in items
 
 
 def test_bench_jpeg_rows(tmp_path):

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import builtin_dict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -68,10 +69,6 @@ LLAMA4_ID = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 LLAVA_ID = "llava-hf/llava-1.5-7b-hf"
 
 side = st.integers(min_value=1, max_value=20000)
-
-
-def builtin_dict(model_id: str) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(models.registry.BUILTINS[model_id].preprocessor)))
 
 
 def random_image(height: int, width: int, seed: int) -> Image.Image:
@@ -493,9 +490,29 @@ def test_llama4_token_count_worked_examples() -> None:
 
 
 def test_supported_models_load() -> None:
-    assert supported_models() == [*QWEN_IDS, LLAMA4_ID, LLAVA_ID]
-    types = [type(load_config(m)) for m in supported_models()]
-    assert types == [QwenVLConfig, QwenVLConfig, QwenVLConfig, Llama4Config, ClipConfig]
+    expected = {
+        **dict.fromkeys(QWEN_IDS, QwenVLConfig),
+        "Qwen/Qwen2.5-Omni-7B": QwenVLConfig,
+        "Qwen/Qwen3-Omni-30B-A3B-Instruct": QwenVLConfig,
+        LLAMA4_ID: Llama4Config,
+        LLAVA_ID: ClipConfig,
+        "zai-org/GLM-OCR": models.Glm4vConfig,
+        "zai-org/GLM-4.1V-9B-Thinking": models.Glm4vConfig,
+        "zai-org/GLM-4.5V": models.Glm4vConfig,
+        "zai-org/GLM-4.6V": models.Glm4vConfig,
+        "PaddlePaddle/PaddleOCR-VL": models.PaddleOCRVLConfig,
+        "moonshotai/Kimi-VL-A3B-Instruct": models.KimiVLConfig,
+        "moonshotai/Kimi-VL-A3B-Thinking-2506": models.KimiVLConfig,
+        "moonshotai/Kimi-K2.5": models.KimiK25Config,
+        "moonshotai/Kimi-K2.6": models.KimiK25Config,
+        "google/gemma-3-4b-it": models.Gemma3Config,
+        "google/siglip-so400m-patch14-384": models.SiglipConfig,
+        "google/siglip2-base-patch16-224": models.SiglipConfig,
+        "google/paligemma2-3b-pt-224": models.SiglipConfig,
+    }
+    assert sorted(supported_models()) == sorted(expected)
+    for model_id, config_type in expected.items():
+        assert type(load_config(model_id)) is config_type, model_id
 
 
 def test_builtin_values() -> None:

@@ -19,13 +19,24 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import SHARED, same_bits, shared_path
+from conftest import (
+    SHARED,
+    assert_same_outputs,
+    builtin_dict,
+    describe,
+    hf_load_image,
+    make_image,
+    noise,
+    same_bits,
+    shared_path,
+    smooth,
+)
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 import mmfast
-from mmfast import MmfastError, UnsupportedModelError, models, processors
+from mmfast import MmfastError, UnsupportedModelError, processors
 from mmfast.processors import BatchFeature
 
 QWEN_IDS = ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"]
@@ -50,10 +61,6 @@ GOLDENS = (
 # --------------------------------------------------------------------------------------------
 
 
-def builtin_dict(model_id: str) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(models.registry.BUILTINS[model_id].preprocessor)))
-
-
 def hf_processor(model_id: str, **overrides: Any) -> Any:
     """transformers' PIL-backend processor for a built-in config plus ``overrides``."""
     if model_id == LLAVA_ID:
@@ -65,26 +72,6 @@ def hf_processor(model_id: str, **overrides: Any) -> Any:
     return cls.from_dict(builtin_dict(model_id) | overrides)
 
 
-def noise(height: int, width: int, seed: int = 0) -> np.ndarray:
-    """(H, W, 3) uint8 uniform noise: every pixel differs, so any misplaced tap shows."""
-    return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
-
-
-def smooth(height: int, width: int, seed: int = 0) -> np.ndarray:
-    """(H, W, 3) uint8 low-frequency waves: the photographic case, many equal neighbours."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
-    fy, fx, phase = rng.uniform(0.5, 3.0, 3), rng.uniform(0.5, 3.0, 3), rng.uniform(0, 6.3, 3)
-    waves = [
-        np.sin(2 * np.pi * (fy[c] * y / height + fx[c] * x / width) + phase[c]) for c in range(3)
-    ]
-    return np.round(127.5 + 127.4 * np.stack(waves, -1)).astype(np.uint8)
-
-
-def make_image(kind: str, height: int, width: int, seed: int = 0) -> np.ndarray:
-    return (noise if kind == "noise" else smooth)(height, width, seed)
-
-
 def hf_array_input(array: np.ndarray) -> np.ndarray | Image.Image:
     """The same array for HF, unless HF would read it as channels-first.
 
@@ -93,27 +80,6 @@ def hf_array_input(array: np.ndarray) -> np.ndarray | Image.Image:
     image is unambiguous.
     """
     return Image.fromarray(array) if array.shape[0] in (1, 3, 4) else array
-
-
-def describe(name: str, got: np.ndarray, want: np.ndarray) -> str:
-    """Where two outputs differ: dtype/shape, fraction of equal elements, first differing index."""
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return f"{name}: got {got.dtype}{got.shape}, want {want.dtype}{want.shape}"
-    bits = f"u{got.dtype.itemsize}"
-    differ = got.view(bits) != want.view(bits)
-    first = tuple(int(i) for i in np.argwhere(differ)[0])
-    return (
-        f"{name}: {1 - differ.mean():.6%} of elements equal; first difference at {first}: "
-        f"got {got[first]!r}, want {want[first]!r}"
-    )
-
-
-def assert_same_outputs(got: Mapping[str, np.ndarray], want: Mapping[str, Any]) -> None:
-    """Same keys in the same order, and every array equal in dtype, shape and bits."""
-    assert list(got) == list(want)
-    for key in want:
-        expected = np.asarray(want[key])
-        assert same_bits(got[key], expected), describe(key, got[key], expected)
 
 
 def assert_matches_hf(
@@ -641,16 +607,6 @@ def test_one_image_equals_a_list_of_one(model_id: str) -> None:
     assert_same_outputs(proc(Image.fromarray(array)), single)
     if model_id != LLAMA4_ID:
         assert_matches_hf(model_id, [array])
-
-
-def hf_load_image(path: Path) -> Image.Image:
-    """``transformers.image_utils.load_image(str(path))``, with the file closed afterwards (its
-    own ``Image.open`` would leave a lazily read GIF open, a ResourceWarning here)."""
-    load_image = pytest.importorskip("transformers.image_utils").load_image
-    with Image.open(path) as opened:
-        image = load_image(opened)  # exif_transpose, then convert("RGB")
-        image.load()
-    return image
 
 
 @pytest.mark.parametrize("name", SHARED_IMAGES or ["(shared images absent)"])

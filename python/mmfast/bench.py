@@ -168,35 +168,20 @@ class Backends:
         return f"{hf}; torchvision backend: {tv}"
 
 
-# Processor family (base image_processor_type) -> (PIL-backend module, class), as in
-# transformers 5.x; Llama 4 has none.
-_HF_PIL = {
-    "Qwen2VLImageProcessor": ("qwen2_vl.image_processing_pil_qwen2_vl", "Qwen2VLImageProcessorPil"),
-    "CLIPImageProcessor": ("clip.image_processing_pil_clip", "CLIPImageProcessorPil"),
-}
-# The torchvision-backend classes, from their own modules: transformers' top-level names fall
-# back to the PIL classes when torchvision is missing.
-_HF_TORCH = {
-    "Qwen2VLImageProcessor": ("qwen2_vl.image_processing_qwen2_vl", "Qwen2VLImageProcessor"),
-    "CLIPImageProcessor": ("clip.image_processing_clip", "CLIPImageProcessor"),
-    "Llama4ImageProcessor": ("llama4.image_processing_llama4", "Llama4ImageProcessor"),
-}
-
-
-def _family(model_id: str) -> str:
-    processor_type = str(models.registry.BUILTINS[model_id].preprocessor["image_processor_type"])
-    return processor_type.removesuffix("Fast").removesuffix("Pil")
-
-
 def hf_processor(model_id: str, backend: str) -> Any | None:
     """transformers' image processor for a built-in model (``backend`` "pil" or "torch"),
-    from the same preprocessor config mmfast reads; None when that backend does not exist."""
-    where = (_HF_PIL if backend == "pil" else _HF_TORCH).get(_family(model_id))
+    from the same preprocessor config mmfast reads; None when that backend does not exist.
+
+    The torchvision classes come from their own modules: transformers' top-level names fall
+    back to the PIL classes when torchvision is missing.
+    """
+    family, _ = models.config.select_family(models.config.read_source(model_id))
+    where = family.hf_pil if backend == "pil" else family.hf_torchvision
     if where is None:
         return None
-    module = importlib.import_module(f"transformers.models.{where[0]}")
-    config = {k: v for k, v in models.registry.BUILTINS[model_id].preprocessor.items()}
-    return getattr(module, where[1]).from_dict(config)
+    module, name = where.rsplit(".", 1)
+    config = dict(models.registry.BUILTINS[model_id].preprocessor)
+    return getattr(importlib.import_module(f"transformers.models.{module}"), name).from_dict(config)
 
 
 def short_name(model_id: str) -> str:
@@ -355,7 +340,7 @@ def model_rows(
             hf_pil = hf_processor(model_id, "pil") if backends.transformers else None
             hf_torch = hf_processor(model_id, "torch") if backends.torch else None
             if backends.transformers and hf_pil is None:
-                yield f"  {short_name(model_id)}: transformers has no PIL backend for it"
+                yield f"  {short_name(model_id)}: transformers has no PIL class for it"
             for size, pil in images.items():
                 slow = size[0] * size[1] > 4_000_000
                 others: dict[str, float] = {}

@@ -13,12 +13,13 @@ import itertools
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image
+from PIL import Image, ImageOps
 
 from mmfast import _native
 from mmfast.errors import MmfastError
@@ -86,21 +87,30 @@ class BatchFeature(Mapping[str, np.ndarray]):
 BatchInput = NDArray[np.uint8] | ArrowSource
 
 
-def to_batch_input(image: ImageInput) -> tuple[BatchInput, tuple[int, int]]:
-    """One input image → what the core reads, and its (height, width), as HF sees it.
+def prepare(image: ImageInput, config: ModelConfig) -> tuple[BatchInput, ImagePlan]:
+    """One input image → what the core reads, and its plan.
 
-    A PIL image is converted as ``convert_to_rgb`` does (no EXIF orientation: HF's
-    processors apply none to PIL input) and handed over as its Arrow export, so the
-    core packs its pixels on the batch's threads. Bytes and paths go through
-    :func:`mmfast.decode_image`, which applies EXIF orientation like
-    ``transformers.image_utils.load_image``. Arrays must be (H, W, 3) or (H, W) uint8.
+    A PIL image is converted to RGB the way the model's reference does
+    (``config.pil_convert``; no EXIF orientation: HF's processors apply none to PIL input)
+    and handed over as its Arrow export, so the core packs its pixels on the batch's
+    threads. Bytes and paths go through :func:`mmfast.decode_image`, which applies EXIF
+    orientation like ``transformers.image_utils.load_image``. Arrays must be (H, W, 3) or
+    (H, W) uint8.
     """
     if isinstance(image, Image.Image):
-        converted = rgb_or_gray(image)
-        return arrow_source(converted), (converted.height, converted.width)
+        plan = config.plan(image.height, image.width)
+        if not plan.do_convert_rgb and image.mode != "RGB":
+            raise _not_converted(f"a PIL image in mode {image.mode}")
+        if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
+            return _resize_then_rgb(image, plan)
+        if config.pil_convert == "hf":
+            converted = rgb_or_gray(image)
+        else:
+            converted = image if image.mode in ("RGB", "L") else image.convert("RGB")
+        return arrow_source(converted), plan
     if isinstance(image, (bytes, bytearray, memoryview, str, os.PathLike)):
         decoded = decode_image(image)
-        return decoded, (decoded.shape[0], decoded.shape[1])
+        return decoded, config.plan(decoded.shape[0], decoded.shape[1])
     if isinstance(image, np.ndarray):
         if (
             image.dtype != np.uint8
@@ -113,11 +123,47 @@ def to_batch_input(image: ImageInput) -> tuple[BatchInput, tuple[int, int]]:
             )
         if image.size == 0:
             raise MmfastError(f"images: expected a non-empty image, got shape {image.shape}")
-        rgb = np.repeat(image[..., None], 3, axis=2) if image.ndim == 2 else image
-        return rgb, (image.shape[0], image.shape[1])
+        plan = config.plan(image.shape[0], image.shape[1])
+        if image.ndim == 2:
+            if not plan.do_convert_rgb:
+                raise _not_converted("a (height, width) grayscale array")
+            image = np.repeat(image[..., None], 3, axis=2)
+        return image, plan
     raise MmfastError(
         f"images: expected PIL images, uint8 arrays, bytes or paths, got {type(image).__qualname__}"
     )
+
+
+def _not_converted(what: str) -> MmfastError:
+    return MmfastError(
+        f"images: with do_convert_rgb off (the config sets it false or null) transformers takes "
+        f"only RGB images, got {what}; pass do_convert_rgb=True to convert it"
+    )
+
+
+def _resize_then_rgb(image: Image.Image, plan: ImagePlan) -> tuple[BatchInput, ImagePlan]:
+    """The plan's first resize and pad done by Pillow in the image's own mode, then
+    ``convert("RGB")``: what a reference that converts last does with, say, an RGBA image
+    (Pillow resizes it with premultiplied alpha) or a palette one (Pillow resizes it with
+    the nearest filter). The pad is torchvision's for a PIL image: ``ImageOps.expand`` with 0
+    in every band, the palette kept. The engine then runs the rest of the plan."""
+    view = plan.views[0]
+    if view.resize is not None:
+        image = image.resize(view.resize.size[::-1], view.resize.resample)
+    if view.pad is not None:
+        pad = view.pad
+        bands = len(image.getbands())
+        right = pad.size[1] - pad.left - image.width
+        bottom = pad.size[0] - pad.top - image.height
+        palette = image.getpalette() if image.mode == "P" else None
+        image = ImageOps.expand(
+            image, border=(pad.left, pad.top, right, bottom), fill=0 if bands == 1 else (0,) * bands
+        )
+        if palette is not None:
+            image.putpalette(palette)
+    rgb = image.convert("RGB")
+    views = (replace(view, resize=None, pad=None), *plan.views[1:])
+    return arrow_source(rgb), replace(plan, height=rgb.height, width=rgb.width, views=views)
 
 
 class ImageProcessor:
@@ -170,10 +216,10 @@ class ImageProcessor:
             raise MmfastError(f"dtype: expected 'float32' or 'bfloat16', got {dtype!r}")
         if dtype != "float32" and dtype != self.config.native_dtype:
             raise MmfastError(f"dtype: {dtype} is only offered for Llama 4, whose HF output it is")
-        batch = _as_list(images)
-        inputs, sizes = zip(*(to_batch_input(image) for image in batch), strict=True)
-        plans = [self.config.plan(h, w) for h, w in sizes]
-        return run_plans(self.config, list(inputs), plans, threads, dtype)
+        inputs, plans = zip(
+            *(prepare(image, self.config) for image in _as_list(images)), strict=True
+        )
+        return run_plans(self.config, list(inputs), list(plans), threads, dtype)
 
 
 def _as_list(images: ImageInput | Sequence[ImageInput]) -> list[ImageInput]:
@@ -190,12 +236,13 @@ def batch_shape(
     """The batch's ``pixel_values`` shape and each image's first value in it."""
     shapes = [plan.output_shapes["pixel_values"] for plan in plans]
     offsets = [0, *itertools.accumulate(math.prod(shape) for shape in shapes)][:-1]
-    if config.batch_layout == "stack":
-        if any(shape != shapes[0] for shape in shapes):
-            raise MmfastError(
-                "images: this config gives images of different output sizes, which cannot be "
-                "stacked; pass them one at a time"
-            )
+    stack = config.batch_layout == "stack"
+    if any(shape[not stack :] != shapes[0][not stack :] for shape in shapes):
+        raise MmfastError(
+            "images: this config gives images of different output sizes, which cannot be "
+            "stacked; pass them one at a time"
+        )
+    if stack:
         return (len(shapes), *shapes[0]), offsets
     return (sum(shape[0] for shape in shapes), *shapes[0][1:]), offsets
 

@@ -19,7 +19,17 @@ from __future__ import annotations
 
 # The family modules register themselves on import; their order is supported_models()'s.
 # isort: off
-from mmfast.models import qwen2_vl, llama4, llava
+from mmfast.models import (
+    qwen2_vl,
+    llama4,
+    llava,
+    glm4v,
+    paddleocr_vl,
+    kimi_vl,
+    kimi_k25,
+    gemma3,
+    siglip,
+)
 
 # isort: on
 from mmfast.models.base import (
@@ -33,6 +43,7 @@ from mmfast.models.base import (
     TileGrid,
 )
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
     center_crop_box,
@@ -40,6 +51,9 @@ from mmfast.models.geometry import (
     get_resize_output_image_size,
     get_size_with_aspect_ratio,
 )
+from mmfast.models.glm4v import Glm4vConfig
+from mmfast.models.kimi_k25 import KimiK25Config
+from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.llama4 import (
     Llama4Config,
     find_supported_resolutions,
@@ -49,7 +63,9 @@ from mmfast.models.llama4 import (
     get_max_res_without_distortion,
 )
 from mmfast.models.llava import ClipConfig
+from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
+from mmfast.models.siglip import SiglipConfig
 
 __all__ = [
     "BICUBIC",
@@ -58,14 +74,21 @@ __all__ = [
     "OPENAI_CLIP_STD",
     "ClipConfig",
     "CropBox",
+    "Gemma3Config",
+    "Glm4vConfig",
     "ImagePlan",
+    "KimiK25Config",
+    "KimiVLConfig",
     "Llama4Config",
     "ModelConfig",
+    "PaddleOCRVLConfig",
     "PatchGrid",
     "QwenVLConfig",
+    "SiglipConfig",
     "TileGrid",
     "center_crop_box",
     "find_supported_resolutions",
+    "gemma3",
     "get_best_fit",
     "get_factors",
     "get_image_size_for_max_height_width",
@@ -73,10 +96,15 @@ __all__ = [
     "get_max_res_without_distortion",
     "get_resize_output_image_size",
     "get_size_with_aspect_ratio",
+    "glm4v",
+    "kimi_k25",
+    "kimi_vl",
     "llama4",
     "llava",
     "load_config",
+    "paddleocr_vl",
     "qwen2_vl",
+    "siglip",
     "smart_resize",
     "supported_models",
 ]

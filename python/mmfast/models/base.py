@@ -286,6 +286,11 @@ class ModelConfig:
     batch_layout: ClassVar[str] = "concat"
     # The dtype of HF's pixel_values before any cast: "bfloat16" where HF computes in it.
     native_dtype: ClassVar[str] = "float32"
+    # How the reference turns a PIL image into RGB: "hf" (transformers' convert_to_rgb, which
+    # composites transparency onto white), "rgb" (Pillow's convert("RGB")), or
+    # "resize_then_rgb" (the first view's resize and pad run in the image's own mode, then
+    # convert("RGB")).
+    pil_convert: ClassVar[str] = "hf"
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """What happens to an image of this size (sizes, windows, constants, shapes)."""

@@ -135,6 +135,11 @@ def read_source(name_or_path: str | os.PathLike[str]) -> Source:
 def select_family(source: Source) -> tuple[Family, str]:
     """(family, image_processor_type), as AutoImageProcessor picks the class."""
     processor_type = source.preprocessor.get("image_processor_type")
+    auto_map = source.preprocessor.get("auto_map")
+    remote = auto_map.get("AutoImageProcessor") if isinstance(auto_map, dict) else None
+    if processor_type is None and isinstance(remote, str):
+        # A checkpoint with its own processor class (loaded with trust_remote_code).
+        processor_type = remote.rsplit(".", 1)[-1]
     if processor_type is None:
         # AutoImageProcessor's fallback for configs written by feature extractors.
         extractor = source.preprocessor.get("feature_extractor_type")
@@ -176,6 +181,10 @@ class Fields:
         self._origin = origin
         self._values = values
 
+    def nested(self, name: str, values: Mapping[str, Any]) -> Fields:
+        """Fields of a nested block, named ``name`` in errors."""
+        return Fields(f"{self._origin}: {name}", values)
+
     def with_values(self, **values: Any) -> Fields:
         """The same fields with ``values`` replacing the config's."""
         return Fields(self._origin, {**self._values, **values})
@@ -193,6 +202,14 @@ class Fields:
         if not isinstance(value, bool):
             raise self.error(name, "true or false", value)
         return value
+
+    def convert_rgb(self, null: bool = False) -> bool:
+        """``do_convert_rgb``. An explicit null in a file is not the class default: HF's
+        ``from_dict`` stores None over it, which reads as off, unless the model's processor
+        supplies a value (``null``), as Gemma3Processor does."""
+        if "do_convert_rgb" in self._values and self._values["do_convert_rgb"] is None:
+            return null
+        return self.flag("do_convert_rgb", True)
 
     def positive_int(self, name: str, default: int) -> int:
         value = self._values.get(name)

@@ -343,7 +343,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     return Llama4Config(
         model_id=source.model_id,
         image_processor_type=processor_type,
-        do_convert_rgb=cfg.flag("do_convert_rgb", True),
+        do_convert_rgb=cfg.convert_rgb(),
         tile_size=size["height"],
         resample=resample,
         do_rescale=norm.do_rescale,
@@ -367,6 +367,7 @@ registry.register(
         build=_build,
         kwargs=frozenset({"max_patches", "resize_to_max_canvas"}),
         processor_kwargs=frozenset({"patch_size", "pixel_shuffle_ratio"}),
+        hf_torchvision="llama4.image_processing_llama4.Llama4ImageProcessor",
     )
 )
 

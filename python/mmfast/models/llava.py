@@ -84,6 +84,8 @@ registry.register(
         processor_kwargs=frozenset(
             {"patch_size", "num_additional_image_tokens", "vision_feature_select_strategy"}
         ),
+        hf_pil="clip.image_processing_pil_clip.CLIPImageProcessorPil",
+        hf_torchvision="clip.image_processing_clip.CLIPImageProcessor",
     )
 )
 

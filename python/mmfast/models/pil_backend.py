@@ -70,12 +70,14 @@ def pil_backend_fields(
     std: RGB,
     do_center_crop: bool = False,
     crop_size: int = 224,
+    convert_rgb_null: bool = False,
 ) -> dict[str, Any]:
     """The :class:`PilBackendConfig` fields from a config, given the class defaults.
 
     Mirrors ``PilBackend.__init__`` and ``BaseImageProcessor._standardize_kwargs``: sizes go
     through ``get_size_dict`` (an int is a square or a shortest edge per ``default_to_square``,
-    a crop size always a square).
+    a crop size always a square). ``convert_rgb_null``: what a null ``do_convert_rgb`` means
+    (see :meth:`Fields.convert_rgb`).
     """
     size_value = cfg.raw("size")
     resolved = cfg.size_dict(
@@ -99,7 +101,7 @@ def pil_backend_fields(
         raise cfg.error("do_pad", "false (batch padding is not supported)", True)
     norm = cfg.normalization(mean, std)
     return {
-        "do_convert_rgb": cfg.flag("do_convert_rgb", True),
+        "do_convert_rgb": cfg.convert_rgb(convert_rgb_null),
         "do_resize": do_resize,
         "size": MappingProxyType(resolved),
         "resample": cfg.resample(resample),

@@ -45,7 +45,7 @@ def grid_thw(plans: Sequence[ImagePlan]) -> NDArray[np.int64]:
     ).reshape(-1, 3)
 
 
-__all__ = ["QwenVLConfig", "grid_thw", "smart_resize"]
+__all__ = ["QwenVLConfig", "grid_thw", "model_type_of", "patch_fields", "smart_resize"]
 
 
 def smart_resize(
@@ -113,19 +113,34 @@ class QwenVLConfig(ModelConfig):
     temporal_patch_size: int
     merge_size: int
 
-    def plan(self, height: int, width: int) -> ImagePlan:
-        """Mirrors ``Qwen2VLImageProcessorPil._preprocess`` for one image."""
-        check_image_size(height, width)
+    def resized_size(self, height: int, width: int) -> tuple[int, int]:
+        """The resize target: :func:`smart_resize` with factor ``patch_size * merge_size``."""
+        assert self.min_pixels is not None and self.max_pixels is not None  # load_config
         factor = self.patch_size * self.merge_size
+        return smart_resize(height, width, factor, self.min_pixels, self.max_pixels)
+
+    def layout(self) -> Patchify:
+        """How the resized image becomes patch rows: grouped by ``merge_size``."""
+        return Patchify(self.patch_size, self.temporal_patch_size, self.merge_size)
+
+    def patch_shape(self) -> tuple[int, ...]:
+        """One patch row of ``pixel_values``: (channel, time, y, x) flattened."""
+        return (3 * self.temporal_patch_size * self.patch_size**2,)
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors the processor's ``_preprocess`` for one image: resize, rescale,
+        normalise, patchify."""
+        check_image_size(height, width)
+        layout = self.layout()
         if self.do_resize:
-            assert self.min_pixels is not None and self.max_pixels is not None  # load_config
-            resized = smart_resize(height, width, factor, self.min_pixels, self.max_pixels)
+            resized = self.resized_size(height, width)
         else:
-            # HF's patchify reshape only succeeds on sides divisible by patch * merge.
-            if height % factor or width % factor:
+            # HF's patchify reshape only succeeds on sides divisible by its patch grouping.
+            unit = layout.patch_size * layout.merge_size
+            if height % unit or width % unit:
                 raise MmfastError(
                     f"image size: with do_resize=False both sides must be multiples of "
-                    f"patch_size * merge_size = {factor}, got {height}x{width}"
+                    f"{unit} (the patch grouping), got {height}x{width}"
                 )
             resized = (height, width)
         grid = PatchGrid(
@@ -136,7 +151,6 @@ class QwenVLConfig(ModelConfig):
             grid_h=resized[0] // self.patch_size,
             grid_w=resized[1] // self.patch_size,
         )
-        patch_dim = 3 * self.temporal_patch_size * self.patch_size**2
         return ImagePlan(
             height=height,
             width=width,
@@ -151,14 +165,14 @@ class QwenVLConfig(ModelConfig):
             patches=grid,
             tiles=None,
             output_shapes=MappingProxyType(
-                {"pixel_values": (grid.num_patches, patch_dim), "image_grid_thw": (3,)}
+                {"pixel_values": (grid.num_patches, *self.patch_shape()), "image_grid_thw": (3,)}
             ),
             # Qwen2VLProcessor.replace_image_token: image_grid_thw.prod() // merge_size**2
             num_image_tokens=grid.num_patches // self.merge_size**2,
             views=(
                 View(
                     resize=Resize(resized, self.resample) if self.do_resize else None,
-                    out=Patchify(self.patch_size, self.temporal_patch_size, self.merge_size),
+                    out=layout,
                 ),
             ),
         )
@@ -168,48 +182,83 @@ class QwenVLConfig(ModelConfig):
         return {"image_grid_thw": grid_thw(plans)}
 
 
-def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> QwenVLConfig:
-    """Mirrors ``Qwen2VLImageProcessorPil.__init__``: ``min_pixels``/``max_pixels`` override
-    ``size["shortest_edge"]``/``size["longest_edge"]`` when both spellings are present."""
+def patch_fields(
+    cfg: Fields,
+    *,
+    size: Mapping[str, int],
+    legacy_pixels: bool,
+    resample: int,
+    mean: RGB,
+    std: RGB,
+    temporal_patch_size: int,
+) -> dict[str, Any]:
+    """The fields of a Qwen-like config (every :class:`QwenVLConfig` field but the ids),
+    given the class defaults.
+
+    ``legacy_pixels``: the class's ``__init__`` lets ``min_pixels``/``max_pixels`` override
+    ``size["shortest_edge"]``/``size["longest_edge"]`` (Qwen2-VL and PaddleOCR-VL do, GLM
+    does not).
+    """
     size_value = cfg.raw("size")
     if size_value is None:
-        size_value = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 1280}
+        size_value = dict(size)
     if not isinstance(size_value, dict):
         # HF writes the pixel bounds into `size` as a dict before validating it.
         raise cfg.error("size", "a size dict such as {shortest_edge, longest_edge}", size_value)
-    size = dict(size_value)
+    resolved = dict(size_value)
     for legacy, key in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
-        if cfg.raw(legacy) is not None:
-            size[key] = cfg.positive_int(legacy, 0)
-            size.pop(legacy, None)
-    size = cfg.size_dict("size", size, cfg.flag("default_to_square", False))
+        if legacy_pixels and cfg.raw(legacy) is not None:
+            resolved[key] = cfg.positive_int(legacy, 0)
+            resolved.pop(legacy, None)
+    resolved = cfg.size_dict("size", resolved, cfg.flag("default_to_square", False))
     do_resize = cfg.flag("do_resize", True)
-    if do_resize and not ("shortest_edge" in size and "longest_edge" in size):
+    if do_resize and not ("shortest_edge" in resolved and "longest_edge" in resolved):
+        expected = "shortest_edge and longest_edge"
         raise cfg.error(
-            "size", "shortest_edge and longest_edge (or min_pixels and max_pixels)", size
+            "size", expected + (" (or min_pixels and max_pixels)" * legacy_pixels), resolved
         )
-    norm = cfg.normalization(OPENAI_CLIP_MEAN, OPENAI_CLIP_STD)
+    norm = cfg.normalization(mean, std)
+    return {
+        "do_convert_rgb": cfg.convert_rgb(),
+        "do_resize": do_resize,
+        "min_pixels": resolved.get("shortest_edge"),
+        "max_pixels": resolved.get("longest_edge"),
+        "resample": cfg.resample(resample),
+        "do_rescale": norm.do_rescale,
+        "rescale_factor": norm.rescale_factor,
+        "do_normalize": norm.do_normalize,
+        "image_mean": norm.image_mean,
+        "image_std": norm.image_std,
+        "patch_size": cfg.positive_int("patch_size", 14),
+        "temporal_patch_size": cfg.positive_int("temporal_patch_size", temporal_patch_size),
+        "merge_size": cfg.positive_int("merge_size", 2),
+    }
+
+
+def model_type_of(source: Source, processor_classes: Mapping[str, str]) -> str | None:
+    """The model type: ``config.json``'s, else the one the ``processor_class`` implies."""
     processor_class = source.preprocessor.get("processor_class")
-    model_type = source.model_type or _PROCESSOR_MODEL_TYPES.get(
+    return source.model_type or processor_classes.get(
         processor_class if isinstance(processor_class, str) else ""
     )
+
+
+def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> QwenVLConfig:
+    """Mirrors ``Qwen2VLImageProcessorPil.__init__``: ``min_pixels``/``max_pixels`` override
+    ``size["shortest_edge"]``/``size["longest_edge"]`` when both spellings are present."""
     return QwenVLConfig(
         model_id=source.model_id,
-        model_type=model_type,
+        model_type=model_type_of(source, _PROCESSOR_MODEL_TYPES),
         image_processor_type=processor_type,
-        do_convert_rgb=cfg.flag("do_convert_rgb", True),
-        do_resize=do_resize,
-        min_pixels=size.get("shortest_edge"),
-        max_pixels=size.get("longest_edge"),
-        resample=cfg.resample(BICUBIC),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
-        patch_size=cfg.positive_int("patch_size", 14),
-        temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),
-        merge_size=cfg.positive_int("merge_size", 2),
+        **patch_fields(
+            cfg,
+            size={"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 1280},
+            legacy_pixels=True,
+            resample=BICUBIC,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            temporal_patch_size=2,
+        ),
     )
 
 
@@ -219,6 +268,8 @@ _PROCESSOR_MODEL_TYPES: Final[Mapping[str, str]] = MappingProxyType(
         "Qwen2VLProcessor": "qwen2_vl",
         "Qwen2_5_VLProcessor": "qwen2_5_vl",
         "Qwen3VLProcessor": "qwen3_vl",
+        "Qwen2_5OmniProcessor": "qwen2_5_omni",
+        "Qwen3OmniMoeProcessor": "qwen3_omni_moe",
     }
 )
 
@@ -228,12 +279,20 @@ registry.register(
         processor_types=("Qwen2VLImageProcessor",),
         model_types={
             model_type: "Qwen2VLImageProcessor"
-            for model_type in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+            for model_type in (
+                "qwen2_vl",
+                "qwen2_5_vl",
+                "qwen3_vl",
+                "qwen2_5_omni",
+                "qwen3_omni_moe",
+            )
         },
         build=_build,
         kwargs=frozenset(
             {"min_pixels", "max_pixels", "patch_size", "temporal_patch_size", "merge_size"}
         ),
+        hf_pil="qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
+        hf_torchvision="qwen2_vl.image_processing_qwen2_vl.Qwen2VLImageProcessor",
     )
 )
 
@@ -293,5 +352,56 @@ registry.register_builtin(
         "default_to_square": True,
         "processor_class": "Qwen3VLProcessor",
         "image_processor_type": "Qwen2VLImageProcessorFast",
+    },
+)
+
+# Qwen/Qwen2.5-Omni-7B: the file verbatim in three agreeing copies (an audit note that numbers
+# its lines, a script loading the checkpoint, a mock writer). The audio feature extractor's keys
+# share the file; only the image keys matter here.
+registry.register_builtin(
+    "Qwen/Qwen2.5-Omni-7B",
+    "qwen2_5_omni",
+    {
+        "chunk_length": 300,
+        "dither": 0.0,
+        "feature_extractor_type": "WhisperFeatureExtractor",
+        "feature_size": 128,
+        "hop_length": 160,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_processor_type": "Qwen2VLImageProcessor",
+        "image_std": list(OPENAI_CLIP_STD),
+        "max_pixels": 12845056,
+        "merge_size": 2,
+        "min_pixels": 3136,
+        "n_fft": 400,
+        "n_samples": 4800000,
+        "nb_max_frames": 30000,
+        "padding_side": "right",
+        "padding_value": 0.0,
+        "patch_size": 14,
+        "processor_class": "Qwen2_5OmniProcessor",
+        "return_attention_mask": True,
+        "sampling_rate": 16000,
+        "temporal_patch_size": 2,
+    },
+)
+
+# Qwen/Qwen3-Omni-30B-A3B-Instruct: an audit of the official repos lists the image keys (patch
+# 16, merge 2, temporal 2, min_pixels 3136, max_pixels 12845056) and a walkthrough of the same
+# file adds mean/std 0.5. Whether the file also sets resample or rescale_factor is unconfirmed
+# (the class defaults, bicubic and 1/255, would apply either way).
+registry.register_builtin(
+    "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    "qwen3_omni_moe",
+    {
+        "image_mean": list(HALF),
+        "image_processor_type": "Qwen2VLImageProcessor",
+        "image_std": list(HALF),
+        "max_pixels": 12845056,
+        "merge_size": 2,
+        "min_pixels": 3136,
+        "patch_size": 16,
+        "processor_class": "Qwen3OmniMoeProcessor",
+        "temporal_patch_size": 2,
     },
 )

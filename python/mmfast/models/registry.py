@@ -40,7 +40,9 @@ class Family:
     ``kwargs``: the class's valid keyword arguments beyond transformers' common
     ``ImagesKwargs``; ``processor_kwargs``: ``processor_config.json`` keys the family reads
     (token counts). ``build(source, processor_type, preprocessor_fields, processor_fields)``
-    makes the config.
+    makes the config. ``hf_pil`` and ``hf_torchvision`` name transformers' classes for the
+    family (``module.Class`` under ``transformers.models``), where they exist, for parity
+    tests and the bench.
     """
 
     name: str
@@ -49,6 +51,8 @@ class Family:
     build: Build
     kwargs: frozenset[str] = field(default_factory=frozenset)
     processor_kwargs: frozenset[str] = field(default_factory=frozenset)
+    hf_pil: str | None = None
+    hf_torchvision: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,228 @@
+"""Kimi-K2.5 / K2.6: the checkpoint's own ``KimiK25VisionProcessor`` (remote code, which vLLM
+and SGLang run).
+
+The reference is the processor shipped with ``moonshotai/Kimi-K2.5`` (and its
+``media_utils.py``), configured by the ``media_proc_cfg`` block of its
+``preprocessor_config.json``: the image is converted with ``convert("RGB")``, shrunk (never
+grown) to fit ``in_patch_limit`` patches and ``patch_limit_on_one_side`` patches a side
+(``int()`` truncation) with Pillow's bicubic filter, zero-padded at the right and bottom to a
+multiple of the merged patch, normalised in NumPy (``x / 255.0`` in float64 cast to float32,
+``-= mean`` and ``*= 1 / std`` with float64 constants) and cut into row-major (3, 14, 14)
+patches, returned with ``grid_thws``. transformers' own ``Kimi_K25ImageProcessor`` is a
+torchvision class with a different resize kernel and rounding; it is not this reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mmfast.models import registry
+from mmfast.models.base import (
+    BICUBIC,
+    HALF,
+    RGB,
+    ImagePlan,
+    ModelConfig,
+    Pad,
+    PatchGrid,
+    Patchify,
+    Resize,
+    View,
+    check_image_size,
+)
+from mmfast.models.config import Fields, Source
+from mmfast.models.kimi_vl import patch_grid_outputs
+
+__all__ = ["KimiK25Config", "navit_resize_image", "numpy_tables"]
+
+
+def navit_resize_image(
+    width: int,
+    height: int,
+    patch_size: int,
+    merge_kernel_size: int,
+    in_patch_limit: int,
+    patch_limit_on_one_side: int,
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((new_height, new_width), (pad_height, pad_width)) for an image.
+
+    Mirrors ``media_utils.navit_resize_image`` (argument order included): the smallest of 1,
+    ``sqrt(in_patch_limit / patches)`` and the per-side limits, ``int()`` truncation, each
+    side at least 1 and at most ``patch_limit_on_one_side * patch_size``; then the padding to
+    a multiple of ``merge_kernel_size * patch_size``.
+    """
+    s1 = math.sqrt(
+        in_patch_limit / (max(1.0, width // patch_size) * max(1.0, height // patch_size))
+    )
+    s2 = patch_limit_on_one_side * patch_size / width
+    s3 = patch_limit_on_one_side * patch_size / height
+    scale = min(1.0, s1, s2, s3)
+    new_w, new_h = max(1, int(width * scale)), max(1, int(height * scale))
+    new_w = min(new_w, patch_limit_on_one_side * patch_size)
+    new_h = min(new_h, patch_limit_on_one_side * patch_size)
+    factor = merge_kernel_size * patch_size
+    pad_height = (factor - new_h % factor) % factor
+    pad_width = (factor - new_w % factor) % factor
+    return (new_h, new_w), (pad_height, pad_width)
+
+
+def numpy_tables(mean: RGB, std: RGB) -> NDArray[np.float32]:
+    """(3, 256) float32: ``media_utils.normalize`` of every uint8 value, per channel.
+
+    ``x / 255.0`` is a float64 division cast to float32; ``x -= mean`` and ``x *= std_inv``
+    (``std_inv = 1.0 / np.array(std)``) compute in float64 and store float32, exactly as the
+    in-place NumPy operations on the float32 image do.
+    """
+    x = (np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1) / 255.0).astype(np.float32)
+    x -= np.array(mean)
+    x *= 1.0 / np.array(std)
+    return np.ascontiguousarray(x.T)
+
+
+@dataclass(frozen=True)
+class KimiK25Config(ModelConfig):
+    """Settings of Kimi-K2.5's ``KimiK25VisionProcessor`` (its ``media_proc_cfg``).
+
+    ``num_image_tokens`` is the count of ``<|media_pad|>`` tokens the processor's
+    ``media_tokens_calculator`` gives: the merged patches, or ``fixed_output_tokens`` when set.
+    """
+
+    model_id: str | None
+    image_processor_type: str
+    patch_size: int
+    merge_kernel_size: int
+    in_patch_limit: int
+    patch_limit_on_one_side: int
+    fixed_output_tokens: int | None
+    image_mean: RGB
+    image_std: RGB
+
+    pil_convert: ClassVar[str] = "rgb"
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``KimiK25VisionProcessor.preprocess`` for one image."""
+        check_image_size(height, width)
+        p = self.patch_size
+        resized, (pad_h, pad_w) = navit_resize_image(
+            width,
+            height,
+            p,
+            self.merge_kernel_size,
+            self.in_patch_limit,
+            self.patch_limit_on_one_side,
+        )
+        canvas = (resized[0] + pad_h, resized[1] + pad_w)
+        grid = PatchGrid(p, 1, 1, 1, canvas[0] // p, canvas[1] // p)
+        factor = self.merge_kernel_size * p
+        tokens = (canvas[0] // factor) * (canvas[1] // factor)
+        return ImagePlan(
+            height=height,
+            width=width,
+            do_convert_rgb=True,
+            do_resize=True,
+            resize_size=resized,
+            resample=BICUBIC,
+            crop=None,
+            canvas_size=canvas,
+            do_rescale=True,
+            rescale_factor=1 / 255,
+            do_normalize=True,
+            image_mean=self.image_mean,
+            image_std=self.image_std,
+            compute_dtype="float32",
+            patches=grid,
+            tiles=None,
+            output_shapes=MappingProxyType(
+                {"pixel_values": (grid.num_patches, 3, p, p), "grid_thws": (3,)}
+            ),
+            num_image_tokens=tokens
+            if self.fixed_output_tokens is None
+            else self.fixed_output_tokens,
+            views=(View(resize=Resize(resized, BICUBIC), pad=Pad(canvas), out=Patchify(p, 1, 1)),),
+        )
+
+    def tables(self, plan: ImagePlan) -> NDArray[Any]:
+        """``media_utils.normalize``'s arithmetic."""
+        return numpy_tables(self.image_mean, self.image_std)
+
+    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+        """``grid_thws``: (B, 3) int64 ``(1, patch rows, patch columns)``."""
+        return patch_grid_outputs(plans, "grid_thws", temporal=True)
+
+
+_MEDIA_KEYS = frozenset(
+    {
+        "patch_size",
+        "merge_kernel_size",
+        "in_patch_limit",
+        "patch_limit_on_one_side",
+        "fixed_output_tokens",
+        "image_mean",
+        "image_std",
+    }
+)
+
+
+def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> KimiK25Config:
+    """Reads ``media_proc_cfg`` (``KimiK25VisionProcessor.from_dict``); keyword overrides of
+    its image keys replace the file's. Missing keys take the checkpoint's values."""
+    block = cfg.raw("media_proc_cfg")
+    if block is not None and not isinstance(block, dict):
+        raise cfg.error("media_proc_cfg", "an object", block)
+    overrides = {k: cfg.raw(k) for k in _MEDIA_KEYS if cfg.raw(k) is not None}
+    media = cfg.nested("media_proc_cfg", {**(block or {}), **overrides})
+    fixed = media.raw("fixed_output_tokens")
+    return KimiK25Config(
+        model_id=source.model_id,
+        image_processor_type=processor_type,
+        patch_size=media.positive_int("patch_size", 14),
+        merge_kernel_size=media.positive_int("merge_kernel_size", 2),
+        in_patch_limit=media.positive_int("in_patch_limit", 16384),
+        patch_limit_on_one_side=media.positive_int("patch_limit_on_one_side", 512),
+        fixed_output_tokens=None if fixed is None else media.positive_int("fixed_output_tokens", 0),
+        image_mean=media.rgb("image_mean", HALF),
+        image_std=media.rgb("image_std", HALF, nonzero=True),
+    )
+
+
+registry.register(
+    registry.Family(
+        name="kimi_k25",
+        processor_types=("KimiK25VisionProcessor",),
+        model_types={"kimi_k25": "KimiK25VisionProcessor"},
+        build=_build,
+        kwargs=_MEDIA_KEYS | {"media_proc_cfg"},
+    )
+)
+
+# moonshotai/Kimi-K2.5 and Kimi-K2.6: the image keys of media_proc_cfg agree across four copies
+# that mirror the checkpoint (a port's defaults "matching the ckpt-side outputs", another
+# port's _DEFAULT_MEDIA_PROC_CFG, a config-driven module, a model-card digest); K2.6's file is
+# reported byte-identical to K2.5's. The video keys are listed for completeness; the file's
+# wrapper keys (auto_map, config_type) were not seen and are left out.
+_K25 = {
+    "media_proc_cfg": {
+        "in_patch_limit": 16384,
+        "patch_size": 14,
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "merge_kernel_size": 2,
+        "fixed_output_tokens": None,
+        "patch_limit_on_one_side": 512,
+        "in_patch_limit_each_frame": 4096,
+        "in_patch_limit_video": None,
+        "sample_fps": 2.0,
+        "max_num_frames_each_video": None,
+        "temporal_merge_kernel_size": 4,
+        "timestamp_mode": "hh:mm:ss.fff",
+    },
+}
+registry.register_builtin("moonshotai/Kimi-K2.5", "kimi_k25", _K25)
+registry.register_builtin("moonshotai/Kimi-K2.6", "kimi_k25", _K25)
