@@ -237,8 +237,13 @@ def test_bench_pil_export_rows():
 def test_bench_model_rows_cover_every_model():
     items = list(bench.model_rows(HF, ((24, 32),), budget=0))
     rows = [item for item in items if isinstance(item, bench.Row)]
-    assert [r.case for r in rows] == [bench.short_name(m) for m in supported_models()]
-    for model_id, row in zip(supported_models(), rows, strict=True):
+    assert [r.case for r in rows] == [bench.short_name(m) for m in bench.MODELS]
+    assert set(bench.MODELS) <= set(supported_models())
+    families = {
+        models.config.select_family(models.config.read_source(m))[0].name for m in bench.MODELS
+    }
+    assert families == set(models.registry.FAMILIES)
+    for model_id, row in zip(bench.MODELS, rows, strict=True):
         family, _ = models.config.select_family(models.config.read_source(model_id))
         expected = ["HF PIL"] if family.hf_pil and HF.transformers else []
         if family.hf_torchvision and HF.torch:

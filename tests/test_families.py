@@ -417,3 +417,34 @@ def test_remote_code_configs_select_by_auto_map(tmp_path: Path) -> None:
     assert isinstance(config, models.KimiK25Config)
     assert config.image_processor_type == "KimiK25VisionProcessor"
     assert config.in_patch_limit == 16384
+
+
+PATCH_FAMILIES = [
+    "Qwen/Qwen2.5-Omni-7B",
+    "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    *GLM_TYPES,
+    "PaddlePaddle/PaddleOCR-VL",
+]
+
+
+@pytest.mark.parametrize("model_id", PATCH_FAMILIES)
+@settings(max_examples=200, deadline=None)
+@given(height=st.integers(1, 12000), width=st.integers(1, 12000))
+def test_token_counts_match_get_number_of_image_patches(
+    model_id: str, height: int, width: int
+) -> None:
+    """Without pixels: HF's ``get_number_of_image_patches(h, w) // merge_size**2``, which the
+    processors (and vLLM) use to size the prompt."""
+    family, _ = models.config.select_family(models.config.read_source(model_id))
+    assert family.hf_pil is not None
+    module, name = family.hf_pil.rsplit(".", 1)
+    hf = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    processor = hf.from_dict(builtin_dict(model_id))
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    try:
+        patches = processor.get_number_of_image_patches(height, width, {})
+    except ValueError:
+        with pytest.raises(MmfastError, match="aspect ratio"):
+            proc.num_image_tokens(height, width)
+        return
+    assert proc.num_image_tokens(height, width) == patches // processor.merge_size**2

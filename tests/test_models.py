@@ -122,6 +122,81 @@ def assert_smart_resize_agrees(
     assert smart_resize(height, width, factor, min_pixels, max_pixels) == expected
 
 
+GLM_BUDGETS = [(28, 12544, 9633792), (28, 112 * 112, 28 * 28 * 15000), (32, 3136, 50176)]
+
+
+@pytest.mark.parametrize(("factor", "min_pixels", "max_pixels"), GLM_BUDGETS)
+@pytest.mark.parametrize("frames", [2, 3, 4])
+@settings(max_examples=150, deadline=None)
+@given(height=side, width=side)
+def test_glm_smart_resize_matches_hf(
+    factor: int, min_pixels: int, max_pixels: int, frames: int, height: int, width: int
+) -> None:
+    hf = importlib.import_module("transformers.models.glm4v.image_processing_pil_glm4v")
+    args = (frames, height, width, 2, factor, min_pixels, max_pixels)
+    try:
+        expected = hf.smart_resize(*args)
+    except ValueError:
+        with pytest.raises(MmfastError, match="aspect ratio"):
+            models.glm4v.smart_resize(*args)
+        return
+    assert models.glm4v.smart_resize(*args) == expected
+
+
+@pytest.mark.parametrize(
+    ("factor", "min_pixels", "max_pixels"), [(28, 147384, 2822400), *QWEN_BUDGETS]
+)
+@settings(max_examples=200, deadline=None)
+@given(height=side, width=side)
+def test_paddleocr_smart_resize_matches_hf(
+    factor: int, min_pixels: int, max_pixels: int, height: int, width: int
+) -> None:
+    hf = importlib.import_module(
+        "transformers.models.paddleocr_vl.image_processing_pil_paddleocr_vl"
+    )
+    try:
+        expected = hf.smart_resize(height, width, factor, min_pixels, max_pixels)
+    except ValueError:
+        with pytest.raises(MmfastError, match="aspect ratio"):
+            models.paddleocr_vl.smart_resize(height, width, factor, min_pixels, max_pixels)
+        return
+    assert (
+        models.paddleocr_vl.smart_resize(height, width, factor, min_pixels, max_pixels) == expected
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    height=side,
+    width=side,
+    min_crop=st.integers(1, 600),
+    max_crops=st.integers(1, 8),
+    ratio=st.floats(0.5, 4.0),
+)
+def test_pan_and_scan_matches_hf(
+    height: int, width: int, min_crop: int, max_crops: int, ratio: float
+) -> None:
+    """Gemma 3's crops, against HF's method on zero-stride arrays of the image's size whose
+    values are the row (then the column) index, so each crop tells where it starts."""
+    pas = importlib.import_module(
+        "transformers.models.gemma3.image_processing_pil_gemma3"
+    ).Gemma3ImageProcessorPil.pan_and_scan
+    rows = np.broadcast_to(np.arange(height)[None, :, None], (1, height, width))
+    cols = np.broadcast_to(np.arange(width)[None, None, :], (1, height, width))
+    row_crops = pas(None, rows, min_crop, max_crops, ratio)
+    col_crops = pas(None, cols, min_crop, max_crops, ratio)
+    if any(crop.size == 0 for crop in row_crops):
+        with pytest.raises(MmfastError, match="empty crop"):
+            models.gemma3.pan_and_scan(height, width, min_crop, max_crops, ratio)
+        return
+    boxes = models.gemma3.pan_and_scan(height, width, min_crop, max_crops, ratio)
+    expected = [
+        (int(r[0, 0, 0]), int(c[0, 0, 0]), *r.shape[1:])
+        for r, c in zip(row_crops, col_crops, strict=True)
+    ]
+    assert [(b.top, b.left, b.height, b.width) for b in boxes] == expected
+
+
 def test_smart_resize_rejects_empty_image() -> None:
     with pytest.raises(MmfastError, match="positive"):
         smart_resize(0, 10)

@@ -64,6 +64,23 @@ QUICK_RESIZE_CASES = (((48, 64), (23, 17), "bicubic"), ((30, 40), (52, 20), "bil
 BATCH_IMAGES = 16
 BATCH_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch")
+# One checkpoint per family and distinct image setting (the other built-ins share one of these
+# configs: GLM-4.5V/4.6V/OCR, Kimi-VL-Thinking-2506, Kimi-K2.6, SigLIP2, Qwen2.5-Omni).
+MODELS = (
+    "Qwen/Qwen2-VL-7B-Instruct",
+    "Qwen/Qwen2.5-VL-7B-Instruct",
+    "Qwen/Qwen3-VL-8B-Instruct",
+    "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "llava-hf/llava-1.5-7b-hf",
+    "zai-org/GLM-4.1V-9B-Thinking",
+    "PaddlePaddle/PaddleOCR-VL",
+    "moonshotai/Kimi-VL-A3B-Instruct",
+    "moonshotai/Kimi-K2.5",
+    "google/gemma-3-4b-it",
+    "google/siglip-so400m-patch14-384",
+    "google/paligemma2-3b-pt-224",
+)
 JPEG_NAME = "grace_hopper_12mp.jpg"
 
 
@@ -332,7 +349,7 @@ def model_rows(
 ) -> Iterator[Item]:
     """Each built-in model on a decoded PIL RGB image: mmfast ``proc(pil, threads=1)`` against
     transformers' PIL backend (``return_tensors="np"``) and torchvision backend (``"pt"``)."""
-    ids = list(models.supported_models() if model_ids is None else model_ids)
+    ids = list(MODELS if model_ids is None else model_ids)
     images = {size: _pil(size) for size in sizes}
     with _torch_threads(backends, 1):
         for model_id in ids:

@@ -9,14 +9,19 @@ unit up first. GLM-4.5V (``glm4v_moe``) and GLM-OCR (``glm_ocr``) name these cla
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import BICUBIC, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
 from mmfast.models.config import Fields, Source
-from mmfast.models.qwen2_vl import QwenVLConfig, model_type_of, patch_fields
+from mmfast.models.qwen2_vl import (
+    QwenVLConfig,
+    check_positive,
+    fit_pixel_budget,
+    model_type_of,
+    patch_fields,
+)
 
 __all__ = ["Glm4vConfig", "smart_resize"]
 
@@ -43,30 +48,16 @@ def smart_resize(
         raise MmfastError(
             f"num_frames: expected at least temporal_factor={temporal_factor}, got {num_frames}"
         )
-    if height <= 0 or width <= 0:
-        raise MmfastError(f"image size: expected positive height and width, got {height}x{width}")
+    check_positive(height, width)
     original = (height, width)
     if height < factor or width < factor:
         scale = max(factor / height, factor / width)
         height = int(height * scale)
         width = int(width * scale)
-    if max(height, width) / min(height, width) > 200:
-        raise MmfastError(
-            "image size: absolute aspect ratio must be smaller than 200, got "
-            f"{max(height, width) / min(height, width)} for {original[0]}x{original[1]}"
-        )
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
     t_bar = round(num_frames / temporal_factor) * temporal_factor
-    if t_bar * h_bar * w_bar > max_pixels:
-        beta = math.sqrt((num_frames * height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif t_bar * h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (num_frames * height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
+    return fit_pixel_budget(
+        height, width, factor, min_pixels, max_pixels, num_frames, t_bar, original
+    )
 
 
 @dataclass(frozen=True)

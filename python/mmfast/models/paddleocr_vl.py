@@ -7,14 +7,18 @@ by merge unit but laid out row-major as ``(N, 3 * temporal_patch_size, patch, pa
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import BICUBIC, HALF, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, Patchify
 from mmfast.models.config import Fields, Source
-from mmfast.models.qwen2_vl import QwenVLConfig, model_type_of, patch_fields
+from mmfast.models.qwen2_vl import (
+    QwenVLConfig,
+    check_positive,
+    fit_pixel_budget,
+    model_type_of,
+    patch_fields,
+)
 
 __all__ = ["PaddleOCRVLConfig", "smart_resize"]
 
@@ -33,8 +37,7 @@ def smart_resize(
     short)``, then Qwen's rounding and pixel budget. HF's ``ValueError`` for an aspect ratio
     over 200 is raised as :class:`MmfastError`.
     """
-    if height <= 0 or width <= 0:
-        raise MmfastError(f"image size: expected positive height and width, got {height}x{width}")
+    check_positive(height, width)
     original = (height, width)
     if height < factor:
         width = round((width * factor) / height)
@@ -42,22 +45,7 @@ def smart_resize(
     if width < factor:
         height = round((height * factor) / width)
         width = factor
-    if max(height, width) / min(height, width) > 200:
-        raise MmfastError(
-            "image size: absolute aspect ratio must be smaller than 200, got "
-            f"{max(height, width) / min(height, width)} for {original[0]}x{original[1]}"
-        )
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
+    return fit_pixel_budget(height, width, factor, min_pixels, max_pixels, original=original)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,15 @@ def grid_thw(plans: Sequence[ImagePlan]) -> NDArray[np.int64]:
     ).reshape(-1, 3)
 
 
-__all__ = ["QwenVLConfig", "grid_thw", "model_type_of", "patch_fields", "smart_resize"]
+__all__ = [
+    "QwenVLConfig",
+    "check_positive",
+    "fit_pixel_budget",
+    "grid_thw",
+    "model_type_of",
+    "patch_fields",
+    "smart_resize",
+]
 
 
 def smart_resize(
@@ -64,21 +72,43 @@ def smart_resize(
     aspect ratio over 200 is raised as :class:`MmfastError`, as is a zero side (a
     ``ZeroDivisionError`` in HF).
     """
+    check_positive(height, width)
+    return fit_pixel_budget(height, width, factor, min_pixels, max_pixels)
+
+
+def check_positive(height: int, width: int) -> None:
+    """A zero side is a ``ZeroDivisionError`` in HF's ``smart_resize`` functions."""
     if height <= 0 or width <= 0:
         raise MmfastError(f"image size: expected positive height and width, got {height}x{width}")
+
+
+def fit_pixel_budget(
+    height: int,
+    width: int,
+    factor: int,
+    min_pixels: int,
+    max_pixels: int,
+    num_frames: int = 1,
+    t_bar: int = 1,
+    original: tuple[int, int] | None = None,
+) -> tuple[int, int]:
+    """The part every Qwen-like ``smart_resize`` shares: the aspect-ratio check, the nearest
+    multiples of ``factor`` and the pixel budget, counted over ``t_bar`` frames (GLM), with
+    ``num_frames`` in the rescale. ``original`` is the size named in errors."""
     if max(height, width) / min(height, width) > 200:
+        h, w = original or (height, width)
         raise MmfastError(
             "image size: absolute aspect ratio must be smaller than 200, got "
-            f"{max(height, width) / min(height, width)} for {height}x{width}"
+            f"{max(height, width) / min(height, width)} for {h}x{w}"
         )
     h_bar = round(height / factor) * factor
     w_bar = round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
+    if t_bar * h_bar * w_bar > max_pixels:
+        beta = math.sqrt((num_frames * height * width) / max_pixels)
         h_bar = max(factor, math.floor(height / beta / factor) * factor)
         w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
+    elif t_bar * h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (num_frames * height * width))
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
     return h_bar, w_bar
