@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import kimi_reference
@@ -42,17 +43,24 @@ Outputs = Mapping[str, np.ndarray]
 Reference = Callable[[list[Image.Image], dict[str, Any]], Outputs]
 
 
-def hf_reference(model_id: str, processor_defaults: Mapping[str, Any] | None = None) -> Reference:
-    """transformers' PIL class for the checkpoint's family, from the built-in's config dict,
-    with the images kwargs the model's processor passes (``processor_defaults``) on top."""
+def hf_class(model_id: str) -> Any:
+    """transformers' PIL class for the checkpoint's family."""
     family, _ = models.config.select_family(models.config.read_source(model_id))
     assert family.hf_pil is not None
     module, name = family.hf_pil.rsplit(".", 1)
-    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    return getattr(importlib.import_module(f"transformers.models.{module}"), name)
 
-    def run(images: list[Image.Image], overrides: dict[str, Any]) -> Outputs:
+
+def hf_reference(model_id: str) -> Reference:
+    """transformers' PIL class for the checkpoint's family, from the built-in's config dict,
+    called with the image kwargs the model's processor passes (the family's
+    ``processor_defaults``, checked against the HF processors below)."""
+    cls = hf_class(model_id)
+    family, _ = models.config.select_family(models.config.read_source(model_id))
+
+    def run(images: list[Any], overrides: dict[str, Any]) -> Outputs:
         processor = cls.from_dict(builtin_dict(model_id) | overrides)
-        kwargs = {k: v for k, v in (processor_defaults or {}).items() if k not in overrides}
+        kwargs = {k: v for k, v in family.processor_defaults.items() if k not in overrides}
         return dict(processor(images, return_tensors="np", **kwargs))
 
     return run
@@ -86,6 +94,54 @@ def gemma3_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
     return 256 * (1 + int(out["num_crops"][0]))
 
 
+def internvl_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """InternVLProcessor: <img>, 256 context tokens per tile, </img>."""
+    return 2 + 256 * int(out["num_patches"][0])
+
+
+def aya_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """AyaVisionProcessor._get_num_multimodal_tokens with (364 // (14 * 2)) ** 2 per tile."""
+    per_tile = (364 // 28) ** 2
+    return per_tile + 3 + (int(out["num_patches"][0]) - 1) * (per_tile + 1)
+
+
+def llava_next_tokens(
+    processor: str, **attributes: Any
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """``replace_image_token``'s count of a LLaVA-NeXT-style processor (``module.Class`` under
+    ``transformers.models``), run on a stand-in holding only the attributes it reads (the real
+    processor needs a tokenizer)."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        pinpoints = overrides.get("image_grid_pinpoints") or attributes["pinpoints"]
+        fake = SimpleNamespace(
+            image_processor=SimpleNamespace(image_grid_pinpoints=pinpoints),
+            **{k: v for k, v in attributes.items() if k != "pinpoints"},
+        )
+        fake._get_unpadded_features = lambda *a: cls._get_unpadded_features(fake, *a)
+        fake._get_number_of_features = lambda *a: cls._get_number_of_features(fake, *a)
+        inputs = {
+            "image_sizes": out["image_sizes"],
+            "pixel_values": out["pixel_values"],
+            "batch_num_images": out.get("batch_num_images", [1]),
+        }
+        return str(cls.replace_image_token(fake, inputs, 0)).count("<image>")
+
+    return count
+
+
+def idefics3_tokens(seq_len: int) -> Callable[[Outputs, dict[str, Any]], int]:
+    """Idefics3Processor._get_num_multimodal_tokens, "\n\n" read as one token."""
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        rows, cols = out["rows"][0][0], out["cols"][0][0]
+        return seq_len + 3 + rows * (cols * (seq_len + 2) + 1)
+
+    return count
+
+
 @dataclass(frozen=True)
 class Override:
     """Keyword overrides for mmfast, and for the reference when they must differ."""
@@ -107,12 +163,6 @@ class Row:
 
     def __str__(self) -> str:
         return self.model_id.rsplit("/", 1)[-1]
-
-
-def gemma3_processor_defaults() -> Mapping[str, Any]:
-    """Gemma3Processor's images kwargs: the values the checkpoint's file leaves null."""
-    processing = importlib.import_module("transformers.models.gemma3.processing_gemma3")
-    return dict(processing.Gemma3Processor.images_kwargs)
 
 
 COMMON = (
@@ -195,7 +245,7 @@ TABLE = [
     ),
     Row(
         "google/gemma-3-4b-it",
-        hf_reference("google/gemma-3-4b-it", gemma3_processor_defaults()),
+        hf_reference("google/gemma-3-4b-it"),
         gemma3_tokens,
         (
             *COMMON,
@@ -216,6 +266,81 @@ TABLE = [
         hf_reference("google/paligemma2-3b-pt-224"),
         lambda out, overrides: 256,
         (Override({"size": {"height": 448, "width": 448}, "resample": 2}),),
+    ),
+    Row(
+        "OpenGVLab/InternVL3-8B-hf",
+        hf_reference("OpenGVLab/InternVL3-8B-hf"),
+        internvl_tokens,
+        (
+            *COMMON,
+            Override({"crop_to_patches": False}),
+            Override({"max_patches": 4}),
+            Override({"min_patches": 3, "max_patches": 6}),
+            Override({"size": {"height": 224, "width": 224}, "resample": 2}),
+        ),
+    ),
+    Row(
+        "CohereLabs/aya-vision-8b",
+        hf_reference("CohereLabs/aya-vision-8b"),
+        aya_tokens,
+        (Override({"max_patches": 2}),),
+    ),
+    Row(
+        "llava-hf/llava-v1.6-mistral-7b-hf",
+        hf_reference("llava-hf/llava-v1.6-mistral-7b-hf"),
+        llava_next_tokens(
+            "llava_next.processing_llava_next.LlavaNextProcessor",
+            pinpoints=builtin_dict("llava-hf/llava-v1.6-mistral-7b-hf")["image_grid_pinpoints"],
+            patch_size=14,
+            num_additional_image_tokens=1,
+            vision_feature_select_strategy="default",
+            image_token="<image>",
+        ),
+        (
+            *COMMON,
+            Override({"image_grid_pinpoints": [[336, 336], [336, 1008], [1344, 336]]}),
+            Override({"size": {"shortest_edge": 224}, "crop_size": 224}),
+            Override({"size": {"shortest_edge": 400}}),
+            Override({"resample": 2}),
+        ),
+    ),
+    Row(
+        "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+        hf_reference("llava-hf/llava-onevision-qwen2-7b-ov-hf"),
+        llava_next_tokens(
+            "llava_onevision.processing_llava_onevision.LlavaOnevisionProcessor",
+            pinpoints=builtin_dict("llava-hf/llava-onevision-qwen2-7b-ov-hf")[
+                "image_grid_pinpoints"
+            ],
+            num_image_tokens=729,
+            vision_aspect_ratio="anyres_max_9",
+            vision_feature_select_strategy="full",
+            image_token="<image>",
+        ),
+        (
+            *COMMON,
+            Override({"image_grid_pinpoints": [[384, 384], [384, 768], [768, 768]]}),
+            Override({"size": {"height": 224, "width": 224}}),
+        ),
+    ),
+    *(
+        Row(
+            model_id,
+            hf_reference(model_id),
+            idefics3_tokens(seq_len),
+            (
+                *COMMON,
+                Override({"do_image_splitting": False}),
+                Override({"size": {"longest_edge": 700}}),
+                Override({"max_image_size": {"longest_edge": 200}}),
+                Override({"do_resize": False}),
+                Override({"resample": 3}),
+            ),
+        )
+        for model_id, seq_len in [
+            ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", 81),
+            ("HuggingFaceM4/Idefics3-8B-Llama3", 169),
+        ]
     ),
 ]
 ROWS = {str(row): row for row in TABLE}
@@ -448,3 +573,63 @@ def test_token_counts_match_get_number_of_image_patches(
             proc.num_image_tokens(height, width)
         return
     assert proc.num_image_tokens(height, width) == patches // processor.merge_size**2
+
+
+# Families whose HF processors pass image kwargs of their own on every call.
+PROCESSOR_DEFAULTS = [
+    ("google/gemma-3-4b-it", "gemma3.processing_gemma3.Gemma3Processor"),
+    ("OpenGVLab/InternVL3-8B-hf", "internvl.processing_internvl.InternVLProcessor"),
+    ("CohereLabs/aya-vision-8b", "aya_vision.processing_aya_vision.AyaVisionProcessor"),
+    ("llava-hf/llava-v1.6-mistral-7b-hf", "llava_next.processing_llava_next.LlavaNextProcessor"),
+    ("HuggingFaceM4/Idefics3-8B-Llama3", "idefics3.processing_idefics3.Idefics3Processor"),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "smolvlm.processing_smolvlm.SmolVLMProcessor"),
+]
+
+
+@pytest.mark.parametrize(("model_id", "processor"), PROCESSOR_DEFAULTS)
+def test_processor_defaults_are_hfs(model_id: str, processor: str) -> None:
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    family, _ = models.config.select_family(models.config.read_source(model_id))
+    assert dict(family.processor_defaults) == cls.images_kwargs
+
+
+NESTED_MODELS = [
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "HuggingFaceM4/Idefics3-8B-Llama3",
+    "llava-hf/llava-v1.6-mistral-7b-hf",
+    "OpenGVLab/InternVL3-8B-hf",
+    "Qwen/Qwen2.5-Omni-7B",
+]
+
+
+@pytest.mark.parametrize("model_id", NESTED_MODELS)
+def test_samples_nest_like_hf(model_id: str) -> None:
+    """A nested list is one list of images per prompt: OneVision pads a multi-image prompt's
+    images to squares, Idefics3/SmolVLM stack prompts padded to the longest (an empty prompt
+    is all padding), the others flatten the nesting."""
+    pil = [
+        Image.fromarray(make_image("noise" if i % 2 else "smooth", h, w, i))
+        for i, (h, w) in enumerate([(300, 200), (64, 90), (100, 900), (500, 500)])
+    ]
+    reference = hf_reference(model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    layouts: list[list[Any]] = [[pil[:2], pil[2:3]], [pil[:1], pil[1:4]], [pil[:1]]]
+    if model_id in ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "HuggingFaceM4/Idefics3-8B-Llama3"):
+        layouts.append([[], pil[1:3]])
+    for samples in layouts:
+        assert_same_outputs(proc(samples), reference(samples, {}))
+    with pytest.raises(MmfastError, match="mix of both"):
+        proc([pil[0], [pil[1]]])
+    with pytest.raises(MmfastError, match="only empty samples"):
+        proc([[], []])
+
+
+def test_onevision_multi_image_tokens() -> None:
+    proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-onevision-qwen2-7b-ov-hf")
+    plan = proc.config.plan_in_sample(300, 200, 2)
+    # One squashed 384 tile and 729 + 1 tokens (the newline), as the processor counts them.
+    assert plan.output_shapes["pixel_values"] == (1, 3, 384, 384)
+    assert plan.num_image_tokens == 730
+    assert proc.plan(300, 200).num_image_tokens == proc.num_image_tokens(300, 200) != 730

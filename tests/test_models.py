@@ -584,6 +584,14 @@ def test_supported_models_load() -> None:
         "google/siglip-so400m-patch14-384": models.SiglipConfig,
         "google/siglip2-base-patch16-224": models.SiglipConfig,
         "google/paligemma2-3b-pt-224": models.SiglipConfig,
+        "OpenGVLab/InternVL3-8B-hf": models.GotOcr2Config,
+        "OpenGVLab/InternVL3_5-8B-HF": models.GotOcr2Config,
+        "CohereLabs/aya-vision-8b": models.GotOcr2Config,
+        "llava-hf/llava-v1.6-mistral-7b-hf": models.LlavaNextConfig,
+        "llava-hf/llava-onevision-qwen2-7b-ov-hf": models.LlavaOnevisionConfig,
+        "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
+        "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
+        "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import io
+import itertools
 import os
 import platform
 import time
@@ -63,6 +64,8 @@ QUICK_RESIZE_CASES = (((48, 64), (23, 17), "bicubic"), ((30, 40), (52, 20), "bil
 # The brief's mixed batch: 16 images from 320x240 up to 4032x3024.
 BATCH_IMAGES = 16
 BATCH_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
+# The batch section's models: a patch family and a tiling one (several resizes per image).
+BATCH_MODELS = (BATCH_MODEL, "OpenGVLab/InternVL3-8B-hf")
 SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch")
 # One checkpoint per family and distinct image setting (the other built-ins share one of these
 # configs: GLM-4.5V/4.6V/OCR, Kimi-VL-Thinking-2506, Kimi-K2.6, SigLIP2, Qwen2.5-Omni).
@@ -80,6 +83,11 @@ MODELS = (
     "google/gemma-3-4b-it",
     "google/siglip-so400m-patch14-384",
     "google/paligemma2-3b-pt-224",
+    "OpenGVLab/InternVL3-8B-hf",
+    "CohereLabs/aya-vision-8b",
+    "llava-hf/llava-v1.6-mistral-7b-hf",
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 
@@ -197,7 +205,8 @@ def hf_processor(model_id: str, backend: str) -> Any | None:
     if where is None:
         return None
     module, name = where.rsplit(".", 1)
-    config = dict(models.registry.BUILTINS[model_id].preprocessor)
+    # The model's processor passes its image defaults on every call (InternVL's tiling, ...).
+    config = {**models.registry.BUILTINS[model_id].preprocessor, **family.processor_defaults}
     return getattr(importlib.import_module(f"transformers.models.{module}"), name).from_dict(config)
 
 
@@ -588,7 +597,9 @@ def run(
                 f"batch: one call on {len(mixed)} mixed images, mmfast on 1 and 2 threads "
                 "(HF PIL, one thread, for reference)",
                 ["HF PIL"],
-                batch_rows(backends, mixed, budget=budget),
+                itertools.chain.from_iterable(
+                    batch_rows(backends, mixed, model, budget=budget) for model in BATCH_MODELS
+                ),
             )
     return rows
 

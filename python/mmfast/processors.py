@@ -87,8 +87,11 @@ class BatchFeature(Mapping[str, np.ndarray]):
 BatchInput = NDArray[np.uint8] | ArrowSource
 
 
-def prepare(image: ImageInput, config: ModelConfig) -> tuple[BatchInput, ImagePlan]:
-    """One input image → what the core reads, and its plan.
+def prepare(
+    image: ImageInput, config: ModelConfig, sample_size: int = 1
+) -> tuple[BatchInput, ImagePlan]:
+    """One input image → what the core reads, and its plan (for an image in a sample of
+    ``sample_size`` images).
 
     A PIL image is converted to RGB the way the model's reference does
     (``config.pil_convert``; no EXIF orientation: HF's processors apply none to PIL input)
@@ -98,7 +101,7 @@ def prepare(image: ImageInput, config: ModelConfig) -> tuple[BatchInput, ImagePl
     (H, W) uint8.
     """
     if isinstance(image, Image.Image):
-        plan = config.plan(image.height, image.width)
+        plan = config.plan_in_sample(image.height, image.width, sample_size)
         if not plan.do_convert_rgb and image.mode != "RGB":
             raise _not_converted(f"a PIL image in mode {image.mode}")
         if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
@@ -110,7 +113,7 @@ def prepare(image: ImageInput, config: ModelConfig) -> tuple[BatchInput, ImagePl
         return arrow_source(converted), plan
     if isinstance(image, (bytes, bytearray, memoryview, str, os.PathLike)):
         decoded = decode_image(image)
-        return decoded, config.plan(decoded.shape[0], decoded.shape[1])
+        return decoded, config.plan_in_sample(decoded.shape[0], decoded.shape[1], sample_size)
     if isinstance(image, np.ndarray):
         if (
             image.dtype != np.uint8
@@ -123,7 +126,7 @@ def prepare(image: ImageInput, config: ModelConfig) -> tuple[BatchInput, ImagePl
             )
         if image.size == 0:
             raise MmfastError(f"images: expected a non-empty image, got shape {image.shape}")
-        plan = config.plan(image.shape[0], image.shape[1])
+        plan = config.plan_in_sample(image.shape[0], image.shape[1], sample_size)
         if image.ndim == 2:
             if not plan.do_convert_rgb:
                 raise _not_converted("a (height, width) grayscale array")
@@ -216,35 +219,77 @@ class ImageProcessor:
             raise MmfastError(f"dtype: expected 'float32' or 'bfloat16', got {dtype!r}")
         if dtype != "float32" and dtype != self.config.native_dtype:
             raise MmfastError(f"dtype: {dtype} is only offered for Llama 4, whose HF output it is")
-        inputs, plans = zip(
-            *(prepare(image, self.config) for image in _as_list(images)), strict=True
+        samples = as_samples(images, self.config.flat_is_one_sample)
+        prepared = [
+            prepare(image, self.config, len(sample)) for sample in samples for image in sample
+        ]
+        inputs, plans = zip(*prepared, strict=True)
+        sizes = [len(sample) for sample in samples]
+        return run_plans(self.config, list(inputs), list(plans), sizes, threads, dtype)
+
+
+def as_samples(
+    images: ImageInput | Sequence[ImageInput] | Sequence[Sequence[ImageInput]],
+    flat_is_one_sample: bool,
+) -> list[list[ImageInput]]:
+    """The batch as samples (the images of one prompt each), as HF nests its input.
+
+    A list of lists is taken as samples (one may be empty: a text-only prompt). A flat list
+    is one sample per image, or, for processors that read it as one prompt's images
+    (``flat_is_one_sample``: Idefics3, SmolVLM), a single sample; one image is one sample.
+    """
+    if not isinstance(images, (list, tuple)):
+        return [[images]]  # type: ignore[list-item]
+    if not images:
+        raise MmfastError("images: expected at least one image, got an empty sequence")
+    nested = [isinstance(item, (list, tuple)) for item in images]
+    if all(nested):
+        samples = [list(sample) for sample in images]
+        if not any(samples):
+            raise MmfastError("images: expected at least one image, got only empty samples")
+        return samples
+    if any(nested):
+        raise MmfastError(
+            "images: expected images or lists of images (one per sample), got a mix of both"
         )
-        return run_plans(self.config, list(inputs), list(plans), threads, dtype)
-
-
-def _as_list(images: ImageInput | Sequence[ImageInput]) -> list[ImageInput]:
-    if isinstance(images, (list, tuple)):
-        if not images:
-            raise MmfastError("images: expected at least one image, got an empty sequence")
-        return list(images)
-    return [images]  # type: ignore[list-item]
+    if flat_is_one_sample:
+        return [list(images)]
+    return [[image] for image in images]
 
 
 def batch_shape(
-    config: ModelConfig, plans: Sequence[ImagePlan]
+    config: ModelConfig, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
 ) -> tuple[tuple[int, ...], list[int]]:
-    """The batch's ``pixel_values`` shape and each image's first value in it."""
+    """The batch's ``pixel_values`` shape and each image's first value in it.
+
+    ``config.layout()``: "concat" joins the images' outputs along their first axis,
+    "stack" adds a batch axis, "pad_images" / "pad_samples" stack each image's (or each
+    sample's) rows, zero-padded to the longest, as HF pads across a batch.
+    """
     shapes = [plan.output_shapes["pixel_values"] for plan in plans]
-    offsets = [0, *itertools.accumulate(math.prod(shape) for shape in shapes)][:-1]
-    stack = config.batch_layout == "stack"
+    layout = config.layout()
+    stack = layout == "stack"
     if any(shape[not stack :] != shapes[0][not stack :] for shape in shapes):
         raise MmfastError(
             "images: this config gives images of different output sizes, which cannot be "
             "stacked; pass them one at a time"
         )
+    sizes = [math.prod(shape) for shape in shapes]
     if stack:
-        return (len(shapes), *shapes[0]), offsets
-    return (sum(shape[0] for shape in shapes), *shapes[0][1:]), offsets
+        return (len(shapes), *shapes[0]), [0, *itertools.accumulate(sizes)][:-1]
+    rest = shapes[0][1:]
+    if layout == "concat":
+        rows = sum(shape[0] for shape in shapes)
+        return (rows, *rest), [0, *itertools.accumulate(sizes)][:-1]
+    groups = [1] * len(plans) if layout == "pad_images" else list(sample_sizes)
+    starts = [0, *itertools.accumulate(groups)]
+    group_rows = [sum(s[0] for s in shapes[a:b]) for a, b in itertools.pairwise(starts)]
+    width = max(group_rows)
+    row = math.prod(rest)
+    offsets: list[int] = []
+    for g, (a, b) in enumerate(itertools.pairwise(starts)):
+        offsets += [g * width * row + o for o in itertools.accumulate([0, *sizes[a:b]])][:-1]
+    return (len(groups), width, *rest), offsets
 
 
 def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tuple[Any, ...]]:
@@ -291,12 +336,14 @@ def run_plans(
     config: ModelConfig,
     inputs: list[BatchInput],
     plans: list[ImagePlan],
+    sample_sizes: list[int],
     threads: int,
     dtype: Dtype,
 ) -> BatchFeature:
-    """Runs the plans of a batch in one native call and assembles HF's outputs."""
+    """Runs the plans of a batch in one native call and assembles HF's outputs;
+    ``sample_sizes`` counts the images of each sample, in order."""
     tables = config.tables(plans[0])
-    shape, offsets = batch_shape(config, plans)
+    shape, offsets = batch_shape(config, plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
@@ -304,4 +351,4 @@ def run_plans(
     if config.native_dtype == "bfloat16":
         values = out.view(ml_dtypes.bfloat16)
         out = values if dtype == "bfloat16" else values.astype(np.float32)
-    return BatchFeature({"pixel_values": out, **config.batch_outputs(plans)})
+    return BatchFeature({"pixel_values": out, **config.batch_outputs(plans, sample_sizes)})

@@ -29,6 +29,10 @@ from mmfast.models import (
     kimi_k25,
     gemma3,
     siglip,
+    got_ocr2,
+    llava_next,
+    llava_onevision,
+    idefics3,
 )
 
 # isort: on
@@ -63,6 +67,8 @@ from mmfast.models.llama4 import (
     get_max_res_without_distortion,
 )
 from mmfast.models.llava import ClipConfig
+from mmfast.models.llava_next import LlavaNextConfig
+from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
@@ -76,10 +82,14 @@ __all__ = [
     "CropBox",
     "Gemma3Config",
     "Glm4vConfig",
+    "GotOcr2Config",
+    "Idefics3Config",
     "ImagePlan",
     "KimiK25Config",
     "KimiVLConfig",
     "Llama4Config",
+    "LlavaNextConfig",
+    "LlavaOnevisionConfig",
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
@@ -97,10 +107,14 @@ __all__ = [
     "get_resize_output_image_size",
     "get_size_with_aspect_ratio",
     "glm4v",
+    "got_ocr2",
+    "idefics3",
     "kimi_k25",
     "kimi_vl",
     "llama4",
     "llava",
+    "llava_next",
+    "llava_onevision",
     "load_config",
     "paddleocr_vl",
     "qwen2_vl",

@@ -165,6 +165,11 @@ class View:
     crop: CropBox | None = None
     pad: Pad | None = None
 
+    @property
+    def windows(self) -> tuple[CropBox, ...]:
+        """The windows this view writes (none for patch rows or no output)."""
+        return self.out if isinstance(self.out, tuple) else ()
+
 
 @dataclass(frozen=True)
 class ImagePlan:
@@ -282,8 +287,12 @@ class ModelConfig:
     image_processor_type: str
 
     # How the images' pixel_values join: "concat" along the first axis of each image's
-    # output shape (patch rows, tiles, crops), or "stack" along a new first axis.
+    # output shape (patch rows, tiles, crops), "stack" along a new first axis, or stacked per
+    # image ("pad_images") or per sample ("pad_samples"), zero-padded to the longest.
     batch_layout: ClassVar[str] = "concat"
+    # Whether the HF processor reads a flat list of images as one sample (Idefics3, SmolVLM)
+    # rather than one sample per image.
+    flat_is_one_sample: ClassVar[bool] = False
     # The dtype of HF's pixel_values before any cast: "bfloat16" where HF computes in it.
     native_dtype: ClassVar[str] = "float32"
     # How the reference turns a PIL image into RGB: "hf" (transformers' convert_to_rgb, which
@@ -296,6 +305,15 @@ class ModelConfig:
         """What happens to an image of this size (sizes, windows, constants, shapes)."""
         raise NotImplementedError
 
+    def layout(self) -> str:
+        """:attr:`batch_layout`, for families whose layout follows a setting."""
+        return self.batch_layout
+
+    def plan_in_sample(self, height: int, width: int, sample_size: int) -> ImagePlan:
+        """The plan of an image in a sample of ``sample_size`` images (LLaVA-OneVision treats
+        the images of a multi-image prompt differently); by default :meth:`plan`."""
+        return self.plan(height, width)
+
     def num_image_tokens(self, height: int, width: int) -> int:
         """Placeholder tokens the model's processor inserts for a (height, width) image."""
         return self.plan(height, width).num_image_tokens
@@ -307,6 +325,9 @@ class ModelConfig:
         """
         return float32_tables(plan)
 
-    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
-        """The outputs after ``pixel_values``, in HF's key order."""
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """The outputs after ``pixel_values``, in HF's key order (``sample_sizes``: the
+        images of each sample)."""
         return {}

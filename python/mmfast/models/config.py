@@ -203,12 +203,11 @@ class Fields:
             raise self.error(name, "true or false", value)
         return value
 
-    def convert_rgb(self, null: bool = False) -> bool:
+    def convert_rgb(self) -> bool:
         """``do_convert_rgb``. An explicit null in a file is not the class default: HF's
-        ``from_dict`` stores None over it, which reads as off, unless the model's processor
-        supplies a value (``null``), as Gemma3Processor does."""
+        ``from_dict`` stores None over it, which reads as off."""
         if "do_convert_rgb" in self._values and self._values["do_convert_rgb"] is None:
-            return null
+            return False
         return self.flag("do_convert_rgb", True)
 
     def positive_int(self, name: str, default: int) -> int:
@@ -289,7 +288,10 @@ def load_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> Model
     ``preprocessor_config.json`` (plus, optionally, ``processor_config.json`` for the token
     count and ``config.json`` for ``model_type``), or a path to such a JSON file.
 
-    ``overrides`` behave like keyword arguments to HF's ``from_pretrained``: they replace the
+    The image kwargs the model's HF processor passes on every call (InternVL's
+    ``crop_to_patches=True``, LLaVA-NeXT's ``do_pad=True``, Gemma 3's pan-and-scan
+    defaults, ...) replace the file's values, as they do in transformers. ``overrides`` behave
+    like keyword arguments to HF's ``from_pretrained`` and win over both: they replace the
     config's keys before the processor is built, so the processor's own precedence still holds
     (for Qwen, a ``min_pixels``/``max_pixels`` in the config or overrides beats ``size``), and
     None means "class default". Processor-level keys (``patch_size`` for LLaVA / Llama 4,
@@ -301,7 +303,8 @@ def load_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> Model
     """
     source = read_source(name_or_path)
     family, processor_type = select_family(source)
-    preprocessor = dict(source.preprocessor)
+    # The model's processor passes its image defaults on every call, over the file's values.
+    preprocessor = {**source.preprocessor, **family.processor_defaults}
     processor = dict(source.processor)
     for key, value in overrides.items():
         if key in family.processor_kwargs:

@@ -18,7 +18,6 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
@@ -150,14 +149,16 @@ class Gemma3Config(PilBackendConfig):
             views=tuple(views),
         )
 
-    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
         """``num_crops``: (B,) int64 pan-and-scan crops per image."""
         return {"num_crops": np.array([len(p.views) - 1 for p in plans], np.int64)}
 
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> Gemma3Config:
-    """Mirrors ``Gemma3ImageProcessorPil``'s class defaults, with ``Gemma3Processor``'s
-    defaults for the settings the checkpoints leave null."""
+    """Mirrors ``Gemma3ImageProcessorPil``'s class defaults (``Gemma3Processor``'s image
+    defaults arrive through the family's ``processor_defaults``)."""
     fields = pil_backend_fields(
         cfg,
         size={"height": 224, "width": 224},
@@ -165,7 +166,6 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         resample=BILINEAR,
         mean=IMAGENET_STANDARD_MEAN,
         std=IMAGENET_STANDARD_STD,
-        convert_rgb_null=True,
     )
     # Gemma3's _preprocess never centre-crops, whatever the config says.
     fields["do_center_crop"] = False
@@ -197,6 +197,16 @@ registry.register(
             }
         ),
         processor_kwargs=frozenset({"image_seq_length"}),
+        # Gemma3Processor.images_kwargs: the values the checkpoints leave null.
+        processor_defaults=MappingProxyType(
+            {
+                "do_convert_rgb": True,
+                "do_pan_and_scan": False,
+                "pan_and_scan_min_crop_size": 256,
+                "pan_and_scan_max_num_crops": 4,
+                "pan_and_scan_min_ratio_to_activate": 1.2,
+            }
+        ),
         hf_pil="gemma3.image_processing_pil_gemma3.Gemma3ImageProcessorPil",
         hf_torchvision="gemma3.image_processing_gemma3.Gemma3ImageProcessor",
     )

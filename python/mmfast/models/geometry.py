@@ -7,14 +7,18 @@ live in the family's own module.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "CropBox",
     "center_crop_box",
     "get_image_size_for_max_height_width",
+    "get_patch_output_size",
     "get_resize_output_image_size",
     "get_size_with_aspect_ratio",
+    "select_best_resolution",
 ]
 
 
@@ -108,3 +112,49 @@ def center_crop_box(height: int, width: int, crop_height: int, crop_width: int) 
         height=crop_height,
         width=crop_width,
     )
+
+
+def select_best_resolution(
+    original_size: tuple[int, int], possible_resolutions: Sequence[Sequence[int]]
+) -> tuple[int, int]:
+    """The (height, width) among ``possible_resolutions`` that keeps the most of the image and
+    wastes the least canvas.
+
+    Mirrors ``transformers.image_processing_utils.select_best_resolution``: the downscaled size
+    truncates with ``int()``, and the first resolution wins ties.
+    """
+    original_height, original_width = original_size
+    best_fit = (0, 0)
+    max_effective_resolution = 0
+    min_wasted_resolution = float("inf")
+    for height, width in possible_resolutions:
+        scale = min(width / original_width, height / original_height)
+        downscaled_width = int(original_width * scale)
+        downscaled_height = int(original_height * scale)
+        effective_resolution = min(
+            downscaled_width * downscaled_height, original_width * original_height
+        )
+        wasted_resolution = (width * height) - effective_resolution
+        if effective_resolution > max_effective_resolution or (
+            effective_resolution == max_effective_resolution
+            and wasted_resolution < min_wasted_resolution
+        ):
+            max_effective_resolution = effective_resolution
+            min_wasted_resolution = wasted_resolution
+            best_fit = (height, width)
+    return best_fit
+
+
+def get_patch_output_size(
+    height: int, width: int, target_resolution: tuple[int, int]
+) -> tuple[int, int]:
+    """The image's size fitted into ``target_resolution`` without distortion (``ceil``).
+
+    Mirrors ``transformers.image_processing_utils.get_patch_output_size``.
+    """
+    target_height, target_width = target_resolution
+    scale_w = target_width / width
+    scale_h = target_height / height
+    if scale_w < scale_h:
+        return min(math.ceil(height * scale_w), target_height), target_width
+    return target_height, min(math.ceil(width * scale_h), target_width)

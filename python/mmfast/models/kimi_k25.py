@@ -152,7 +152,9 @@ class KimiK25Config(ModelConfig):
         """``media_utils.normalize``'s arithmetic."""
         return numpy_tables(self.image_mean, self.image_std)
 
-    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
         """``grid_thws``: (B, 3) int64 ``(1, patch rows, patch columns)``."""
         return patch_grid_outputs(plans, "grid_thws", temporal=True)
 

@@ -161,7 +161,9 @@ class KimiVLConfig(ModelConfig):
         """torchvision's ``to_tensor`` + ``normalize`` arithmetic."""
         return torchvision_tables(self.image_mean, self.image_std)
 
-    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
         """``image_grid_hws``: (B, 2) int64 patch rows and columns."""
         return patch_grid_outputs(plans, "image_grid_hws", temporal=False)
 

@@ -278,7 +278,9 @@ class Llama4Config(ModelConfig):
             )
         return bfloat16_tables(plan)
 
-    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
         """``aspect_ratios``: (B, 2) int64 tile rows and columns."""
         ratios = [(p.tiles.tiles_h, p.tiles.tiles_w) for p in plans if p.tiles]
         return {"aspect_ratios": np.array(ratios, np.int64).reshape(-1, 2)}

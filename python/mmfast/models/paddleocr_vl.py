@@ -62,7 +62,7 @@ class PaddleOCRVLConfig(QwenVLConfig):
         factor = self.patch_size * self.merge_size
         return smart_resize(height, width, factor, self.min_pixels, self.max_pixels)
 
-    def layout(self) -> Patchify:
+    def patchify(self) -> Patchify:
         """Row-major patches: HF's ``patchify`` does not group them by merge unit."""
         return Patchify(self.patch_size, self.temporal_patch_size, 1)
 

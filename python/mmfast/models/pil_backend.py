@@ -69,15 +69,16 @@ def pil_backend_fields(
     mean: RGB,
     std: RGB,
     do_center_crop: bool = False,
-    crop_size: int = 224,
-    convert_rgb_null: bool = False,
+    crop_size: int | Mapping[str, int] | None = 224,
+    pads: bool = False,
 ) -> dict[str, Any]:
     """The :class:`PilBackendConfig` fields from a config, given the class defaults.
 
     Mirrors ``PilBackend.__init__`` and ``BaseImageProcessor._standardize_kwargs``: sizes go
     through ``get_size_dict`` (an int is a square or a shortest edge per ``default_to_square``,
-    a crop size always a square). ``convert_rgb_null``: what a null ``do_convert_rgb`` means
-    (see :meth:`Fields.convert_rgb`).
+    a crop size always a square). ``pads``: the family reads ``do_pad`` itself (a batch
+    padding of its own); otherwise ``do_pad`` must be off. A ``crop_size`` of None (the class
+    has none) reads as (0, 0).
     """
     size_value = cfg.raw("size")
     resolved = cfg.size_dict(
@@ -93,15 +94,18 @@ def pil_backend_fields(
     ):
         raise cfg.error("size", "shortest_edge, max_height/max_width or height/width", resolved)
     crop_value = cfg.raw("crop_size")
-    crop = cfg.size_dict("crop_size", crop_size if crop_value is None else crop_value, True)
+    if crop_value is None:
+        crop_value = crop_size
+    crop = {} if crop_value is None else cfg.size_dict("crop_size", crop_value, True)
     center_crop = cfg.flag("do_center_crop", do_center_crop)
     if center_crop and not {"height", "width"} <= crop.keys():
         raise cfg.error("crop_size", "height and width", crop)
-    if cfg.flag("do_pad", False):
-        raise cfg.error("do_pad", "false (batch padding is not supported)", True)
+    if not pads and cfg.flag("do_pad", False):
+        # PilBackend._preprocess pads to pad_size, which mmfast does not do.
+        raise cfg.error("do_pad", "false (padding to pad_size is not supported)", True)
     norm = cfg.normalization(mean, std)
     return {
-        "do_convert_rgb": cfg.convert_rgb(convert_rgb_null),
+        "do_convert_rgb": cfg.convert_rgb(),
         "do_resize": do_resize,
         "size": MappingProxyType(resolved),
         "resample": cfg.resample(resample),

@@ -149,7 +149,7 @@ class QwenVLConfig(ModelConfig):
         factor = self.patch_size * self.merge_size
         return smart_resize(height, width, factor, self.min_pixels, self.max_pixels)
 
-    def layout(self) -> Patchify:
+    def patchify(self) -> Patchify:
         """How the resized image becomes patch rows: grouped by ``merge_size``."""
         return Patchify(self.patch_size, self.temporal_patch_size, self.merge_size)
 
@@ -161,7 +161,7 @@ class QwenVLConfig(ModelConfig):
         """Mirrors the processor's ``_preprocess`` for one image: resize, rescale,
         normalise, patchify."""
         check_image_size(height, width)
-        layout = self.layout()
+        layout = self.patchify()
         if self.do_resize:
             resized = self.resized_size(height, width)
         else:
@@ -207,7 +207,9 @@ class QwenVLConfig(ModelConfig):
             ),
         )
 
-    def batch_outputs(self, plans: Sequence[ImagePlan]) -> dict[str, NDArray[Any]]:
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
         """``image_grid_thw``: (B, 3) int64."""
         return {"image_grid_thw": grid_thw(plans)}
 

@@ -42,7 +42,8 @@ class Family:
     (token counts). ``build(source, processor_type, preprocessor_fields, processor_fields)``
     makes the config. ``hf_pil`` and ``hf_torchvision`` name transformers' classes for the
     family (``module.Class`` under ``transformers.models``), where they exist, for parity
-    tests and the bench.
+    tests and the bench. ``processor_defaults`` are the image kwargs the model's HF processor
+    passes on every call (its ``images_kwargs``), which win over the checkpoint's file.
     """
 
     name: str
@@ -53,6 +54,7 @@ class Family:
     processor_kwargs: frozenset[str] = field(default_factory=frozenset)
     hf_pil: str | None = None
     hf_torchvision: str | None = None
+    processor_defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

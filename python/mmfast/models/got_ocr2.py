@@ -1,0 +1,266 @@
+"""InternVL 3 / 3.5 and Aya Vision: ``GotOcr2ImageProcessor`` (transformers 5.24).
+
+With ``crop_to_patches`` (which InternVLProcessor and AyaVisionProcessor always pass), the image
+is resized to the tile grid whose aspect ratio is closest to its own (between ``min_patches`` and
+``max_patches`` tiles) and cut into tiles, followed by a thumbnail (the whole image squashed to
+one tile) when there is more than one; without it, the image is squashed to one tile.
+``num_patches`` counts each image's tiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mmfast.models import registry
+from mmfast.models.base import (
+    BICUBIC,
+    HALF,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    ImagePlan,
+    Resize,
+    View,
+)
+from mmfast.models.config import Fields, Source
+from mmfast.models.geometry import CropBox
+from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
+
+__all__ = ["GotOcr2Config", "get_all_supported_aspect_ratios", "get_optimal_tiled_canvas"]
+
+IMAGENET_DEFAULT_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_DEFAULT_STD = (0.229, 0.224, 0.225)
+
+
+@cache
+def get_all_supported_aspect_ratios(min_tiles: int, max_tiles: int) -> list[tuple[int, int]]:
+    """Every (columns, rows) grid of ``min_tiles`` to ``max_tiles`` tiles, by tile count.
+
+    Mirrors ``image_processing_got_ocr2.get_all_supported_aspect_ratios``, order included
+    (a stable sort of the width-major enumeration).
+    """
+    grids = [
+        (width, height)
+        for width in range(1, max_tiles + 1)
+        for height in range(1, max_tiles + 1)
+        if min_tiles <= width * height <= max_tiles
+    ]
+    return sorted(grids, key=lambda grid: grid[0] * grid[1])
+
+
+def get_optimal_tiled_canvas(
+    original_size: tuple[int, int],
+    tile_size: tuple[int, int],
+    min_tiles: int,
+    max_tiles: int,
+) -> tuple[int, int]:
+    """The (columns, rows) grid whose aspect ratio is closest to the image's.
+
+    Mirrors ``image_processing_got_ocr2.get_optimal_tiled_canvas``: on a tie the grid with more
+    tiles wins while the image's area is over half the grid's.
+    """
+    original_height, original_width = original_size
+    tile_height, tile_width = tile_size
+    aspect_ratio = original_width / original_height
+    area = original_width * original_height
+    best_ratio_diff = float("inf")
+    best_grid = (1, 1)
+    for grid in get_all_supported_aspect_ratios(min_tiles, max_tiles):
+        ratio_diff = abs(aspect_ratio - grid[0] / grid[1])
+        if ratio_diff < best_ratio_diff:
+            best_ratio_diff = ratio_diff
+            best_grid = grid
+        elif ratio_diff == best_ratio_diff and (
+            area > 0.5 * tile_height * tile_width * grid[0] * grid[1]
+        ):
+            best_grid = grid
+    return best_grid
+
+
+@dataclass(frozen=True)
+class GotOcr2Config(PilBackendConfig):
+    """Settings of ``GotOcr2ImageProcessor`` plus the token counts of the processors using it.
+
+    ``num_image_tokens``: InternVLProcessor's ``<img>``, ``image_seq_length`` context tokens
+    per tile and ``</img>``; AyaVisionProcessor's start and end tokens, one ``TILE_i`` marker
+    per tile and ``TILE_GLOBAL``, and ``(img_size // patch_size) ** 2`` patch tokens per tile
+    (both as their ``_get_num_multimodal_tokens`` count).
+    """
+
+    crop_to_patches: bool
+    min_patches: int
+    max_patches: int
+    processor_class: str | None
+    image_seq_length: int
+    tokens_per_tile: int
+
+    batch_layout: ClassVar[str] = "concat"
+
+    def tiles(self, height: int, width: int) -> tuple[int, int]:
+        """(columns, rows) of the tile grid."""
+        tile = (self.size["height"], self.size["width"])
+        return get_optimal_tiled_canvas((height, width), tile, self.min_patches, self.max_patches)
+
+    def patch_tokens(self, num_patches: int) -> int:
+        """The processor's tokens for an image of ``num_patches`` tiles (thumbnail included)."""
+        if self.processor_class == "AyaVisionProcessor":
+            return self.tokens_per_tile + 3 + (num_patches - 1) * (self.tokens_per_tile + 1)
+        return 2 + self.image_seq_length * num_patches
+
+    def count_tokens(self, height: int, width: int) -> int:
+        """Tokens for an image squashed to one tile (no cropping)."""
+        return self.patch_tokens(1)
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``GotOcr2ImageProcessorPil._preprocess`` and ``crop_image_to_patches``."""
+        plan = super().plan(height, width)
+        views = plan.views
+        if self.crop_to_patches and self.max_patches > 1:
+            columns, rows = self.tiles(height, width)
+            tile_h, tile_w = self.size["height"], self.size["width"]
+            windows = tuple(
+                CropBox(r * tile_h, c * tile_w, tile_h, tile_w)
+                for r in range(rows)
+                for c in range(columns)
+            )
+            # crop_image_to_patches resizes whatever do_resize says.
+            canvas = (tile_h * rows, tile_w * columns)
+            views = (View(resize=Resize(canvas, self.resample), out=windows),)
+            if len(windows) > 1:
+                thumbnail = Resize((tile_h, tile_w), self.resample)
+                views += (View(resize=thumbnail, out=(CropBox(0, 0, tile_h, tile_w),)),)
+        num_patches = sum(len(view.windows) for view in views)
+        return replace(
+            plan,
+            output_shapes=MappingProxyType(
+                {
+                    "pixel_values": (num_patches, *plan.output_shapes["pixel_values"]),
+                    "num_patches": (),
+                }
+            ),
+            num_image_tokens=self.patch_tokens(num_patches),
+            views=views,
+        )
+
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """``num_patches``: (B,) int64 tiles per image, thumbnail included."""
+        return {
+            "num_patches": np.array([p.output_shapes["pixel_values"][0] for p in plans], np.int64)
+        }
+
+
+def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> GotOcr2Config:
+    """Mirrors ``GotOcr2ImageProcessorPil``'s class defaults; the processor values count tokens
+    (``InternVLProcessor``: ``image_seq_length``, default 256; ``AyaVisionProcessor``:
+    ``img_size``, ``patch_size`` and ``downsample_factor``, defaults 364, 28 and 1)."""
+    fields = pil_backend_fields(
+        cfg,
+        size={"height": 384, "width": 384},
+        default_to_square=True,
+        resample=BICUBIC,
+        mean=OPENAI_CLIP_MEAN,
+        std=OPENAI_CLIP_STD,
+    )
+    crop_to_patches = cfg.flag("crop_to_patches", False)
+    if crop_to_patches and set(fields["size"]) != {"height", "width"}:
+        raise cfg.error(
+            "size", "a {height, width} tile size (crop_to_patches is on)", dict(fields["size"])
+        )
+    processor_class = source.preprocessor.get("processor_class")
+    patch = processor.positive_int("patch_size", 28) * processor.positive_int(
+        "downsample_factor", 1
+    )
+    return GotOcr2Config(
+        model_id=source.model_id,
+        image_processor_type=processor_type,
+        **fields,
+        crop_to_patches=crop_to_patches,
+        min_patches=cfg.positive_int("min_patches", 1),
+        max_patches=cfg.positive_int("max_patches", 12),
+        processor_class=processor_class if isinstance(processor_class, str) else None,
+        image_seq_length=processor.positive_int("image_seq_length", 256),
+        tokens_per_tile=(processor.positive_int("img_size", 364) // patch) ** 2,
+    )
+
+
+registry.register(
+    registry.Family(
+        name="got_ocr2",
+        processor_types=("GotOcr2ImageProcessor",),
+        model_types={
+            "got_ocr2": "GotOcr2ImageProcessor",
+            "internvl": "GotOcr2ImageProcessor",
+            "aya_vision": "GotOcr2ImageProcessor",
+        },
+        build=_build,
+        kwargs=frozenset({"crop_to_patches", "min_patches", "max_patches"}),
+        processor_kwargs=frozenset(
+            {"image_seq_length", "img_size", "patch_size", "downsample_factor"}
+        ),
+        # InternVLProcessor and AyaVisionProcessor both pass crop_to_patches=True.
+        processor_defaults=MappingProxyType({"crop_to_patches": True}),
+        hf_pil="got_ocr2.image_processing_pil_got_ocr2.GotOcr2ImageProcessorPil",
+        hf_torchvision="got_ocr2.image_processing_got_ocr2.GotOcr2ImageProcessor",
+    )
+)
+
+# OpenGVLab/InternVL3-8B-hf: a loaded-processor dump from a public issue log (the file itself
+# was not seen): 448x448 tiles, ImageNet mean/std, bicubic, 1 to 12 tiles and crop_to_patches
+# false (the processor passes true); InternVLProcessor's image_seq_length 256 agrees with a
+# serving project's mock of the processor. InternVL3.5-8B-HF is reported the same.
+_INTERNVL = {
+    "crop_to_patches": False,
+    "do_convert_rgb": True,
+    "do_normalize": True,
+    "do_rescale": True,
+    "do_resize": True,
+    "image_mean": list(IMAGENET_DEFAULT_MEAN),
+    "image_processor_type": "GotOcr2ImageProcessorFast",
+    "image_std": list(IMAGENET_DEFAULT_STD),
+    "max_patches": 12,
+    "min_patches": 1,
+    "processor_class": "InternVLProcessor",
+    "resample": BICUBIC,
+    "rescale_factor": 0.00392156862745098,
+    "size": {"height": 448, "width": 448},
+}
+for _model_id in ("OpenGVLab/InternVL3-8B-hf", "OpenGVLab/InternVL3_5-8B-HF"):
+    registry.register_builtin(
+        _model_id,
+        "internvl",
+        _INTERNVL,
+        {"image_seq_length": 256, "processor_class": "InternVLProcessor"},
+    )
+
+# CohereLabs/aya-vision-8b: no public copy of its files was found. 364x364 tiles with
+# mean/std 0.5 (its SigLIP2 tower) and the processor's 364 image size, 14-pixel patches
+# and 2x downsampling (169 tokens a tile) follow the model's design and transformers'
+# AyaVisionProcessor defaults; unconfirmed.
+registry.register_builtin(
+    "CohereLabs/aya-vision-8b",
+    "aya_vision",
+    {
+        "crop_to_patches": True,
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": list(HALF),
+        "image_processor_type": "GotOcr2ImageProcessor",
+        "image_std": list(HALF),
+        "max_patches": 12,
+        "min_patches": 1,
+        "processor_class": "AyaVisionProcessor",
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"height": 364, "width": 364},
+    },
+    {"img_size": 364, "patch_size": 14, "downsample_factor": 2},
+)

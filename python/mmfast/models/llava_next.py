@@ -1,0 +1,290 @@
+"""LLaVA-NeXT: ``LlavaNextImageProcessor`` (transformers 5.24) and ``LlavaNextProcessor``'s
+token count.
+
+"anyres": the image is fitted without distortion into the best of ``image_grid_pinpoints``,
+padded with black around the centre, and cut into ``crop_size`` patches; the whole image,
+squashed to the base size, comes first. Each patch is then resized and centre-cropped as
+``size`` and ``crop_size`` say (an identity for the checkpoints), rescaled and normalised. With
+``do_pad`` (which LlavaNextProcessor always passes) the images' patch counts are padded with
+zeros to the batch's largest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from mmfast.errors import MmfastError
+from mmfast.models import registry
+from mmfast.models.base import (
+    BICUBIC,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    ImagePlan,
+    Pad,
+    Resize,
+    View,
+)
+from mmfast.models.config import Fields, Source
+from mmfast.models.geometry import (
+    CropBox,
+    center_crop_box,
+    get_patch_output_size,
+    select_best_resolution,
+)
+from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields, resize_output_size
+
+__all__ = ["LlavaNextConfig", "anyres_fields", "strategy", "unpadded_features"]
+
+
+def unpadded_features(
+    height: int,
+    width: int,
+    patches_height: int,
+    patches_width: int,
+    scale_height: int,
+    scale_width: int,
+) -> tuple[int, int]:
+    """(features, newline features) of the patch grid once the padding is cut off.
+
+    Mirrors ``LlavaNextProcessor._get_unpadded_features``, its ``round(..., 7)`` included.
+    """
+    current_height = patches_height * scale_height
+    current_width = patches_width * scale_width
+    if width / height > current_width / current_height:
+        new_height = int(round(height * (current_width / width), 7))
+        current_height -= (current_height - new_height) // 2 * 2
+    else:
+        new_width = int(round(width * (current_height / height), 7))
+        current_width -= (current_width - new_width) // 2 * 2
+    return current_height * current_width, current_height
+
+
+@dataclass(frozen=True)
+class LlavaNextConfig(PilBackendConfig):
+    """Settings of ``LlavaNextImageProcessor`` plus the ``LlavaNextProcessor`` values that
+    count tokens (``patch_size``, ``num_additional_image_tokens``,
+    ``vision_feature_select_strategy``, from ``processor_config.json``).
+
+    ``num_image_tokens`` is the count of ``<image>`` tokens LlavaNextProcessor inserts: the
+    base patch's features, the unpadded grid's features and one newline per grid row.
+    """
+
+    image_grid_pinpoints: tuple[tuple[int, int], ...]
+    do_pad: bool
+    patch_size: int
+    num_additional_image_tokens: int
+    vision_feature_select_strategy: str | None
+
+    def layout(self) -> str:
+        """Zero-padded per image with ``do_pad``; stacked (equal patch counts) without."""
+        return "pad_images" if self.do_pad else "stack"
+
+    def base_size(self) -> tuple[int, int]:
+        """The size the whole image is squashed to for the base patch."""
+        if "height" in self.size and "width" in self.size:
+            return self.size["height"], self.size["width"]
+        return self.size["shortest_edge"], self.size["shortest_edge"]
+
+    def patch_side(self) -> int:
+        """The side of the grid patches: ``crop_size``'s height, else ``size``'s."""
+        if self.crop_size[0]:
+            return self.crop_size[0]
+        return self.size.get("height") or self.size["shortest_edge"]
+
+    def finish(self, source: int, crop: CropBox | None, size: tuple[int, int]) -> View:
+        """A patch (``crop`` of view ``source``'s pixels, ``size`` big) through the processor's
+        per-patch resize and centre crop."""
+        resized = resize_output_size(*size, self.size) if self.do_resize else size
+        window = (
+            center_crop_box(*resized, *self.crop_size)
+            if self.do_center_crop
+            else CropBox(0, 0, *resized)
+        )
+        resize = Resize(resized, self.resample) if self.do_resize else None
+        return View(source=source, crop=crop, resize=resize, out=(window,))
+
+    def anyres_views(self, height: int, width: int) -> tuple[View, ...]:
+        """``get_image_patches``: the base image, then the padded best-fit canvas's patches."""
+        base = self.base_size()
+        best = select_best_resolution((height, width), self.image_grid_pinpoints)
+        fit = get_patch_output_size(height, width, best)
+        top, left = (best[0] - fit[0]) // 2, (best[1] - fit[1]) // 2
+        views = [
+            View(resize=Resize(base, self.resample)),
+            self.finish(0, None, base),
+            View(resize=Resize(fit, self.resample), pad=Pad(best, top, left)),
+        ]
+        side = self.patch_side()
+        for y in range(0, best[0], side):
+            for x in range(0, best[1], side):
+                box = CropBox(y, x, min(side, best[0] - y), min(side, best[1] - x))
+                views.append(self.finish(2, box, (box.height, box.width)))
+        return tuple(views)
+
+    def count_tokens(self, height: int, width: int) -> int:
+        """Replaced per image in :meth:`plan` (the count needs the original size)."""
+        return 0
+
+    def features(self, height: int, width: int, out_height: int, out_width: int) -> int:
+        """``LlavaNextProcessor._get_number_of_features`` for an image processed to patches of
+        ``out_height`` x ``out_width``."""
+        best_height, best_width = select_best_resolution((height, width), self.image_grid_pinpoints)
+        patches_height = out_height // self.patch_size
+        patches_width = out_width // self.patch_size
+        unpadded, newlines = unpadded_features(
+            height,
+            width,
+            patches_height,
+            patches_width,
+            best_height // out_height,
+            best_width // out_width,
+        )
+        return (
+            unpadded + newlines + patches_height * patches_width + self.num_additional_image_tokens
+        )
+
+    def tokens(self, height: int, width: int, out_height: int, out_width: int) -> int:
+        """``LlavaNextProcessor.replace_image_token``'s count."""
+        tokens = self.features(height, width, out_height, out_width)
+        return tokens - (self.vision_feature_select_strategy == "default")
+
+    def patch_plan(self, height: int, width: int, views: tuple[View, ...]) -> ImagePlan:
+        """The plan of an image whose output is ``views``' windows, one per patch."""
+        plan = super().plan(height, width)
+        shapes = {(w.height, w.width) for v in views for w in v.windows}
+        if len(shapes) != 1:
+            raise MmfastError(
+                f"image size: a {height}x{width} image gives patches of sizes {sorted(shapes)}, "
+                "which transformers cannot stack (do_resize or do_center_crop is off)"
+            )
+        out_h, out_w = shapes.pop()
+        patches = sum(len(v.windows) for v in views)
+        return replace(
+            plan,
+            output_shapes=MappingProxyType(
+                {"pixel_values": (patches, 3, out_h, out_w), "image_sizes": (2,)}
+            ),
+            num_image_tokens=self.tokens(height, width, out_h, out_w),
+            views=views,
+        )
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``LlavaNextImageProcessorPil._preprocess`` for one image."""
+        return self.patch_plan(height, width, self.anyres_views(height, width))
+
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """``image_sizes``: (B, 2) int64 original (height, width) of each image."""
+        return {"image_sizes": np.array([(p.height, p.width) for p in plans], np.int64)}
+
+
+def anyres_fields(cfg: Fields, pinpoints: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """``image_grid_pinpoints`` and ``do_pad`` from a config, given the class's pinpoints."""
+    value = cfg.raw("image_grid_pinpoints")
+    value = pinpoints if value is None else value
+    if (
+        not isinstance(value, list | tuple)
+        or not value
+        or not all(
+            isinstance(p, list | tuple)
+            and len(p) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in p)
+            for p in value
+        )
+    ):
+        raise cfg.error("image_grid_pinpoints", "a list of [height, width] pairs", value)
+    return {
+        "image_grid_pinpoints": tuple((p[0], p[1]) for p in value),
+        "do_pad": cfg.flag("do_pad", True),
+    }
+
+
+def strategy(processor: Fields) -> str | None:
+    """``vision_feature_select_strategy`` from ``processor_config.json``."""
+    strategy = processor.raw("vision_feature_select_strategy")
+    if strategy is not None and not isinstance(strategy, str):
+        raise processor.error("vision_feature_select_strategy", "a string", strategy)
+    return strategy
+
+
+def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> LlavaNextConfig:
+    """Mirrors ``LlavaNextImageProcessorPil``'s class defaults and ``LlavaNextProcessor``'s."""
+    extra = processor.raw("num_additional_image_tokens")
+    if extra is not None and (not isinstance(extra, int) or isinstance(extra, bool) or extra < 0):
+        raise processor.error("num_additional_image_tokens", "a non-negative integer", extra)
+    return LlavaNextConfig(
+        model_id=source.model_id,
+        image_processor_type=processor_type,
+        **pil_backend_fields(
+            cfg,
+            size={"shortest_edge": 224},
+            default_to_square=False,
+            resample=BICUBIC,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            do_center_crop=True,
+            pads=True,
+        ),
+        **anyres_fields(cfg, [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]),
+        # The processor has no default patch size; LLaVA-NeXT's CLIP tower uses 14.
+        patch_size=processor.positive_int("patch_size", 14),
+        num_additional_image_tokens=0 if extra is None else extra,
+        vision_feature_select_strategy=strategy(processor),
+    )
+
+
+registry.register(
+    registry.Family(
+        name="llava_next",
+        processor_types=("LlavaNextImageProcessor",),
+        model_types={
+            "llava_next": "LlavaNextImageProcessor",
+            "llava_next_video": "LlavaNextImageProcessor",
+        },
+        build=_build,
+        kwargs=frozenset({"image_grid_pinpoints", "aspect_ratio_setting"}),
+        processor_kwargs=frozenset(
+            {"patch_size", "num_additional_image_tokens", "vision_feature_select_strategy"}
+        ),
+        processor_defaults=MappingProxyType({"do_pad": True}),
+        hf_pil="llava_next.image_processing_pil_llava_next.LlavaNextImageProcessorPil",
+        hf_torchvision="llava_next.image_processing_llava_next.LlavaNextImageProcessor",
+    )
+)
+
+# llava-hf/llava-v1.6-mistral-7b-hf: the processor printed after loading the checkpoint, and an
+# independent table of the same defaults. processor_config.json (patch 14, one CLS token, the
+# "default" strategy) from a LLaVA-NeXT conversion of the same tower; not seen for this one.
+registry.register_builtin(
+    "llava-hf/llava-v1.6-mistral-7b-hf",
+    "llava_next",
+    {
+        "aspect_ratio_setting": "anyres",
+        "crop_size": {"height": 336, "width": 336},
+        "do_center_crop": True,
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_pad": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_grid_pinpoints": [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]],
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_processor_type": "LlavaNextImageProcessor",
+        "image_std": list(OPENAI_CLIP_STD),
+        "processor_class": "LlavaNextProcessor",
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"shortest_edge": 336},
+    },
+    {
+        "num_additional_image_tokens": 1,
+        "patch_size": 14,
+        "vision_feature_select_strategy": "default",
+    },
+)

@@ -1,0 +1,188 @@
+"""LLaVA-OneVision: ``LlavaOnevisionImageProcessor`` (transformers 5.24) and
+``LlavaOnevisionProcessor``'s token count.
+
+A single image takes LLaVA-NeXT's anyres path with OneVision's grid (384 tiles, up to 6x6). The
+images of a multi-image prompt (a sample of several images, passed as a nested list) are each
+padded to a square with the mean colour instead, then squashed to one 384 tile. Outputs add
+``batch_num_images``, the images of each sample.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from mmfast.errors import MmfastError
+from mmfast.models import registry
+from mmfast.models.base import (
+    BICUBIC,
+    HALF,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    ImagePlan,
+    Pad,
+    View,
+)
+from mmfast.models.config import Fields, Source
+from mmfast.models.geometry import select_best_resolution
+from mmfast.models.llava_next import (
+    LlavaNextConfig,
+    anyres_fields,
+    strategy,
+    unpadded_features,
+)
+from mmfast.models.pil_backend import pil_backend_fields
+
+__all__ = ["LlavaOnevisionConfig"]
+
+# LlavaOnevisionImageProcessor.image_grid_pinpoints: 384 to 2304 on each side, in 384 steps.
+_PINPOINTS = [[h, w] for h in range(384, 2305, 384) for w in range(384, 2305, 384)]
+
+
+@dataclass(frozen=True)
+class LlavaOnevisionConfig(LlavaNextConfig):
+    """Settings of ``LlavaOnevisionImageProcessor`` plus ``LlavaOnevisionProcessor``'s
+    ``num_image_tokens`` (per tile, 729), ``vision_aspect_ratio`` (``anyres_max_N``, kept as
+    N) and strategy.
+
+    ``num_image_tokens(h, w)`` is the single-image count of ``<image>`` tokens; an image of a
+    multi-image prompt gets ``num_image_tokens + 1`` (its plan says so).
+    """
+
+    tile_tokens: int
+    max_num_patches: int
+
+    def features(self, height: int, width: int, out_height: int, out_width: int) -> int:
+        """``LlavaOnevisionProcessor._get_number_of_features``: a ``sqrt(tile_tokens)`` grid per
+        tile, unpadded, then shrunk when it holds over 1.1x ``anyres_max_N`` tiles' worth."""
+        best_height, best_width = select_best_resolution((height, width), self.image_grid_pinpoints)
+        side = math.isqrt(self.tile_tokens)
+        unpadded, rows = unpadded_features(
+            height, width, side, side, best_height // out_height, best_width // out_width
+        )
+        cols = unpadded // rows
+        ratio = math.sqrt(rows * cols / (self.max_num_patches * side**2))
+        if ratio > 1.1:
+            unpadded = int(rows // ratio) * int(cols // ratio)
+            rows = int(rows // ratio)
+        return unpadded + rows + self.tile_tokens
+
+    def square_views(self, height: int, width: int) -> tuple[View, ...]:
+        """``pad_to_square`` with the mean colour, then the per-patch resize."""
+        fill = tuple(int(m * 255) for m in self.image_mean)
+        if not all(0 <= v <= 255 for v in fill):
+            raise MmfastError(
+                "image_mean: expected values in [0, 1] (the padding colour is mean * 255), "
+                f"got {self.image_mean}"
+            )
+        side = max(height, width)
+        top, left = (
+            (side - height) // 2 if width > height else 0,
+            (side - width) // 2 if height > width else 0,
+        )
+        return (
+            View(pad=Pad((side, side), top, left, (fill[0], fill[1], fill[2]))),
+            self.finish(0, None, (side, side)),
+        )
+
+    def plan_in_sample(self, height: int, width: int, sample_size: int) -> ImagePlan:
+        """The anyres plan alone in its sample; padded to a square among several."""
+        if sample_size <= 1:
+            return self.plan(height, width)
+        plan = self.patch_plan(height, width, self.square_views(height, width))
+        tokens = self.tile_tokens + 1 - (self.vision_feature_select_strategy == "default")
+        return replace(plan, num_image_tokens=tokens)
+
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """``image_sizes`` (B, 2) and ``batch_num_images`` (samples,) int64."""
+        return {
+            **super().batch_outputs(plans, sample_sizes),
+            "batch_num_images": np.array([n for n in sample_sizes if n], np.int64),
+        }
+
+
+def _build(
+    source: Source, processor_type: str, cfg: Fields, processor: Fields
+) -> LlavaOnevisionConfig:
+    """Mirrors ``LlavaOnevisionImageProcessorPil``'s class defaults and the processor's."""
+    aspect = processor.raw("vision_aspect_ratio")
+    aspect = "anyres_max_9" if aspect is None else aspect
+    # HF parses it with str.strip, a character set: "anyres_max_9" -> "9".
+    digits = aspect.strip("anyres_max_") if isinstance(aspect, str) else ""  # noqa: B005
+    if not digits.isdigit() or int(digits) < 1:
+        raise processor.error("vision_aspect_ratio", "a string like 'anyres_max_9'", aspect)
+    tile_tokens = processor.positive_int("num_image_tokens", 729)
+    if math.isqrt(tile_tokens) ** 2 != tile_tokens:
+        raise processor.error("num_image_tokens", "a square number of tokens per tile", tile_tokens)
+    return LlavaOnevisionConfig(
+        model_id=source.model_id,
+        image_processor_type=processor_type,
+        **pil_backend_fields(
+            cfg,
+            size={"height": 384, "width": 384},
+            default_to_square=False,
+            resample=BICUBIC,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            crop_size=None,
+            pads=True,
+        ),
+        **anyres_fields(cfg, _PINPOINTS),
+        patch_size=14,
+        num_additional_image_tokens=0,
+        vision_feature_select_strategy=strategy(processor),
+        tile_tokens=tile_tokens,
+        max_num_patches=int(digits),
+    )
+
+
+registry.register(
+    registry.Family(
+        name="llava_onevision",
+        processor_types=("LlavaOnevisionImageProcessor",),
+        model_types={"llava_onevision": "LlavaOnevisionImageProcessor"},
+        build=_build,
+        kwargs=frozenset({"image_grid_pinpoints"}),
+        processor_kwargs=frozenset(
+            {"num_image_tokens", "vision_aspect_ratio", "vision_feature_select_strategy"}
+        ),
+        hf_pil="llava_onevision.image_processing_pil_llava_onevision.LlavaOnevisionImageProcessorPil",
+        hf_torchvision="llava_onevision.image_processing_llava_onevision.LlavaOnevisionImageProcessor",
+    )
+)
+
+# llava-hf/llava-onevision-qwen2-7b-ov-hf: a converter that writes "verbatim" the official
+# conversion's preprocessor_config.json and processor_config.json (as a Python dict, so key
+# order is not the file's); the 0.5b checkpoint comes from the same conversion.
+registry.register_builtin(
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "llava_onevision",
+    {
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_pad": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_grid_pinpoints": _PINPOINTS,
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "image_processor_type": "LlavaOnevisionImageProcessor",
+        "processor_class": "LlavaOnevisionProcessor",
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"height": 384, "width": 384},
+    },
+    {
+        "image_token": "<image>",
+        "num_image_tokens": 729,
+        "processor_class": "LlavaOnevisionProcessor",
+        "video_token": "<video>",
+        "vision_feature_select_strategy": "full",
+    },
+)
