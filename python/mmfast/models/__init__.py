@@ -56,6 +56,8 @@ from mmfast.models.geometry import (
     get_size_with_aspect_ratio,
 )
 from mmfast.models.glm4v import Glm4vConfig
+from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.llama4 import (
