@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 import mmfast
-from mmfast import MmfastError, UnsupportedModelError, processors
+from mmfast import MmfastError, UnsupportedModelError, processors, reference
 from mmfast.processors import BatchFeature
 
 QWEN_IDS = ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"]
@@ -745,12 +745,9 @@ def test_bad_threads_raise(threads: Any) -> None:
 @pytest.mark.parametrize("model_id", ALL_IDS)
 def test_bad_dtypes_raise(model_id: str) -> None:
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
-    for dtype in ("float16", "float64", "bf16", np.float32):
-        with pytest.raises(MmfastError, match="dtype: expected 'float32' or 'bfloat16'"):
+    for dtype in ("float64", "bf16", np.float32, "int8"):
+        with pytest.raises(MmfastError, match="dtype: expected one of 'float32', 'bfloat16'"):
             proc(noise(30, 30), dtype=dtype)
-    if model_id != LLAMA4_ID:
-        with pytest.raises(MmfastError, match="dtype: bfloat16 is only offered for Llama 4"):
-            proc(noise(30, 30), dtype="bfloat16")
 
 
 def test_unknown_model_lists_supported_ids() -> None:
@@ -778,3 +775,26 @@ def test_config_dir_equals_builtin(tmp_path: Path) -> None:
         mmfast.ImageProcessor.from_pretrained(tmp_path)(images),
         mmfast.ImageProcessor.from_pretrained(QWEN_IDS[2])(images),
     )
+
+
+@pytest.mark.parametrize("model_id", mmfast.supported_models())
+def test_output_dtypes(model_id: str) -> None:
+    """bfloat16 and float16 are the float32 output rounded to nearest even (torch's
+    ``.to(dtype)``); uint8 plus ``pixel_lut`` (and the rows mask of padded batches) gives the
+    float32 output back through :func:`mmfast.reference.normalize_uint8`, bit for bit."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3)]
+    want = proc(images, dtype="float32")
+    for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
+        got = proc(images, dtype=dtype)
+        assert got.pixel_values.dtype == numpy_dtype
+        assert same_bits(got.pixel_values, want.pixel_values.astype(numpy_dtype))
+        assert list(got) == list(want)
+    raw = proc(images, dtype="uint8")
+    assert raw.pixel_values.dtype == np.uint8 and raw.pixel_values.shape == want.pixel_values.shape
+    assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32
+    back = reference.normalize_uint8(raw.pixel_values, raw.pixel_lut, raw.get("pixel_rows_mask"))
+    assert same_bits(back, want.pixel_values)
+    for key in want:
+        if key != "pixel_values":
+            assert_same_outputs({key: raw[key]}, {key: want[key]})

@@ -88,9 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     pre.add_argument(
         "--dtype",
-        choices=("float32", "bfloat16"),
-        default="float32",
-        help="pixel_values dtype; bfloat16 is Llama 4 only (its HF output) (default: float32)",
+        choices=("float32", "bfloat16", "float16", "uint8"),
+        default=None,
+        help="pixel_values dtype (default: the reference's, float32 for most models); uint8 "
+        "adds pixel_lut, the per-channel table that normalises it",
     )
 
     bench = commands.add_parser(
@@ -212,20 +213,17 @@ def preprocess(
     model: str = DEFAULT_MODEL,
     out: str | None = None,
     threads: str | None = None,
-    dtype: str = "float32",
+    dtype: str | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> dict[str, np.ndarray]:
     """The ``preprocess`` command: returns the output arrays (as written by ``--out``)."""
-    from mmfast.models import Llama4Config
     from mmfast.processors import ImageProcessor, default_threads, parse_threads
 
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     n_threads = default_threads() if threads is None else parse_threads("--threads", threads)
     proc = ImageProcessor.from_pretrained(model)
-    if dtype == "bfloat16" and not isinstance(proc.config, Llama4Config):
-        raise MmfastError("--dtype: bfloat16 is only offered for Llama 4, whose HF output it is")
     sources: list[tuple[str, str | bytes]] = list(sample_images()) if not images else []
     sources += [(path, path) for path in images]
     # Opened first so an unwritable path fails before any work; removed again on failure.
@@ -250,7 +248,7 @@ def _run(
     model: str,
     sources: Sequence[tuple[str, str | bytes]],
     n_threads: int,
-    dtype: str,
+    dtype: str | None,
     stdout: TextIO,
     stderr: TextIO,
     given: bool,
@@ -297,7 +295,7 @@ def _run(
     config = proc.config
     print(
         f"model {model} ({config.image_processor_type}), {n_threads} thread"
-        f"{'s' if n_threads > 1 else ''}, {dtype}"
+        f"{'s' if n_threads > 1 else ''}, {feature['pixel_values'].dtype}"
         + ("" if given else "; no images given: built-in generated samples"),
         file=stdout,
     )
@@ -325,6 +323,7 @@ def npz_arrays(feature: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     arrays = {}
     for key, value in feature.items():
+        value = np.asarray(value)  # Idefics3's rows/cols are nested lists, as HF returns them
         if value.dtype == ml_dtypes.bfloat16:
             arrays[key + BF16_SUFFIX] = value.view(np.uint16)
         else:

@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 ImageInput = Image.Image | NDArray[np.uint8] | ImageSource
-Dtype = Literal["float32", "bfloat16"]
+Dtype = Literal["float32", "bfloat16", "float16", "uint8"]
+DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "uint8")
 
 
 def parse_threads(arg: str, value: str) -> int:
@@ -204,21 +205,28 @@ class ImageProcessor:
         images: ImageInput | Sequence[ImageInput],
         *,
         threads: int | None = None,
-        dtype: Dtype = "float32",
+        dtype: Dtype | None = None,
     ) -> BatchFeature:
-        """Preprocess ``images`` (one, or a list) into a :class:`BatchFeature`.
+        """Preprocess ``images`` (one, a list, or a list of lists: the images of each prompt)
+        into a :class:`BatchFeature`.
 
-        ``threads`` defaults to :func:`default_threads`. ``dtype="bfloat16"`` returns
-        Llama 4's raw bfloat16 values (``ml_dtypes.bfloat16``), with no float32 round trip.
+        ``threads`` defaults to :func:`default_threads`. ``dtype`` is ``pixel_values``': by
+        default the reference's (float32; uint8 where HF leaves the pixels untouched; float32
+        for Llama 4, its bfloat16 values widened exactly). ``"bfloat16"``/``"float16"`` are the
+        float32 values rounded as torch's ``.to(dtype)`` rounds them, written directly.
+        ``"uint8"`` returns the resized pixels in the final layout before rescaling and
+        normalising, with ``pixel_lut`` (3, 256) float32, each channel's output value of each
+        byte, and for zero-padded batches ``pixel_rows_mask``:
+        :func:`mmfast.reference.normalize_uint8` turns them into the float32 output.
         """
         # Arguments first: nothing is decoded for a call that cannot run.
         threads = default_threads() if threads is None else threads
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise MmfastError(f"threads: expected a positive integer, got {threads!r}")
-        if dtype not in ("float32", "bfloat16"):
-            raise MmfastError(f"dtype: expected 'float32' or 'bfloat16', got {dtype!r}")
-        if dtype != "float32" and dtype != self.config.native_dtype:
-            raise MmfastError(f"dtype: {dtype} is only offered for Llama 4, whose HF output it is")
+        if dtype is not None and dtype not in DTYPES:
+            raise MmfastError(
+                f"dtype: expected one of {', '.join(map(repr, DTYPES))}, got {dtype!r}"
+            )
         samples = as_samples(images, self.config.flat_is_one_sample)
         prepared = [
             prepare(image, self.config, len(sample)) for sample in samples for image in sample
@@ -338,17 +346,60 @@ def run_plans(
     plans: list[ImagePlan],
     sample_sizes: list[int],
     threads: int,
-    dtype: Dtype,
+    dtype: Dtype | None,
 ) -> BatchFeature:
     """Runs the plans of a batch in one native call and assembles HF's outputs;
     ``sample_sizes`` counts the images of each sample, in order."""
-    tables = config.tables(plans[0])
+    native = config.tables(plans[0])
+    tables, view, lut = output_tables(native, config.native_dtype, dtype)
     shape, offsets = batch_shape(config, plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
     out = _native.run_batch(inputs, jobs, tables, shape, threads)
-    if config.native_dtype == "bfloat16":
-        values = out.view(ml_dtypes.bfloat16)
-        out = values if dtype == "bfloat16" else values.astype(np.float32)
-    return BatchFeature({"pixel_values": out, **config.batch_outputs(plans, sample_sizes)})
+    outputs: dict[str, Any] = {"pixel_values": out if view is None else out.view(view)}
+    outputs.update(config.batch_outputs(plans, sample_sizes))
+    if lut is not None:
+        outputs["pixel_lut"] = lut
+        if config.layout() in ("pad_images", "pad_samples"):
+            outputs["pixel_rows_mask"] = written_rows(shape, offsets, plans)
+    return BatchFeature(outputs)
+
+
+def output_tables(
+    native: NDArray[Any], native_dtype: str, dtype: Dtype | None
+) -> tuple[NDArray[Any], Any, NDArray[np.float32] | None]:
+    """The core's tables for ``dtype``, the dtype its output is viewed as, and the
+    ``pixel_lut`` of a uint8 output.
+
+    ``native`` is the family's table: float32 values, bfloat16 bits (uint16, Llama 4) or, where
+    HF returns the pixels untouched, an identity uint8 table. bfloat16 and float16 are the
+    float32 values rounded to nearest even, as torch's ``.to(dtype)`` rounds them.
+    """
+    bf16 = native_dtype == "bfloat16"
+    values = (native.view(ml_dtypes.bfloat16) if bf16 else native).astype(np.float32)
+    if dtype is None:
+        dtype = "uint8" if native.dtype == np.uint8 else "float32"
+        if dtype == "uint8":
+            return native, None, None
+    if dtype == "float32":
+        return values, None, None
+    if dtype == "bfloat16":
+        bits = native if bf16 else values.astype(ml_dtypes.bfloat16).view(np.uint16)
+        return np.ascontiguousarray(bits), ml_dtypes.bfloat16, None
+    if dtype == "float16":
+        return values.astype(np.float16).view(np.uint16), np.float16, None
+    identity = np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
+    return identity, None, np.ascontiguousarray(values)
+
+
+def written_rows(
+    shape: tuple[int, ...], offsets: Sequence[int], plans: Sequence[ImagePlan]
+) -> NDArray[np.bool_]:
+    """(batch, rows) True where a padded batch holds an image's row, False for padding."""
+    row = math.prod(shape[2:])
+    mask = np.zeros(shape[:2], bool).reshape(-1)
+    for offset, plan in zip(offsets, plans, strict=True):
+        first = offset // row
+        mask[first : first + plan.output_shapes["pixel_values"][0]] = True
+    return mask.reshape(shape[:2])

@@ -24,6 +24,7 @@ from mmfast.errors import MmfastError
 __all__ = [
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
+    "normalize_uint8",
     "pad_and_normalize_to_tensor",
     "serialize_pixel_values",
 ]
@@ -148,3 +149,32 @@ def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.fl
             f"got {len(data)} bytes"
         )
     return np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(dims)
+
+
+def normalize_uint8(
+    pixel_values: NDArray[np.uint8],
+    pixel_lut: NDArray[np.float32],
+    pixel_rows_mask: NDArray[np.bool_] | None = None,
+) -> NDArray[np.float32]:
+    """The float32 ``pixel_values`` of a processor call, from its ``dtype="uint8"`` output.
+
+    Each byte goes through its channel's row of ``pixel_lut`` (3, 256), which holds the model's
+    own rescale/normalise arithmetic for every byte value; rows of a zero-padded batch that
+    ``pixel_rows_mask`` marks False are 0.0, as HF pads them. The channel of a byte is its
+    axis -3 (``(..., 3, height, width)`` layouts), or, for 2-D patch rows ``(N, 3 * K)``, the
+    third of the row it lies in. A GPU does the same with one gather.
+    """
+    x = np.asarray(pixel_values)
+    lut = np.asarray(pixel_lut, np.float32)
+    if x.dtype != np.uint8 or lut.shape != (3, 256):
+        raise MmfastError(
+            "pixel_values, pixel_lut: expected uint8 pixels and a (3, 256) table, got "
+            f"{_describe(x)} and {_describe(lut)}"
+        )
+    if x.ndim == 2:
+        out = lut[np.arange(3)[None, :, None], x.reshape(x.shape[0], 3, -1)].reshape(x.shape)
+    else:
+        out = lut[np.arange(3)[:, None, None], x]
+    if pixel_rows_mask is not None:
+        out[~np.asarray(pixel_rows_mask, bool)] = 0.0
+    return np.ascontiguousarray(out, dtype=np.float32)
