@@ -433,9 +433,10 @@ mod _native {
     }
 
     /// One job tuple from Python: `(image_index, source_job, crop, resize, pad, layout,
-    /// offset)`, each optional part `None` or:
+    /// offset, frames)`, each optional part `None` or:
     /// crop `(top, left, height, width)`; resize `(kind, filter, (height, width))`;
-    /// pad `((height, width), (top, left), (r, g, b))`; layout `(kind, params)`.
+    /// pad `((height, width), (top, left), (r, g, b))`; layout `(kind, params)`; frames the
+    /// image indices of a video's further time slots (empty for a still image).
     type JobSpec<'py> = (
         usize,
         Option<usize>,
@@ -444,6 +445,7 @@ mod _native {
         Option<((usize, usize), (usize, usize), (u8, u8, u8))>,
         Option<(String, Bound<'py, PyAny>)>,
         usize,
+        Vec<usize>,
     );
 
     /// A batch input: an (H, W, 3) uint8 array, or a Pillow image's Arrow export as
@@ -484,7 +486,7 @@ mod _native {
     }
 
     fn parse_job(spec: &JobSpec<'_>) -> PyResult<Job> {
-        let (image, source, crop, resize, pad, layout, offset) = spec;
+        let (image, source, crop, resize, pad, layout, offset, frames) = spec;
         let resize = match resize {
             None => Resize::Keep,
             Some((kind, filter, to)) => match kind.as_str() {
@@ -544,6 +546,7 @@ mod _native {
             }),
             layout,
             offset: *offset,
+            frames: frames.clone(),
         })
     }
 

@@ -89,6 +89,10 @@ pub struct Job {
     pub layout: Option<Layout>,
     /// First output value this job writes.
     pub offset: usize,
+    /// A video's temporal group: the input images of time slots 1.., each cropped, resized
+    /// and padded like `image`, whose size they share (patch layouts only; empty for a
+    /// still image, which fills every time slot).
+    pub frames: Vec<usize>,
 }
 
 impl Job {
@@ -204,14 +208,15 @@ impl Job {
     /// Writes this job's layout of `pixels` (HWC RGB of `size`) into `dst`.
     fn write<T: Copy>(
         &self,
-        pixels: &[u8],
+        frames: &[&[u8]],
         size: (usize, usize),
         norm: &Normalize<T>,
         dst: &mut [T],
     ) -> Result<(), TransformError> {
+        let pixels = frames[0];
         match &self.layout {
             None => Ok(()),
-            Some(Layout::Patches(p)) => normalize_to_patches(pixels, size, *p, norm, dst),
+            Some(Layout::Patches(p)) => normalize_to_patches(frames, size, *p, norm, dst),
             Some(Layout::Windows(windows)) => {
                 let mut rest = dst;
                 for window in windows {
@@ -275,6 +280,20 @@ pub fn run_batch<T: Copy + Send + Sync>(
             }
         };
         let size = job.pixel_size(source)?;
+        if !job.frames.is_empty() {
+            let patches = matches!(job.layout, Some(Layout::Patches(p)) if p.temporal_patch_size == job.frames.len() + 1);
+            let same = job
+                .frames
+                .iter()
+                .all(|&f| images.get(f).is_some_and(|i| i.size == image.size));
+            if job.source.is_some() || !patches || !same {
+                return Err(invalid(
+                    "jobs",
+                    "video frames of the image's size, one per further time slot of a patch layout",
+                    format!("frames {:?}", job.frames),
+                ));
+            }
+        }
         let len = job.output_len(size)?;
         let end = job
             .offset
@@ -319,7 +338,7 @@ pub fn run_batch<T: Copy + Send + Sync>(
         });
         groups[g].1.push((j, slot));
     }
-    let run = |(image, group): Group<'_, T>| run_image(&images[image], jobs, group, norm);
+    let run = |(image, group): Group<'_, T>| run_image(images, image, jobs, group, norm);
     if threads <= 1 {
         return groups.into_iter().try_for_each(run);
     }
@@ -329,35 +348,38 @@ pub fn run_batch<T: Copy + Send + Sync>(
 /// One image's jobs, in order: the image is packed into RGB once, each job's pixels
 /// are kept while a later job of the image may read them.
 fn run_image<T: Copy>(
-    image: &Image<'_>,
+    images: &[Image<'_>],
+    index: usize,
     jobs: &[Job],
     group: Vec<(usize, Option<&mut [T]>)>,
     norm: &Normalize<T>,
 ) -> Result<(), TransformError> {
-    let rgb: Cow<'_, [u8]> = if image.channels == 3 {
-        Cow::Borrowed(image.pixels)
-    } else {
-        let mut out = vec![0u8; checked_len("image", &[image.size.0, image.size.1, 3])?];
-        to_rgb_oriented(
-            image.pixels,
-            image.channels,
-            image.size,
-            Orientation::Identity,
-            &mut out,
-        )?;
-        Cow::Owned(out)
-    };
+    let image = &images[index];
+    let rgb = packed(image)?;
     let mut pixels: HashMap<usize, Pixels> = HashMap::new();
     let read_later: HashSet<usize> = group.iter().filter_map(|&(j, _)| jobs[j].source).collect();
     for (j, slot) in group {
         let job = &jobs[j];
         let (src, size) = resolve(&pixels, (&rgb, image.size), job.source);
         let prepared = job.prepare(src, size)?;
+        let (first, size): (&[u8], _) = match &prepared {
+            Some((v, size)) => (v, *size),
+            None => (src, size),
+        };
         if let Some(dst) = slot {
-            match &prepared {
-                Some((v, size)) => job.write(v, *size, norm, dst)?,
-                None => job.write(src, size, norm, dst)?,
+            // A video's further frames, prepared as the first one was.
+            let mut others = Vec::with_capacity(job.frames.len());
+            for &f in &job.frames {
+                let frame = packed(&images[f])?;
+                others.push(match job.prepare(&frame, images[f].size)? {
+                    Some((v, _)) => Cow::Owned(v),
+                    None => frame,
+                });
             }
+            let frames: Vec<&[u8]> = std::iter::once(first)
+                .chain(others.iter().map(|f| &**f))
+                .collect();
+            job.write(&frames, size, norm, dst)?;
         }
         if read_later.contains(&j) {
             let kept = match (prepared, job.source) {
@@ -369,6 +391,22 @@ fn run_image<T: Copy>(
         }
     }
     Ok(())
+}
+
+/// An input image's pixels as packed RGB (borrowed when they already are).
+fn packed<'a>(image: &Image<'a>) -> Result<Cow<'a, [u8]>, TransformError> {
+    if image.channels == 3 {
+        return Ok(Cow::Borrowed(image.pixels));
+    }
+    let mut out = vec![0u8; checked_len("image", &[image.size.0, image.size.1, 3])?];
+    to_rgb_oriented(
+        image.pixels,
+        image.channels,
+        image.size,
+        Orientation::Identity,
+        &mut out,
+    )?;
+    Ok(Cow::Owned(out))
 }
 
 /// The pixels `source` (a job, or the input image when `None`) left for later jobs.
@@ -428,6 +466,7 @@ mod tests {
             pad: None,
             layout: Some(layout),
             offset,
+            frames: Vec::new(),
         }
     }
 
@@ -453,7 +492,7 @@ mod tests {
             .unwrap()
             .unwrap_or_else(|| (src.to_vec(), size));
         let mut out = vec![f32::NAN; job.output_len(psize).unwrap()];
-        job.write(&pixels, psize, norm, &mut out).unwrap();
+        job.write(&[&pixels], psize, norm, &mut out).unwrap();
         out
     }
 
@@ -584,6 +623,59 @@ mod tests {
         bad = jobs.clone();
         bad[0].crop = Some(Rect { top: 20, ..rect });
         assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1).is_err());
+    }
+
+    #[test]
+    fn video_frames_fill_their_time_slots() {
+        let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
+        let data: Vec<Vec<u8>> = (0..3).map(|i| pattern(30, 40, i)).collect();
+        let images: Vec<Image<'_>> = data
+            .iter()
+            .map(|pixels| Image {
+                pixels,
+                channels: 3,
+                size: (30, 40),
+            })
+            .collect();
+        let resize = Resize::Pillow(Filter::Bicubic, (8, 12));
+        let video = Job {
+            frames: vec![1, 2],
+            ..job(
+                0,
+                resize,
+                Layout::Patches(Patches {
+                    temporal_patch_size: 3,
+                    ..PATCHES
+                }),
+                0,
+            )
+        };
+        let resized: Vec<Vec<u8>> = data
+            .iter()
+            .map(|src| {
+                let mut out = vec![0; 8 * 12 * 3];
+                resize_rgb(src, (30, 40), &mut out, (8, 12), Filter::Bicubic).unwrap();
+                out
+            })
+            .collect();
+        let refs: Vec<&[u8]> = resized.iter().map(Vec::as_slice).collect();
+        let p = Patches {
+            temporal_patch_size: 3,
+            ..PATCHES
+        };
+        let mut want = vec![0f32; video.output_len((8, 12)).unwrap()];
+        normalize_to_patches(&refs, (8, 12), p, &norm, &mut want).unwrap();
+        for threads in [1, 2] {
+            let mut out = vec![f32::NAN; want.len()];
+            run_batch(&images, std::slice::from_ref(&video), &norm, &mut out, threads).unwrap();
+            assert_eq!(out, want);
+        }
+        // Frames must fill exactly the further time slots, with the image's size.
+        let wrong = Job {
+            frames: vec![1],
+            ..video.clone()
+        };
+        assert!(run_batch(&images, &[wrong], &norm, &mut vec![0f32; want.len()], 1).is_err());
     }
 
     #[test]

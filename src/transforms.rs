@@ -305,24 +305,28 @@ impl Patches {
     }
 }
 
-/// HWC u8 RGB → Qwen-VL `pixel_values` rows, normalised band by band.
+/// HWC u8 RGB frames → Qwen-VL `pixel_values` rows, normalised band by band.
 ///
-/// The image is cut into `patch_size` squares; rows are ordered by merge group
-/// (row-major), then by patch within the group (row-major), and each row holds
-/// (channel, time, y, x) with the still frame repeated `temporal_patch_size` times:
-/// HF's `patchify` reshape/transpose, without the intermediate CHW tensor (only one
-/// band of `patch_size * merge_size` normalised rows is held at a time).
+/// The frames (all of `size`) are cut into `patch_size` squares; rows are ordered by merge
+/// group (row-major), then by patch within the group (row-major), and each row holds
+/// (channel, time, y, x): time slot `i` reads `frames[i]`, or the one frame of a still
+/// image, repeated `temporal_patch_size` times. This is HF's `patchify` reshape/transpose,
+/// without the intermediate CHW tensor (only one band of `patch_size * merge_size`
+/// normalised rows per frame is held at a time).
 ///
 /// # Errors
-/// Sides that are not multiples of `patch_size * merge_size`, or lengths that do not match.
+/// Sides that are not multiples of `patch_size * merge_size`, a frame count other than 1 or
+/// `temporal_patch_size`, or lengths that do not match.
 pub fn normalize_to_patches<T: Copy>(
-    src: &[u8],
+    frames: &[&[u8]],
     size: (usize, usize),
     patches: Patches,
     norm: &Normalize<T>,
     dst: &mut [T],
 ) -> Result<(), TransformError> {
-    check_image(src, size)?;
+    for frame in frames {
+        check_image(frame, size)?;
+    }
     let (h, w) = size;
     let Patches {
         patch_size: p,
@@ -337,19 +341,28 @@ pub fn normalize_to_patches<T: Copy>(
             format!("({h}, {w})"),
         ));
     }
+    if frames.len() != 1 && frames.len() != t {
+        return Err(invalid(
+            "frames",
+            format!("1 or temporal_patch_size = {t} frames"),
+            frames.len(),
+        ));
+    }
     let (gh, gw) = (h / p, w / p);
     let row_len = patches.row_len();
     check_out(dst, checked_len("size", &[gh, gw, row_len])?)?;
-    // One band of merge groups at a time: its `p * m` image rows are normalised as whole
-    // rows into planar scratch (the long runs the block loop is fast on; 1.3 MB for a
-    // 4032-wide image, so it stays in cache), then each patch row is gathered from it.
+    // One band of merge groups at a time: its `p * m` image rows of each frame are normalised
+    // as whole rows into planar scratch (the long runs the block loop is fast on; 1.3 MB per
+    // frame for a 4032-wide image, so it stays in cache), then each patch row is gathered.
     let band_len = unit * w;
-    let mut planes = vec![norm.black()[0]; 3 * band_len];
+    let mut planes = vec![norm.black()[0]; frames.len() * 3 * band_len];
     let band_rows = (gw / m) * m * m;
     for (bh, band_out) in dst.chunks_exact_mut(band_rows * row_len).enumerate() {
-        let (r, gb) = planes.split_at_mut(band_len);
-        let (g, b) = gb.split_at_mut(band_len);
-        norm.run(&src[bh * band_len * 3..(bh + 1) * band_len * 3], r, g, b);
+        for (frame, scratch) in frames.iter().zip(planes.chunks_exact_mut(3 * band_len)) {
+            let (r, gb) = scratch.split_at_mut(band_len);
+            let (g, b) = gb.split_at_mut(band_len);
+            norm.run(&frame[bh * band_len * 3..(bh + 1) * band_len * 3], r, g, b);
+        }
         // Fixed-size copies for the patch sizes models use: a memcpy call per 14-value
         // line cost more than the copy (13.9 ms against 8.8 ms for a 1920x1080 image).
         match p {
@@ -367,8 +380,9 @@ fn copy_array<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
     *dst = src.try_into().expect("N values");
 }
 
-/// Patch rows of one band from its planar scratch (`3 * p * m` rows of `w` values each),
-/// copying each `p`-value line with `copy_line`.
+/// Patch rows of one band from its planar scratch (per frame, `3 * p * m` rows of `w`
+/// values each), copying each `p`-value line with `copy_line`. One frame's scratch fills
+/// every time slot; otherwise slot `i` reads frame `i`'s.
 fn gather_band<T: Copy>(
     planes: &[T],
     w: usize,
@@ -381,21 +395,27 @@ fn gather_band<T: Copy>(
         temporal_patch_size: t,
         merge_size: m,
     } = patches;
-    let band_len = planes.len() / 3;
+    let band_len = p * m * w;
+    let frames = planes.len() / (3 * band_len);
     for (k, row) in out.chunks_exact_mut(patches.row_len()).enumerate() {
         // Row k of the band is patch (mh, mw) of merge group bw, both row-major.
         let (bw, within) = (k / (m * m), k % (m * m));
         let (y0, x0) = ((within / m) * p, (bw * m + within % m) * p);
         // Channel c, time i lives at row[(c * t + i) * p * p..][..p * p].
         for (c, channel) in row.chunks_exact_mut(t * p * p).enumerate() {
-            let plane = &planes[c * band_len..(c + 1) * band_len];
-            let (first, copies) = channel.split_at_mut(p * p);
-            for (y, line) in first.chunks_exact_mut(p).enumerate() {
-                let at = (y0 + y) * w + x0;
-                copy_line(line, &plane[at..at + p]);
+            for (i, slot) in channel.chunks_exact_mut(p * p).enumerate().take(frames) {
+                let plane = &planes[(i * 3 + c) * band_len..][..band_len];
+                for (y, line) in slot.chunks_exact_mut(p).enumerate() {
+                    let at = (y0 + y) * w + x0;
+                    copy_line(line, &plane[at..at + p]);
+                }
             }
-            for copy in copies.chunks_exact_mut(p * p) {
-                copy.copy_from_slice(first);
+            if frames == 1 {
+                // A still image: its one frame repeated in every time slot.
+                let (first, copies) = channel.split_at_mut(p * p);
+                for copy in copies.chunks_exact_mut(p * p) {
+                    copy.copy_from_slice(first);
+                }
             }
         }
     }
@@ -577,7 +597,7 @@ mod tests {
     }
 
     /// HF's patchify index arithmetic, written out per element.
-    fn naive_patches(src: &[u8], (h, w): (usize, usize), p: Patches, norm: &Normalize) -> Vec<f32> {
+    fn naive_patches(frames: &[&[u8]], (h, w): (usize, usize), p: Patches, norm: &Normalize) -> Vec<f32> {
         let (ps, t, m) = (p.patch_size, p.temporal_patch_size, p.merge_size);
         let (gh, gw) = (h / ps, w / ps);
         let mut out = vec![0f32; gh * gw * p.row_len()];
@@ -592,6 +612,7 @@ mod tests {
                                     for x in 0..ps {
                                         let (sy, sx) = ((bh * m + mh) * ps + y, (bw * m + mw) * ps + x);
                                         let col = ((c * t + ti) * ps + y) * ps + x;
+                                        let src = frames[ti % frames.len()];
                                         out[row * p.row_len() + col] =
                                             norm.tables[c][usize::from(src[(sy * w + sx) * 3 + c])];
                                     }
@@ -652,15 +673,22 @@ mod tests {
         ] {
             let src = pattern(h * w * 3);
             let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len()];
-            normalize_to_patches(&src, (h, w), p, &norm, &mut dst).unwrap();
-            assert_eq!(dst, naive_patches(&src, (h, w), p, &norm), "{p:?} {h}x{w}");
+            normalize_to_patches(&[&src], (h, w), p, &norm, &mut dst).unwrap();
+            assert_eq!(dst, naive_patches(&[&src], (h, w), p, &norm), "{p:?} {h}x{w}");
+            // A video's temporal group: one frame per time slot.
+            let frames: Vec<Vec<u8>> = (0..p.temporal_patch_size)
+                .map(|i| pattern(h * w * 3 + 7 * i)[7 * i..].to_vec())
+                .collect();
+            let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            normalize_to_patches(&refs, (h, w), p, &norm, &mut dst).unwrap();
+            assert_eq!(dst, naive_patches(&refs, (h, w), p, &norm), "{p:?} {h}x{w} video");
         }
         let p = Patches {
             patch_size: 14,
             temporal_patch_size: 2,
             merge_size: 2,
         };
-        let err = normalize_to_patches(&pattern(27 * 28 * 3), (27, 28), p, &norm, &mut []).unwrap_err();
+        let err = normalize_to_patches(&[&pattern(27 * 28 * 3)], (27, 28), p, &norm, &mut []).unwrap_err();
         assert!(err.to_string().starts_with("size"));
     }
 

@@ -45,6 +45,7 @@ def run_batch(
             tuple[tuple[int, int], tuple[int, int], tuple[int, int, int]] | None,
             tuple[str, object] | None,
             int,
+            Sequence[int],
         ]
     ],
     tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],

@@ -334,6 +334,7 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
                 None if pad is None else (pad.size, (pad.top, pad.left), pad.fill),
                 layout,
                 offset,
+                [],
             )
         )
         offset += length
