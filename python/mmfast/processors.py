@@ -24,8 +24,9 @@ from PIL import Image, ImageOps
 from mmfast import _native
 from mmfast.errors import MmfastError
 from mmfast.image import ArrowSource, ImageSource, arrow_source, decode_image, rgb_or_gray
-from mmfast.models import ImagePlan, ModelConfig, load_config
+from mmfast.models import ImagePlan, ModelConfig, load_config, registry
 from mmfast.models.base import Patchify
+from mmfast.models.config import with_backend
 
 __all__ = [
     "BatchFeature",
@@ -181,13 +182,16 @@ class ImageProcessor:
 
     @classmethod
     def from_pretrained(
-        cls, name_or_path: str | os.PathLike[str], **overrides: Any
+        cls, name_or_path: str | os.PathLike[str], *, backend: str = "pil", **overrides: Any
     ) -> ImageProcessor:
         """A local directory with ``preprocessor_config.json``, such a file, or a built-in id.
 
+        ``backend`` is the transformers class the outputs match bit for bit: ``"pil"``
+        (``XImageProcessorPil``) or ``"torchvision"`` (``XImageProcessor``, which
+        ``AutoImageProcessor`` picks when torchvision is installed); a call can override it.
         ``overrides`` work like keyword arguments to the HF processor (``max_pixels=...``).
         """
-        return cls(load_config(name_or_path, **overrides))
+        return cls(load_config(name_or_path, backend=backend, **overrides))
 
     def __repr__(self) -> str:
         return f"ImageProcessor({self.config!r})"
@@ -206,6 +210,7 @@ class ImageProcessor:
         *,
         threads: int | None = None,
         dtype: Dtype | None = None,
+        backend: str | None = None,
     ) -> BatchFeature:
         """Preprocess ``images`` (one, a list, or a list of lists: the images of each prompt)
         into a :class:`BatchFeature`.
@@ -218,6 +223,7 @@ class ImageProcessor:
         normalising, with ``pixel_lut`` (3, 256) float32, each channel's output value of each
         byte, and for zero-padded batches ``pixel_rows_mask``:
         :func:`mmfast.reference.normalize_uint8` turns them into the float32 output.
+        ``backend`` overrides the processor's (see :meth:`from_pretrained`) for this call.
         """
         # Arguments first: nothing is decoded for a call that cannot run.
         threads = default_threads() if threads is None else threads
@@ -227,13 +233,17 @@ class ImageProcessor:
             raise MmfastError(
                 f"dtype: expected one of {', '.join(map(repr, DTYPES))}, got {dtype!r}"
             )
-        samples = as_samples(images, self.config.flat_is_one_sample)
-        prepared = [
-            prepare(image, self.config, len(sample)) for sample in samples for image in sample
-        ]
+        config = self.config if backend is None else self.with_backend(backend)
+        samples = as_samples(images, config.flat_is_one_sample)
+        prepared = [prepare(image, config, len(sample)) for sample in samples for image in sample]
         inputs, plans = zip(*prepared, strict=True)
         sizes = [len(sample) for sample in samples]
-        return run_plans(self.config, list(inputs), list(plans), sizes, threads, dtype)
+        return run_plans(config, list(inputs), list(plans), sizes, threads, dtype)
+
+    def with_backend(self, backend: str) -> ModelConfig:
+        """This processor's config matching transformers' ``backend`` class."""
+        family = registry.family_of(self.config.image_processor_type)
+        return with_backend(self.config, backend, family)
 
 
 def as_samples(

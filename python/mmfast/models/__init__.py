@@ -36,6 +36,7 @@ from mmfast.models import (
 )
 
 # isort: on
+from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
     BILINEAR,
@@ -120,6 +121,7 @@ __all__ = [
     "load_config",
     "paddleocr_vl",
     "qwen2_vl",
+    "registry",
     "siglip",
     "smart_resize",
     "supported_models",

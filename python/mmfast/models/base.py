@@ -8,7 +8,7 @@ processor it mirrors would.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, TypeAlias
 
 import numpy as np
@@ -44,6 +44,7 @@ __all__ = [
     "View",
     "check_image_size",
     "float32_tables",
+    "fused_tables",
     "plan_constants",
 ]
 
@@ -211,6 +212,7 @@ class ImagePlan:
     output_shapes: Mapping[str, tuple[int, ...]]
     num_image_tokens: int
     views: tuple[View, ...]
+    backend: str = field(default="pil", kw_only=True)
 
 
 def check_image_size(height: int, width: int) -> None:
@@ -255,7 +257,7 @@ def float32_tables(plan: ImagePlan) -> NDArray[np.float32]:
 def plan_constants(config: Any) -> dict[str, Any]:
     """The rescale/normalise fields of an :class:`ImagePlan` from a config's settings
     (``do_rescale``, ``rescale_factor``, ``do_normalize``, ``image_mean``, ``image_std``),
-    with disabled steps turned into identities."""
+    with disabled steps turned into identities, and its ``backend``."""
     norm = Normalization(
         config.do_rescale,
         config.rescale_factor,
@@ -265,12 +267,34 @@ def plan_constants(config: Any) -> dict[str, Any]:
     )
     factor, mean, std = norm.effective()
     return {
+        "backend": config.backend,
         "do_rescale": norm.do_rescale,
         "rescale_factor": factor,
         "do_normalize": norm.do_normalize,
         "image_mean": mean,
         "image_std": std,
     }
+
+
+def fused_tables(plan: ImagePlan) -> NDArray[np.float32]:
+    """(3, 256) float32: transformers' torchvision-backend arithmetic for every uint8 value.
+
+    ``rescale_and_normalize`` on a uint8 tensor: with both steps, mean and std are scaled by
+    ``1 / rescale_factor`` as float32 tensors and the image normalised in float32,
+    ``(float32(x) - mean') / std'``; with one step, ``float32(x) * float32(rescale_factor)``
+    or ``(float32(x) - mean) / std``; with neither, the value itself.
+    """
+    x = np.arange(256, dtype=np.float32)
+    mean = np.asarray(plan.image_mean, np.float32)
+    std = np.asarray(plan.image_std, np.float32)
+    if plan.do_rescale and plan.do_normalize:
+        scale = np.float32(1.0 / plan.rescale_factor)
+        rows = [(x - m * scale) / (s * scale) for m, s in zip(mean, std, strict=True)]
+    elif plan.do_normalize:
+        rows = [(x - m) / s for m, s in zip(mean, std, strict=True)]
+    else:
+        rows = [x * np.float32(plan.rescale_factor)] * 3
+    return np.ascontiguousarray(np.stack(rows), dtype=np.float32)
 
 
 class ModelConfig:
@@ -285,6 +309,7 @@ class ModelConfig:
     # Every family's config has these fields.
     model_id: str | None
     image_processor_type: str
+    backend: str
 
     # How the images' pixel_values join: "concat" along the first axis of each image's
     # output shape (patch rows, tiles, crops), "stack" along a new first axis, or stacked per
@@ -321,9 +346,10 @@ class ModelConfig:
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
         """(3, 256) output value of each uint8 per channel; its dtype is ``pixel_values``'.
 
-        The default is HF's PIL-backend float32 arithmetic; a disabled step is an identity.
+        The default is HF's PIL-backend float32 arithmetic (:func:`float32_tables`) or its
+        torchvision backend's (:func:`fused_tables`); a disabled step is an identity.
         """
-        return float32_tables(plan)
+        return fused_tables(plan) if plan.backend == "torchvision" else float32_tables(plan)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]

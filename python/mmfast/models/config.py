@@ -13,7 +13,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
@@ -28,7 +28,7 @@ from mmfast.models.base import (
 )
 from mmfast.models.registry import Family
 
-__all__ = ["Fields", "Source", "load_config", "supported_models"]
+__all__ = ["BACKENDS", "Fields", "Source", "load_config", "supported_models", "with_backend"]
 
 JsonDict: TypeAlias = dict[str, Any]
 
@@ -281,8 +281,17 @@ class Fields:
         )
 
 
-def load_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> ModelConfig:
+BACKENDS: Final = ("pil", "torchvision")
+
+
+def load_config(
+    name_or_path: str | os.PathLike[str], *, backend: str = "pil", **overrides: Any
+) -> ModelConfig:
     """Load a model's image-processing config.
+
+    ``backend`` is the transformers class the outputs match: ``"pil"`` (``XImageProcessorPil``,
+    the default) or ``"torchvision"`` (``XImageProcessor``, what ``AutoImageProcessor`` gives
+    where torchvision is installed). A family with one class matches it under either name.
 
     ``name_or_path`` is a built-in id (see :func:`supported_models`), a directory holding
     ``preprocessor_config.json`` (plus, optionally, ``processor_config.json`` for the token
@@ -316,9 +325,25 @@ def load_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> Model
             raise MmfastError(
                 f"override {key!r} is not a {processor_type} argument; valid: {', '.join(valid)}"
             )
-    return family.build(
+    config = family.build(
         source,
         processor_type,
         Fields(source.origin, preprocessor),
         Fields(f"{source.origin} (processor)", processor),
     )
+    return with_backend(config, backend, family)
+
+
+def with_backend(config: ModelConfig, backend: str, family: Family | None = None) -> ModelConfig:
+    """``config`` matching transformers' ``backend`` class, or :class:`MmfastError`."""
+    if backend not in BACKENDS:
+        raise MmfastError(f"backend: expected 'pil' or 'torchvision', got {backend!r}")
+    if family is not None and backend not in family.backends:
+        raise MmfastError(
+            f"backend: {config.image_processor_type} has no {backend} class in transformers "
+            f"(its reference is {family.backends[0]!r})"
+        )
+    if config.backend == backend:
+        return config
+    changed: ModelConfig = replace(config, backend=backend)  # type: ignore[type-var]
+    return changed

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -124,6 +124,9 @@ class Idefics3Config(ModelConfig):
     image_mean: RGB
     image_std: RGB
     image_seq_len: int
+
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "pad_samples"
     flat_is_one_sample: ClassVar[bool] = True

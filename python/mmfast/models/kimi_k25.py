@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -104,6 +104,9 @@ class KimiK25Config(ModelConfig):
     image_mean: RGB
     image_std: RGB
 
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
+
     pil_convert: ClassVar[str] = "rgb"
 
     def plan(self, height: int, width: int) -> ImagePlan:
@@ -137,6 +140,7 @@ class KimiK25Config(ModelConfig):
             image_mean=self.image_mean,
             image_std=self.image_std,
             compute_dtype="float32",
+            backend=self.backend,
             patches=grid,
             tiles=None,
             output_shapes=MappingProxyType(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -83,6 +83,9 @@ class KimiVLConfig(ModelConfig):
     in_token_limit: int
     merge_kernel_size: tuple[int, int]
 
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
+
     pil_convert: ClassVar[str] = "resize_then_rgb"
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
@@ -148,6 +151,7 @@ class KimiVLConfig(ModelConfig):
             image_mean=self.image_mean,
             image_std=self.image_std,
             compute_dtype="float32",
+            backend=self.backend,
             patches=grid,
             tiles=None,
             output_shapes=MappingProxyType(
@@ -197,6 +201,8 @@ registry.register(
         processor_types=("KimiVLImageProcessor",),
         model_types={},
         build=_build,
+        # The checkpoint's processor resizes with Pillow; transformers has no class for it.
+        backends=("pil",),
         kwargs=frozenset(
             {"patch_size", "pad_input", "in_token_limit", "merge_kernel_size", "num_pooled_tokens"}
         ),

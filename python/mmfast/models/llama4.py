@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -197,6 +197,9 @@ class Llama4Config(ModelConfig):
     resize_to_max_canvas: bool
     patch_size: int
     pixel_shuffle_ratio: float
+
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
 
     # HF's own output dtype: its arithmetic is bfloat16.
     native_dtype: ClassVar[str] = "bfloat16"

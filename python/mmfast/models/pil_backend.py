@@ -9,7 +9,7 @@ family subclasses :class:`PilBackendConfig` with its class defaults and its toke
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -142,6 +142,9 @@ class PilBackendConfig(ModelConfig):
     do_normalize: bool
     image_mean: RGB
     image_std: RGB
+
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "stack"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -142,6 +142,9 @@ class QwenVLConfig(ModelConfig):
     patch_size: int
     temporal_patch_size: int
     merge_size: int
+
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """The resize target: :func:`smart_resize` with factor ``patch_size * merge_size``."""

@@ -44,6 +44,7 @@ class Family:
     family (``module.Class`` under ``transformers.models``), where they exist, for parity
     tests and the bench. ``processor_defaults`` are the image kwargs the model's HF processor
     passes on every call (its ``images_kwargs``), which win over the checkpoint's file.
+    ``backends``: the transformers backends mmfast matches for the family.
     """
 
     name: str
@@ -55,6 +56,7 @@ class Family:
     hf_pil: str | None = None
     hf_torchvision: str | None = None
     processor_defaults: Mapping[str, Any] = field(default_factory=dict)
+    backends: tuple[str, ...] = ("pil", "torchvision")
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,13 @@ def register_builtin(
 def by_processor_type(base_name: str) -> Family | None:
     """The family of an ``image_processor_type`` without its ``Fast``/``Pil`` suffix."""
     return _BY_PROCESSOR_TYPE.get(base_name)
+
+
+def family_of(image_processor_type: str) -> Family:
+    """The family of a config's ``image_processor_type`` (registered by construction)."""
+    family = by_processor_type(image_processor_type.removesuffix("Fast").removesuffix("Pil"))
+    assert family is not None, image_processor_type
+    return family
 
 
 def by_model_type(model_type: str) -> tuple[Family, str] | None:
