@@ -495,8 +495,8 @@ mod _native {
                         .ok_or_else(|| fail("jobs", "a PIL filter code 0..5", filter))?,
                     *to,
                 ),
-                "torch-bilinear-aa" => Resize::TorchBilinearAntialias(*to),
-                other => return Err(fail("jobs", "resize 'pillow' or 'torch-bilinear-aa'", other)),
+                "torch" if *filter == 2 => Resize::TorchBilinearAntialias(*to),
+                other => return Err(fail("jobs", "resize 'pillow' or 'torch'", other)),
             },
         };
         let layout = match layout {

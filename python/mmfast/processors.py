@@ -14,7 +14,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import ml_dtypes
 import numpy as np
@@ -22,11 +22,12 @@ from numpy.typing import NDArray
 from PIL import Image, ImageOps
 
 from mmfast import _native
-from mmfast.errors import MmfastError
+from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.image import ArrowSource, ImageSource, arrow_source, decode_image, rgb_or_gray
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
-from mmfast.models.base import Patchify
-from mmfast.models.config import with_backend
+from mmfast.models.base import Patchify, fused_tables
+from mmfast.models.config import load_video_config, with_backend
+from mmfast.models.qwen2_vl import Qwen2VLVideoConfig as VideoConfig
 
 __all__ = [
     "BatchFeature",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 ImageInput = Image.Image | NDArray[np.uint8] | ImageSource
+VideoInput = NDArray[np.uint8] | Sequence[Image.Image | NDArray[np.uint8]]
 Dtype = Literal["float32", "bfloat16", "float16", "uint8"]
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "uint8")
 
@@ -177,21 +179,36 @@ class ImageProcessor:
     Build it with :meth:`from_pretrained`; call it on one image or a list.
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, video_config: VideoConfig | None = None) -> None:
         self.config = config
+        self.video_config = video_config
 
     @classmethod
     def from_pretrained(
-        cls, name_or_path: str | os.PathLike[str], *, backend: str = "pil", **overrides: Any
+        cls,
+        name_or_path: str | os.PathLike[str],
+        *,
+        backend: str = "pil",
+        video_overrides: Mapping[str, Any] | None = None,
+        **overrides: Any,
     ) -> ImageProcessor:
         """A local directory with ``preprocessor_config.json``, such a file, or a built-in id.
 
         ``backend`` is the transformers class the outputs match bit for bit: ``"pil"``
         (``XImageProcessorPil``) or ``"torchvision"`` (``XImageProcessor``, which
         ``AutoImageProcessor`` picks when torchvision is installed); a call can override it.
-        ``overrides`` work like keyword arguments to the HF processor (``max_pixels=...``).
+        ``overrides`` work like keyword arguments to the HF processor (``max_pixels=...``);
+        ``video_overrides`` do the same for its video processor, where the model has one
+        (:meth:`videos`).
         """
-        return cls(load_config(name_or_path, backend=backend, **overrides))
+        config = load_config(name_or_path, backend=backend, **overrides)
+        try:
+            video = load_video_config(name_or_path, **(video_overrides or {}))
+        except UnsupportedModelError:
+            if video_overrides:
+                raise
+            video = None
+        return cls(config, video)
 
     def __repr__(self) -> str:
         return f"ImageProcessor({self.config!r})"
@@ -244,6 +261,139 @@ class ImageProcessor:
         """This processor's config matching transformers' ``backend`` class."""
         family = registry.family_of(self.config.image_processor_type)
         return with_backend(self.config, backend, family)
+
+    def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
+        """``<|video_pad|>``-style tokens for a clip of ``num_frames`` (sampled) frames."""
+        return self._video().num_video_tokens(num_frames, height, width)
+
+    def videos(
+        self,
+        videos: VideoInput | Sequence[VideoInput],
+        *,
+        video_fps: float | Sequence[float | None] | None = None,
+        fps: float | None = None,
+        num_frames: int | None = None,
+        do_sample_frames: bool | None = None,
+        threads: int | None = None,
+        dtype: Dtype | None = None,
+    ) -> BatchFeature:
+        """Preprocess video clips into ``pixel_values_videos`` and ``video_grid_thw``,
+        bit-identical to the model's transformers video processor (a torchvision class).
+
+        A clip is a (T, H, W, 3) or (T, H, W) uint8 array or a list of frames (arrays or PIL
+        images); pass one clip or a list of clips. Decoding video files is left to the caller.
+        ``video_fps`` is each clip's own frame rate (the metadata HF samples by);
+        ``fps``/``num_frames`` and ``do_sample_frames`` choose frames as the processor's
+        ``sample_frames`` does (defaults from its config). ``threads`` and ``dtype`` work as
+        for images.
+        """
+        config = self._video()
+        threads = default_threads() if threads is None else threads
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise MmfastError(f"threads: expected a positive integer, got {threads!r}")
+        if dtype is not None and dtype not in DTYPES:
+            raise MmfastError(
+                f"dtype: expected one of {', '.join(map(repr, DTYPES))}, got {dtype!r}"
+            )
+        clips = as_clips(videos)
+        rates: list[float | None] = (
+            list(video_fps)
+            if isinstance(video_fps, (list, tuple))
+            else [cast("float | None", video_fps)] * len(clips)
+        )
+        if len(rates) != len(clips):
+            raise MmfastError(
+                f"video_fps: expected one rate per clip ({len(clips)}), got {len(rates)}"
+            )
+        sample = config.do_sample_frames if do_sample_frames is None else do_sample_frames
+        inputs: list[BatchInput] = []
+        jobs: list[tuple[Any, ...]] = []
+        plans = []
+        offset = 0
+        t = config.temporal_patch_size
+        layout = ("patches", (config.patch_size, t, config.merge_size))
+        for clip, rate in zip(clips, rates, strict=True):
+            total, height, width = clip.shape[:3]
+            indices = config.sample(total, rate, fps, num_frames) if sample else list(range(total))
+            plan = config.plan(indices, height, width)
+            first = len(inputs)
+            inputs += [clip[i] for i in indices]
+            slots = [first + i for i in plan.padded(t)]
+            resize = ("torch", config.resample, plan.size) if config.do_resize else None
+            for g in range(plan.grid_t):
+                group = slots[g * t : (g + 1) * t]
+                jobs.append((group[0], None, None, resize, None, layout, offset, group[1:]))
+                offset += plan.grid_h * plan.grid_w * 3 * t * config.patch_size**2
+            plans.append(plan)
+        tables, view, lut = output_tables(fused_tables(config), "float32", dtype)
+        shape = (offset // (3 * t * config.patch_size**2), 3 * t * config.patch_size**2)
+        out = _native.run_batch(inputs, jobs, tables, shape, threads)
+        grid = [(p.grid_t, p.grid_h, p.grid_w) for p in plans]
+        outputs: dict[str, Any] = {
+            "pixel_values_videos": out if view is None else out.view(view),
+            "video_grid_thw": np.array(grid, np.int64).reshape(-1, 3),
+        }
+        if lut is not None:
+            outputs["pixel_lut"] = lut
+        return BatchFeature(outputs)
+
+    def _video(self) -> VideoConfig:
+        if self.video_config is None:
+            raise UnsupportedModelError(
+                f"{self.config.model_id or self.config.image_processor_type}: this model has no "
+                "video processor mmfast supports (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen-Omni do)"
+            )
+        return self.video_config
+
+
+def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[NDArray[np.uint8]]:
+    """Each clip as a (T, H, W, 3) uint8 array: one clip or a list of clips, a clip being an
+    array of frames or a list of (H, W, 3) / (H, W) arrays or PIL images (converted like
+    ``convert_to_rgb``)."""
+    if isinstance(videos, np.ndarray):
+        return [_clip_array(videos)]
+    if not isinstance(videos, (list, tuple)) or not videos:
+        raise MmfastError(
+            "videos: expected a (frames, height, width, 3) uint8 array, a list of frames or a "
+            f"list of clips, got {videos!r:.80}"
+        )
+    if all(
+        isinstance(v, (Image.Image,)) or (isinstance(v, np.ndarray) and v.ndim in (2, 3))
+        for v in videos
+    ):
+        return [_clip_array(videos)]
+    return [_clip_array(v) for v in videos]
+
+
+def _clip_array(clip: Any) -> NDArray[np.uint8]:
+    if isinstance(clip, (list, tuple)):
+        if not clip:
+            raise MmfastError("videos: expected at least one frame, got an empty clip")
+        frames = [
+            np.asarray(rgb_or_gray(f).convert("RGB")) if isinstance(f, Image.Image) else f
+            for f in clip
+        ]
+        if any(not isinstance(f, np.ndarray) or f.shape != frames[0].shape for f in frames):
+            raise MmfastError("videos: expected frames that are arrays or PIL images of one size")
+        clip = np.stack(frames)
+    if not isinstance(clip, np.ndarray) or clip.dtype != np.uint8 or clip.ndim not in (3, 4):
+        raise MmfastError(
+            "videos: expected uint8 arrays of shape (frames, height, width, 3) or "
+            f"(frames, height, width), got {_describe(clip)}"
+        )
+    if clip.ndim == 3:
+        clip = np.repeat(clip[..., None], 3, axis=3)
+    if clip.shape[3] != 3 or 0 in clip.shape:
+        raise MmfastError(
+            f"videos: expected non-empty frames with 3 channels, got shape {clip.shape}"
+        )
+    return np.ascontiguousarray(clip)
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"dtype {value.dtype} with shape {value.shape}"
+    return type(value).__qualname__
 
 
 def as_samples(

@@ -33,6 +33,7 @@ from mmfast.models import (
     llava_next,
     llava_onevision,
     idefics3,
+    qwen3_vl,
 )
 
 # isort: on
@@ -121,6 +122,7 @@ __all__ = [
     "load_config",
     "paddleocr_vl",
     "qwen2_vl",
+    "qwen3_vl",
     "registry",
     "siglip",
     "smart_resize",

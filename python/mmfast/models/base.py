@@ -46,6 +46,7 @@ __all__ = [
     "float32_tables",
     "fused_tables",
     "plan_constants",
+    "resizer",
 ]
 
 RGB: TypeAlias = tuple[float, float, float]
@@ -116,13 +117,20 @@ class TileGrid:
 
 @dataclass(frozen=True)
 class Resize:
-    """A resize to ``size`` (height, width): Pillow's ``Image.resize`` with PIL filter
-    ``resample`` (``kernel="pillow"``), or torchvision's antialiased bilinear resize of a uint8
-    tensor (``kernel="torch-bilinear-aa"``). An unchanged size leaves the pixels as they are."""
+    """A resize to ``size`` (height, width) with PIL filter code ``resample``: Pillow's
+    ``Image.resize`` (``kernel="pillow"``), or torchvision's ``resize`` of a uint8 tensor with
+    the interpolation transformers maps that code to (``kernel="torch"``: antialiased, as
+    HF resizes; ``"torch-noaa"``: without antialiasing). An unchanged size leaves the pixels
+    as they are."""
 
     size: tuple[int, int]
     resample: int
     kernel: str = "pillow"
+
+
+def resizer(backend: str, size: tuple[int, int], resample: int) -> Resize:
+    """The resize transformers' ``backend`` class runs: Pillow's, or torchvision's."""
+    return Resize(size, resample, "pillow" if backend == "pil" else "torch")
 
 
 @dataclass(frozen=True)
@@ -276,13 +284,14 @@ def plan_constants(config: Any) -> dict[str, Any]:
     }
 
 
-def fused_tables(plan: ImagePlan) -> NDArray[np.float32]:
+def fused_tables(plan: Any) -> NDArray[np.float32]:
     """(3, 256) float32: transformers' torchvision-backend arithmetic for every uint8 value.
 
     ``rescale_and_normalize`` on a uint8 tensor: with both steps, mean and std are scaled by
     ``1 / rescale_factor`` as float32 tensors and the image normalised in float32,
     ``(float32(x) - mean') / std'``; with one step, ``float32(x) * float32(rescale_factor)``
-    or ``(float32(x) - mean) / std``; with neither, the value itself.
+    or ``(float32(x) - mean) / std``; with neither, the value itself. ``plan`` is an
+    :class:`ImagePlan` or a video config: anything with those five settings.
     """
     x = np.arange(256, dtype=np.float32)
     mean = np.asarray(plan.image_mean, np.float32)

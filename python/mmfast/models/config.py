@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import registry
@@ -28,7 +28,18 @@ from mmfast.models.base import (
 )
 from mmfast.models.registry import Family
 
-__all__ = ["BACKENDS", "Fields", "Source", "load_config", "supported_models", "with_backend"]
+if TYPE_CHECKING:
+    from mmfast.models.qwen2_vl import Qwen2VLVideoConfig
+
+__all__ = [
+    "BACKENDS",
+    "Fields",
+    "Source",
+    "load_config",
+    "load_video_config",
+    "supported_models",
+    "with_backend",
+]
 
 JsonDict: TypeAlias = dict[str, Any]
 
@@ -83,6 +94,8 @@ class Source:
     model_type: str | None
     preprocessor: JsonDict
     processor: JsonDict
+    # The video processor's own settings, where the checkpoint has them.
+    video: JsonDict | None = None
 
 
 def read_json(path: Path) -> JsonDict:
@@ -107,6 +120,7 @@ def read_source(name_or_path: str | os.PathLike[str]) -> Source:
             model_type=builtin.model_type,
             preprocessor=copy.deepcopy(dict(builtin.preprocessor)),
             processor=copy.deepcopy(dict(builtin.processor)),
+            video=None if builtin.video is None else copy.deepcopy(dict(builtin.video)),
         )
     path = Path(key)
     if path.is_file():
@@ -125,7 +139,12 @@ def read_source(name_or_path: str | os.PathLike[str]) -> Source:
         model_type = None
         if (path / "config.json").is_file():
             model_type = read_json(path / "config.json").get("model_type")
-        return Source(str(path), None, model_type, preprocessor, processor)
+        # AutoVideoProcessor's order: nested in processor_config.json, then its own file.
+        video = processor.get("video_processor")
+        if not isinstance(video, dict) and (path / "video_preprocessor_config.json").is_file():
+            video = read_json(path / "video_preprocessor_config.json")
+        video = video if isinstance(video, dict) else None
+        return Source(str(path), None, model_type, preprocessor, processor, video)
     raise UnsupportedModelError(
         f"model {key!r} is neither a built-in id nor an existing directory or JSON file; "
         f"built-in ids: {', '.join(registry.BUILTINS)}"
@@ -347,3 +366,62 @@ def with_backend(config: ModelConfig, backend: str, family: Family | None = None
         return config
     changed: ModelConfig = replace(config, backend=backend)  # type: ignore[type-var]
     return changed
+
+
+def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> Qwen2VLVideoConfig:
+    """Load a model's video-processing config, as ``AutoVideoProcessor`` would.
+
+    The checkpoint's video settings (nested in ``processor_config.json`` or in
+    ``video_preprocessor_config.json``), else its ``preprocessor_config.json``, which
+    transformers falls back to; the class from ``video_processor_type``, else the model type.
+    Raises :class:`UnsupportedModelError` for a model without a supported video processor.
+    """
+    source = read_source(name_or_path)
+    values = dict(source.video if source.video is not None else source.preprocessor)
+    processor_type = values.get("video_processor_type")
+    if processor_type is not None and not isinstance(processor_type, str):
+        raise MmfastError(
+            f"{source.origin}: video_processor_type: expected a string, got {processor_type!r}"
+        )
+    model_type = registry.model_type_of(values, source.model_type)
+    family = registry.video_family(processor_type, model_type)
+    if family is None:
+        supported = ", ".join(registry.VIDEO_FAMILIES)
+        raise UnsupportedModelError(
+            f"{source.origin}: no supported video processor (video_processor_type "
+            f"{processor_type!r}, model type {model_type!r}); supported: {supported}"
+        )
+    for key, value in overrides.items():
+        if key not in VIDEOS_KWARGS | family.kwargs:
+            valid = ", ".join(sorted(VIDEOS_KWARGS | family.kwargs))
+            raise MmfastError(
+                f"override {key!r} is not a {family.processor_type} argument; valid: {valid}"
+            )
+        values[key] = value
+    return family.build(source.model_id, Fields(f"{source.origin} (video)", values))
+
+
+# transformers.processing_utils.VideosKwargs: what every video processor accepts.
+VIDEOS_KWARGS: Final = frozenset(
+    {
+        "do_convert_rgb",
+        "do_resize",
+        "size",
+        "default_to_square",
+        "resample",
+        "do_rescale",
+        "rescale_factor",
+        "do_normalize",
+        "image_mean",
+        "image_std",
+        "do_sample_frames",
+        "fps",
+        "num_frames",
+        "video_metadata",
+        "return_metadata",
+        "data_format",
+        "input_data_format",
+        "device",
+        "return_tensors",
+    }
+)

@@ -19,7 +19,6 @@ from mmfast.models.qwen2_vl import (
     QwenVLConfig,
     check_positive,
     fit_pixel_budget,
-    model_type_of,
     patch_fields,
 )
 
@@ -86,7 +85,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     """Mirrors ``Glm4vImageProcessorPil``'s class defaults (no ``min_pixels`` spelling)."""
     return Glm4vConfig(
         model_id=source.model_id,
-        model_type=model_type_of(source, _PROCESSOR_MODEL_TYPES),
+        model_type=registry.model_type_of(source.preprocessor, source.model_type),
         image_processor_type=processor_type,
         **patch_fields(
             cfg,
@@ -100,8 +99,6 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     )
 
 
-_PROCESSOR_MODEL_TYPES = {"Glm4vProcessor": "glm4v", "Glm46VProcessor": "glm46v"}
-
 registry.register(
     registry.Family(
         name="glm4v",
@@ -109,6 +106,7 @@ registry.register(
         model_types={"glm4v": "Glm4vImageProcessor", "glm46v": "Glm46VImageProcessor"},
         build=_build,
         kwargs=frozenset({"patch_size", "temporal_patch_size", "merge_size"}),
+        processor_classes={"Glm4vProcessor": "glm4v", "Glm46VProcessor": "glm46v"},
         hf_pil="glm4v.image_processing_pil_glm4v.Glm4vImageProcessorPil",
         hf_torchvision="glm4v.image_processing_glm4v.Glm4vImageProcessor",
     )

@@ -261,11 +261,11 @@ class Llama4Config(ModelConfig):
             for row in range(tiles.tiles_h)
             for col in range(tiles.tiles_w)
         )
-        views = [View(resize=Resize(resized, BILINEAR, "torch-bilinear-aa"), out=windows)]
+        views = [View(resize=Resize(resized, BILINEAR, "torch"), out=windows)]
         if tiles.global_tile:
             views.append(
                 View(
-                    resize=Resize((th, tw), BILINEAR, "torch-bilinear-aa"),
+                    resize=Resize((th, tw), BILINEAR, "torch"),
                     out=(CropBox(0, 0, th, tw),),
                 )
             )

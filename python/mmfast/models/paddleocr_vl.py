@@ -16,7 +16,6 @@ from mmfast.models.qwen2_vl import (
     QwenVLConfig,
     check_positive,
     fit_pixel_budget,
-    model_type_of,
     patch_fields,
 )
 
@@ -78,7 +77,7 @@ def _build(
     override ``size``'s bounds, as for Qwen2-VL."""
     return PaddleOCRVLConfig(
         model_id=source.model_id,
-        model_type=model_type_of(source, {"PaddleOCRVLProcessor": "paddleocr_vl"}),
+        model_type=registry.model_type_of(source.preprocessor, source.model_type),
         image_processor_type=processor_type,
         **patch_fields(
             cfg,
@@ -97,6 +96,7 @@ registry.register(
         name="paddleocr_vl",
         processor_types=("PaddleOCRVLImageProcessor",),
         model_types={"paddleocr_vl": "PaddleOCRVLImageProcessor"},
+        processor_classes={"PaddleOCRVLProcessor": "paddleocr_vl"},
         build=_build,
         kwargs=frozenset(
             {"min_pixels", "max_pixels", "patch_size", "temporal_patch_size", "merge_size"}

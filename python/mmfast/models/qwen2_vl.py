@@ -50,7 +50,6 @@ __all__ = [
     "check_positive",
     "fit_pixel_budget",
     "grid_thw",
-    "model_type_of",
     "patch_fields",
     "smart_resize",
 ]
@@ -270,20 +269,12 @@ def patch_fields(
     }
 
 
-def model_type_of(source: Source, processor_classes: Mapping[str, str]) -> str | None:
-    """The model type: ``config.json``'s, else the one the ``processor_class`` implies."""
-    processor_class = source.preprocessor.get("processor_class")
-    return source.model_type or processor_classes.get(
-        processor_class if isinstance(processor_class, str) else ""
-    )
-
-
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> QwenVLConfig:
     """Mirrors ``Qwen2VLImageProcessorPil.__init__``: ``min_pixels``/``max_pixels`` override
     ``size["shortest_edge"]``/``size["longest_edge"]`` when both spellings are present."""
     return QwenVLConfig(
         model_id=source.model_id,
-        model_type=model_type_of(source, _PROCESSOR_MODEL_TYPES),
+        model_type=registry.model_type_of(source.preprocessor, source.model_type),
         image_processor_type=processor_type,
         **patch_fields(
             cfg,
@@ -296,17 +287,6 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         ),
     )
 
-
-# Processor classes -> model type, for configs read without config.json.
-_PROCESSOR_MODEL_TYPES: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "Qwen2VLProcessor": "qwen2_vl",
-        "Qwen2_5_VLProcessor": "qwen2_5_vl",
-        "Qwen3VLProcessor": "qwen3_vl",
-        "Qwen2_5OmniProcessor": "qwen2_5_omni",
-        "Qwen3OmniMoeProcessor": "qwen3_omni_moe",
-    }
-)
 
 registry.register(
     registry.Family(
@@ -326,6 +306,13 @@ registry.register(
         kwargs=frozenset(
             {"min_pixels", "max_pixels", "patch_size", "temporal_patch_size", "merge_size"}
         ),
+        processor_classes={
+            "Qwen2VLProcessor": "qwen2_vl",
+            "Qwen2_5_VLProcessor": "qwen2_5_vl",
+            "Qwen3VLProcessor": "qwen3_vl",
+            "Qwen2_5OmniProcessor": "qwen2_5_omni",
+            "Qwen3OmniMoeProcessor": "qwen3_omni_moe",
+        },
         hf_pil="qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
         hf_torchvision="qwen2_vl.image_processing_qwen2_vl.Qwen2VLImageProcessor",
     )
@@ -439,4 +426,215 @@ registry.register_builtin(
         "processor_class": "Qwen3OmniMoeProcessor",
         "temporal_patch_size": 2,
     },
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: Qwen2VLVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VideoPlan:
+    """What happens to one video: the frames kept (indices into the input), each resized to
+    ``size`` (height, width), then grouped ``temporal_patch_size`` at a time into patch rows,
+    the last frame repeated to fill the last group (``padded``)."""
+
+    indices: tuple[int, ...]
+    size: tuple[int, int]
+    grid_t: int
+    grid_h: int
+    grid_w: int
+    num_video_tokens: int
+
+    def padded(self, temporal_patch_size: int) -> tuple[int, ...]:
+        """Positions in :attr:`indices` of each time slot, the last repeated to a whole group."""
+        kept = len(self.indices)
+        return tuple(min(i, kept - 1) for i in range(self.grid_t * temporal_patch_size))
+
+
+@dataclass(frozen=True)
+class Qwen2VLVideoConfig:
+    """Settings of ``Qwen2VLVideoProcessor`` (Qwen2-VL, Qwen2.5-VL, Qwen-Omni).
+
+    ``num_video_tokens`` is the count of ``<|video_pad|>`` tokens the processor inserts:
+    ``video_grid_thw.prod() // merge_size**2``.
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    min_pixels: int
+    max_pixels: int
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+    min_frames: int
+    max_frames: int
+    do_sample_frames: bool
+    fps: float | None
+    num_frames: int | None
+    cap_pixels_per_frame: bool
+    max_video_tokens: int
+
+    def sample(
+        self, total: int, video_fps: float | None, fps: float | None, num_frames: int | None
+    ) -> list[int]:
+        """Mirrors ``Qwen2VLVideoProcessor.sample_frames``: the frame indices to keep."""
+        if fps is not None and num_frames is not None:
+            raise MmfastError("fps, num_frames: expected one of them, got both")
+        num_frames = self.num_frames if num_frames is None else num_frames
+        fps = self.fps if fps is None else fps
+        t = self.temporal_patch_size
+        count: float | int | None = None
+        if num_frames is not None:
+            count = round(num_frames / t) * t
+        elif fps is not None:
+            if video_fps is None:
+                raise MmfastError(
+                    "video_fps: sampling at fps frames a second needs the clip's own frame rate"
+                )
+            max_frames = math.floor(min(self.max_frames, total) / t) * t
+            count = min(max(total / video_fps * fps, self.min_frames), max_frames, total)
+            count = math.floor(count / t) * t
+        if count is None:
+            return list(range(total))
+        if count > total:
+            raise MmfastError(
+                f"num_frames: the clip has {total} frames, sampling asked for {count}"
+            )
+        if count <= 0:
+            raise MmfastError(
+                f"num_frames: sampling gives {count} frames from a {total}-frame clip"
+            )
+        # torch.arange(0, total, total / count).int(): float32 values of start + i * step.
+        step = total / count
+        length = math.ceil(total / step)
+        values = (np.arange(length) * step).astype(np.float32)
+        return [int(v) for v in values]
+
+    def pixel_budget(self, num_frames: int) -> int:
+        """``max_pixels``, capped per frame with ``cap_pixels_per_frame`` (qwen-vl-utils)."""
+        if not self.cap_pixels_per_frame:
+            return self.max_pixels
+        factor = self.patch_size * self.merge_size
+        total_pixels = int(self.max_video_tokens * factor * factor * 0.9)
+        share = total_pixels * self.temporal_patch_size // num_frames
+        return max(min(self.max_pixels, share), int(self.min_pixels * 1.05))
+
+    def resized_size(self, num_frames: int, height: int, width: int) -> tuple[int, int]:
+        """``Qwen2VLVideoProcessor.resize``: :func:`smart_resize` of each frame."""
+        factor = self.patch_size * self.merge_size
+        return smart_resize(height, width, factor, self.min_pixels, self.pixel_budget(num_frames))
+
+    def plan(self, indices: Sequence[int], height: int, width: int) -> VideoPlan:
+        """The plan of a clip of ``height`` x ``width`` frames keeping ``indices``."""
+        check_image_size(height, width)
+        frames = len(indices)
+        size = self.resized_size(frames, height, width) if self.do_resize else (height, width)
+        unit = self.patch_size * self.merge_size
+        if size[0] % unit or size[1] % unit:
+            raise MmfastError(
+                f"video size: with do_resize=False both sides must be multiples of {unit}, "
+                f"got {height}x{width}"
+            )
+        grid_t = -(-frames // self.temporal_patch_size)
+        grid_h, grid_w = size[0] // self.patch_size, size[1] // self.patch_size
+        return VideoPlan(
+            tuple(indices),
+            size,
+            grid_t,
+            grid_h,
+            grid_w,
+            grid_t * grid_h * grid_w // self.merge_size**2,
+        )
+
+    def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
+        """``<|video_pad|>`` tokens for a clip of ``num_frames`` frames after sampling."""
+        return self.plan(range(num_frames), height, width).num_video_tokens
+
+
+def video_fields(
+    cfg: Fields,
+    *,
+    size: Mapping[str, int],
+    legacy_pixels: bool,
+    mean: RGB,
+    std: RGB,
+    patch_size: int,
+    do_sample_frames: bool,
+    fps: float | None,
+    max_video_tokens: int,
+) -> dict[str, Any]:
+    """The fields of a Qwen video config, given the class defaults (``VideosKwargs`` and the
+    class's own)."""
+    fields = patch_fields(
+        cfg,
+        size=size,
+        legacy_pixels=legacy_pixels,
+        resample=BICUBIC,
+        mean=mean,
+        std=std,
+        temporal_patch_size=2,
+    )
+    fields["patch_size"] = cfg.positive_int("patch_size", patch_size)
+    num_frames = cfg.raw("num_frames")
+    return {
+        **fields,
+        "min_frames": cfg.positive_int("min_frames", 4),
+        "max_frames": cfg.positive_int("max_frames", 768),
+        "do_sample_frames": cfg.flag("do_sample_frames", do_sample_frames),
+        "fps": None if cfg.raw("fps") is None and fps is None else cfg.number("fps", fps or 0.0),
+        "num_frames": None if num_frames is None else cfg.positive_int("num_frames", 1),
+        "cap_pixels_per_frame": cfg.flag("cap_pixels_per_frame", False),
+        "max_video_tokens": cfg.positive_int("max_video_tokens", max_video_tokens),
+    }
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> Qwen2VLVideoConfig:
+    """Mirrors ``Qwen2VLVideoProcessor.__init__`` and its class defaults."""
+    return Qwen2VLVideoConfig(
+        model_id=model_id,
+        video_processor_type="Qwen2VLVideoProcessor",
+        **video_fields(
+            cfg,
+            size={"shortest_edge": 128 * 28 * 28, "longest_edge": 28 * 28 * 768},
+            legacy_pixels=True,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            patch_size=14,
+            do_sample_frames=False,
+            fps=None,
+            max_video_tokens=128000,
+        ),
+    )
+
+
+_VIDEO_KWARGS = frozenset(
+    {
+        "min_pixels",
+        "max_pixels",
+        "patch_size",
+        "temporal_patch_size",
+        "merge_size",
+        "min_frames",
+        "max_frames",
+        "cap_pixels_per_frame",
+        "max_video_tokens",
+    }
+)
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="Qwen2VLVideoProcessor",
+        model_types=("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni", "qwen3_omni_moe"),
+        build=_build_video,
+        kwargs=_VIDEO_KWARGS,
+    )
 )

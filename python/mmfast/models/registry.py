@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mmfast.models.base import ModelConfig
     from mmfast.models.config import Fields, Source
+    from mmfast.models.qwen2_vl import Qwen2VLVideoConfig
 
 __all__ = [
     "BUILTINS",
@@ -25,6 +26,8 @@ __all__ = [
     "by_processor_type",
     "register",
     "register_builtin",
+    "register_video",
+    "video_family",
 ]
 
 Build = Callable[["Source", str, "Fields", "Fields"], "ModelConfig"]
@@ -45,6 +48,8 @@ class Family:
     tests and the bench. ``processor_defaults`` are the image kwargs the model's HF processor
     passes on every call (its ``images_kwargs``), which win over the checkpoint's file.
     ``backends``: the transformers backends mmfast matches for the family.
+    ``processor_classes``: HF processor class -> model type, for configs read without
+    ``config.json``.
     """
 
     name: str
@@ -57,6 +62,7 @@ class Family:
     hf_torchvision: str | None = None
     processor_defaults: Mapping[str, Any] = field(default_factory=dict)
     backends: tuple[str, ...] = ("pil", "torchvision")
+    processor_classes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -66,9 +72,23 @@ class Builtin:
     model_type: str
     preprocessor: Mapping[str, Any]
     processor: Mapping[str, Any]
+    video: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class VideoFamily:
+    """One HF video-processor class: its name, the ``model_type`` values AutoVideoProcessor
+    maps to it, its valid keyword arguments and how to build its config from fields."""
+
+    processor_type: str
+    model_types: tuple[str, ...]
+    build: Callable[[str | None, Fields], Qwen2VLVideoConfig]
+    kwargs: frozenset[str]
 
 
 FAMILIES: dict[str, Family] = {}
+VIDEO_FAMILIES: dict[str, VideoFamily] = {}
+PROCESSOR_MODEL_TYPES: dict[str, str] = {}
 BUILTINS: dict[str, Builtin] = {}
 _BY_PROCESSOR_TYPE: dict[str, Family] = {}
 _BY_MODEL_TYPE: dict[str, Family] = {}
@@ -85,7 +105,22 @@ def register(family: Family) -> Family:
             raise RuntimeError(f"model type {model_type} registered twice")
         _BY_MODEL_TYPE[model_type] = family
     FAMILIES[family.name] = family
+    PROCESSOR_MODEL_TYPES.update(family.processor_classes)
     return family
+
+
+def register_video(family: VideoFamily) -> VideoFamily:
+    """Adds a video-processor family."""
+    VIDEO_FAMILIES[family.processor_type] = family
+    return family
+
+
+def video_family(processor_type: str | None, model_type: str | None) -> VideoFamily | None:
+    """The video family AutoVideoProcessor picks: by ``video_processor_type``, else by
+    ``model_type``."""
+    if processor_type is not None:
+        return VIDEO_FAMILIES.get(processor_type.removesuffix("Fast"))
+    return next((v for v in VIDEO_FAMILIES.values() if model_type in v.model_types), None)
 
 
 def register_builtin(
@@ -93,12 +128,23 @@ def register_builtin(
     model_type: str,
     preprocessor: Mapping[str, Any],
     processor: Mapping[str, Any] | None = None,
+    video: Mapping[str, Any] | None = None,
 ) -> None:
     """Adds a built-in checkpoint: its ``preprocessor_config.json`` (and
-    ``processor_config.json``) as found in a public copy; the caller's comment says where."""
+    ``processor_config.json``, and ``video_preprocessor_config.json`` where it has one) as
+    found in a public copy; the caller's comment says where."""
     if model_id in BUILTINS:
         raise RuntimeError(f"built-in {model_id} registered twice")
-    BUILTINS[model_id] = Builtin(model_type, preprocessor, processor or {})
+    BUILTINS[model_id] = Builtin(model_type, preprocessor, processor or {}, video)
+
+
+def model_type_of(values: Mapping[str, Any], model_type: str | None) -> str | None:
+    """``model_type`` (from ``config.json``), else the one a config's ``processor_class``
+    implies."""
+    processor_class = values.get("processor_class")
+    if model_type is not None or not isinstance(processor_class, str):
+        return model_type
+    return PROCESSOR_MODEL_TYPES.get(processor_class)
 
 
 def by_processor_type(base_name: str) -> Family | None:
