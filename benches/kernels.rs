@@ -6,8 +6,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use image::imageops::{self, FilterType};
 use image::RgbImage;
-use mmfast::aa_resize::resize_bilinear_antialias_rgb;
 use mmfast::resize::{resize_rgb_with, Backend, Filter};
+use mmfast::torch_resize::{resize_torch_rgb, TorchMode};
 use mmfast::transforms::{
     deinterleave_rgb_to_planes, f32_as_le_bytes, pad_and_normalize_to_tensor, Normalize,
 };
@@ -118,12 +118,17 @@ fn resize(c: &mut Criterion) {
             b.iter(|| imageops::resize(&rgb, w2 as u32, h2 as u32, theirs));
         });
     }
-    // Llama 4's torchvision-compatible resize of a 12 MP photo onto its 3x4-tile canvas.
+    // torchvision's resizes of a 12 MP photo: Llama 4's bilinear onto its 3x4-tile canvas,
+    // and the bicubic the torchvision backend uses for most models.
     let src = image(3024, 4032);
     let mut dst = vec![0u8; 1008 * 1344 * 3];
-    group.bench_function("torch-bilinear-aa/4032x3024->1344x1008", |b| {
-        b.iter(|| resize_bilinear_antialias_rgb(&src, (3024, 4032), &mut dst, (1008, 1344)).unwrap());
-    });
+    for (name, mode) in [("bilinear", TorchMode::Bilinear), ("bicubic", TorchMode::Bicubic)] {
+        group.bench_function(format!("torch-{name}-aa/4032x3024->1344x1008"), |b| {
+            b.iter(|| {
+                resize_torch_rgb(&src, (3024, 4032), &mut dst, (1008, 1344), mode, true).unwrap();
+            });
+        });
+    }
 }
 
 criterion_group! {

@@ -4,13 +4,13 @@
 //! The kernels live in pure-Rust modules; this file holds only the `PyO3` bindings
 //! (`mmfast._native`), compiled with the `python` feature.
 
-pub mod aa_resize;
 pub mod error;
 pub mod image;
 pub mod pipeline;
 pub mod resize;
 #[cfg(test)]
 mod testing;
+pub mod torch_resize;
 pub mod transforms;
 
 #[cfg(feature = "python")]
@@ -39,6 +39,7 @@ mod _native {
     use crate::image::{self, Orientation, Rect};
     use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
     use crate::resize::Filter;
+    use crate::torch_resize::TorchMode;
     use crate::transforms::{self, Normalize, Patches, Window};
 
     pyo3::import_exception!(mmfast.errors, MmfastError);
@@ -495,8 +496,18 @@ mod _native {
                         .ok_or_else(|| fail("jobs", "a PIL filter code 0..5", filter))?,
                     *to,
                 ),
-                "torch" if *filter == 2 => Resize::TorchBilinearAntialias(*to),
-                other => return Err(fail("jobs", "resize 'pillow' or 'torch'", other)),
+                kind @ ("torch" | "torch-noaa") => Resize::Torch(
+                    TorchMode::from_pil_code(*filter).ok_or_else(|| {
+                        fail(
+                            "jobs",
+                            "a PIL filter code torchvision maps to a tensor mode (0..3)",
+                            filter,
+                        )
+                    })?,
+                    kind == "torch",
+                    *to,
+                ),
+                other => return Err(fail("jobs", "resize 'pillow', 'torch' or 'torch-noaa'", other)),
             },
         };
         let layout = match layout {

@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::aa_resize::resize_bilinear_antialias_rgb;
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use crate::resize::{resize_rgb, Filter};
+use crate::torch_resize::{resize_torch_rgb, TorchMode};
 use crate::transforms::{checked_len, crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
 
 /// How a job's source is resized.
@@ -25,8 +25,9 @@ pub enum Resize {
     Keep,
     /// Pillow's `Image.resize` to (height, width), bit-exact.
     Pillow(Filter, (usize, usize)),
-    /// torchvision's antialiased bilinear resize of a uint8 tensor to (height, width).
-    TorchBilinearAntialias((usize, usize)),
+    /// torchvision's resize of a uint8 tensor to (height, width), with or without
+    /// antialiasing.
+    Torch(TorchMode, bool, (usize, usize)),
 }
 
 /// Where a job's normalised pixels go in its slot of the output.
@@ -116,7 +117,7 @@ impl Job {
             }
             size = (rect.height, rect.width);
         }
-        if let Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) = self.resize {
+        if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) = self.resize {
             if to.0 == 0 || to.1 == 0 {
                 return Err(invalid("jobs", "a non-empty resize target", format!("{to:?}")));
             }
@@ -176,12 +177,15 @@ impl Job {
         }
         match self.resize {
             // Pillow and torchvision return the input unchanged for an unchanged size.
-            Resize::Pillow(_, to) | Resize::TorchBilinearAntialias(to) if to != size => {
+            Resize::Pillow(_, to) | Resize::Torch(_, _, to) if to != size => {
                 let mut out = vec![0u8; checked_len("jobs", &[to.0, to.1, 3])?];
                 if let Resize::Pillow(filter, _) = self.resize {
                     resize_rgb(&pixels, size, &mut out, to, filter)?;
                 } else {
-                    resize_bilinear_antialias_rgb(&pixels, size, &mut out, to)?;
+                    let Resize::Torch(mode, antialias, _) = self.resize else {
+                        unreachable!("the arm matched Pillow or Torch")
+                    };
+                    resize_torch_rgb(&pixels, size, &mut out, to, mode, antialias)?;
                 }
                 (pixels, size) = (Cow::Owned(out), to);
             }
@@ -518,7 +522,7 @@ mod tests {
             let resize = if i % 2 == 0 {
                 Resize::Pillow(Filter::Bicubic, (8, 12))
             } else {
-                Resize::TorchBilinearAntialias((12, 8))
+                Resize::Torch(TorchMode::Bicubic, true, (12, 8))
             };
             let layout = if i < 2 {
                 Layout::Patches(PATCHES)

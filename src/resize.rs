@@ -295,7 +295,7 @@ fn lanczos_weight(x: f64) -> f64 {
 /// saturated to `u8`, with `rounding = 2^(precision - 1)` (half up).
 ///
 /// Pillow's taps have [`PRECISION_BITS`] fractional bits; other tables
-/// (torchvision's, in [`crate::aa_resize`]) bring their own precision.
+/// (torchvision's, in [`crate::torch_resize`]) bring their own precision.
 pub(crate) struct Coeffs {
     first: Vec<usize>,
     /// `offsets[i]..offsets[i + 1]` indexes the taps of output `i` in `k`.

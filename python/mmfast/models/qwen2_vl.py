@@ -375,6 +375,28 @@ registry.register_builtin(
         "processor_class": "Qwen3VLProcessor",
         "image_processor_type": "Qwen2VLImageProcessorFast",
     },
+    # Its video processor, as printed by a loaded Qwen3VLProcessor and in two other projects'
+    # copies of the checkpoint's file. The Qwen2-VL, Qwen2.5-VL and Omni checkpoints have no
+    # video file that public copies show: transformers then reads preprocessor_config.json.
+    video={
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "do_sample_frames": True,
+        "fps": 2,
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "max_frames": 768,
+        "merge_size": 2,
+        "min_frames": 4,
+        "patch_size": 16,
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"longest_edge": 25165824, "shortest_edge": 4096},
+        "temporal_patch_size": 2,
+        "video_processor_type": "Qwen3VLVideoProcessor",
+    },
 )
 
 # Qwen/Qwen2.5-Omni-7B: the file verbatim in three agreeing copies (an audit note that numbers
