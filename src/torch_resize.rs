@@ -407,6 +407,65 @@ mod tests {
     }
 
     #[test]
+    fn other_modes_match_torchvision() {
+        // Expected values from the same torchvision, on the 7x3 image of the test above.
+        let src: Vec<u8> = (0..63u32).map(|v| (v * 11 % 256) as u8).collect();
+        let cases: [(TorchMode, bool, (usize, usize), &[u8]); 5] = [
+            (
+                TorchMode::Bicubic,
+                true,
+                (3, 2),
+                &[
+                    93, 104, 116, 102, 113, 124, 132, 143, 146, 121, 132, 144, 130, 141, 79, 104, 115, 130,
+                ],
+            ),
+            (
+                TorchMode::Lanczos,
+                true,
+                (3, 2),
+                &[
+                    93, 104, 118, 100, 111, 122, 140, 151, 152, 123, 134, 146, 124, 135, 73, 102, 113, 133,
+                ],
+            ),
+            (
+                TorchMode::Bilinear,
+                false,
+                (3, 2),
+                &[
+                    74, 85, 96, 124, 135, 146, 49, 60, 71, 99, 110, 121, 152, 163, 46, 74, 85, 96,
+                ],
+            ),
+            (
+                TorchMode::NearestExact,
+                true,
+                (3, 5),
+                &[
+                    99, 110, 121, 99, 110, 121, 132, 143, 154, 165, 176, 187, 165, 176, 187, 41, 52, 63, 41,
+                    52, 63, 74, 85, 96, 107, 118, 129, 107, 118, 129, 239, 250, 5, 239, 250, 5, 16, 27, 38,
+                    49, 60, 71, 49, 60, 71,
+                ],
+            ),
+            (
+                TorchMode::Nearest,
+                false,
+                (3, 5),
+                &[
+                    0, 11, 22, 0, 11, 22, 33, 44, 55, 33, 44, 55, 66, 77, 88, 198, 209, 220, 198, 209, 220,
+                    231, 242, 253, 231, 242, 253, 8, 19, 30, 140, 151, 162, 140, 151, 162, 173, 184, 195,
+                    173, 184, 195, 206, 217, 228,
+                ],
+            ),
+        ];
+        for (mode, antialias, size, want) in cases {
+            let mut out = vec![0u8; size.0 * size.1 * 3];
+            resize_torch_rgb(&src, (7, 3), &mut out, size, mode, antialias).unwrap();
+            assert_eq!(out, want, "{mode:?} antialias={antialias}");
+        }
+        let mut out = vec![0u8; 18];
+        assert!(resize_torch_rgb(&src, (7, 3), &mut out, (3, 2), TorchMode::Lanczos, false).is_err());
+    }
+
+    #[test]
     fn white_stays_white() {
         for &(s, d) in &[((7, 3), (3, 2)), ((5, 9), (11, 4)), ((13, 17), (2, 3))] {
             let src = vec![255u8; s.0 * s.1 * 3];
