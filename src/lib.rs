@@ -486,29 +486,33 @@ mod _native {
         }
     }
 
+    /// A resize by kernel name ("pillow", "torch" or "torch-noaa") and PIL filter code.
+    fn resize_kind(arg: &'static str, kind: &str, filter: i64, to: (usize, usize)) -> PyResult<Resize> {
+        Ok(match kind {
+            "pillow" => Resize::Pillow(
+                Filter::from_pil_code(filter).ok_or_else(|| fail(arg, "a PIL filter code 0..5", filter))?,
+                to,
+            ),
+            "torch" | "torch-noaa" => Resize::Torch(
+                TorchMode::from_pil_code(filter).ok_or_else(|| {
+                    fail(
+                        arg,
+                        "a PIL filter code torchvision maps to a tensor mode (0..3)",
+                        filter,
+                    )
+                })?,
+                kind == "torch",
+                to,
+            ),
+            other => return Err(fail(arg, "resize 'pillow', 'torch' or 'torch-noaa'", other)),
+        })
+    }
+
     fn parse_job(spec: &JobSpec<'_>) -> PyResult<Job> {
         let (image, source, crop, resize, pad, layout, offset, frames) = spec;
         let resize = match resize {
             None => Resize::Keep,
-            Some((kind, filter, to)) => match kind.as_str() {
-                "pillow" => Resize::Pillow(
-                    Filter::from_pil_code(*filter)
-                        .ok_or_else(|| fail("jobs", "a PIL filter code 0..5", filter))?,
-                    *to,
-                ),
-                kind @ ("torch" | "torch-noaa") => Resize::Torch(
-                    TorchMode::from_pil_code(*filter).ok_or_else(|| {
-                        fail(
-                            "jobs",
-                            "a PIL filter code torchvision maps to a tensor mode (0..3)",
-                            filter,
-                        )
-                    })?,
-                    kind == "torch",
-                    *to,
-                ),
-                other => return Err(fail("jobs", "resize 'pillow', 'torch' or 'torch-noaa'", other)),
-            },
+            Some((kind, filter, to)) => resize_kind("jobs", kind, *filter, *to)?,
         };
         let layout = match layout {
             None => None,
@@ -623,31 +627,34 @@ mod _native {
         })
     }
 
-    /// Resize an (H, W, 3) uint8 RGB image to ``size`` = (height, width), bit-identical to
-    /// ``PIL.Image.resize`` (Pillow 13) with the same filter.
+    /// Resize an (H, W, 3) uint8 RGB image to ``size`` = (height, width).
     ///
-    /// ``resample`` is a name ("nearest", "bilinear", "bicubic", "lanczos", "box",
-    /// "hamming") or a PIL code 0..5. AVX2 is used when the CPU has it. The GIL is
-    /// released; the input is read in place when C-contiguous.
+    /// ``kernel="pillow"``: bit-identical to ``PIL.Image.resize`` (Pillow 13) with the same
+    /// filter. ``"torch"`` / ``"torch-noaa"``: torchvision's ``resize`` of the uint8 CHW
+    /// tensor with the interpolation transformers maps the filter to, with or without
+    /// antialiasing. ``resample`` is a name ("nearest", "bilinear", "bicubic", "lanczos",
+    /// "box", "hamming") or a PIL code 0..5. The GIL is released; the input is read in place
+    /// when C-contiguous.
     #[pyfunction]
-    #[pyo3(signature = (image, size, resample = None), text_signature = "(image, size, resample='bicubic')")]
+    #[pyo3(
+        signature = (image, size, resample = None, kernel = "pillow"),
+        text_signature = "(image, size, resample='bicubic', kernel='pillow')"
+    )]
     fn resize<'py>(
         py: Python<'py>,
         image: &Bound<'py, PyAny>,
         size: &Bound<'py, PyAny>,
         resample: Option<&Bound<'py, PyAny>>,
+        kernel: &str,
     ) -> PyResult<Bound<'py, PyArray3<u8>>> {
         let expected =
             "one of 'nearest', 'bilinear', 'bicubic', 'lanczos', 'box', 'hamming' or a PIL code 0..5";
-        let filter = match resample {
-            None => Some(Filter::Bicubic),
-            Some(r) => match r.extract::<i64>() {
-                Ok(code) => Filter::from_pil_code(code),
-                Err(_) => r
-                    .extract::<String>()
-                    .ok()
-                    .and_then(|name| Filter::from_name(&name.to_lowercase())),
-            },
+        let code = match resample {
+            None => Some(3),
+            Some(r) => r.extract::<i64>().ok().or_else(|| {
+                let filter = Filter::from_name(&r.extract::<String>().ok()?.to_lowercase())?;
+                (0..6).find(|&code| Filter::from_pil_code(code) == Some(filter))
+            }),
         }
         .ok_or_else(|| {
             let got = resample.map_or_else(String::new, |r| {
@@ -661,9 +668,13 @@ mod _native {
         if to.0 == 0 || to.1 == 0 {
             return Err(fail("size", "a positive (height, width)", format!("{to:?}")));
         }
+        if !matches!(kernel, "pillow" | "torch" | "torch-noaa") {
+            return Err(fail("kernel", "'pillow', 'torch' or 'torch-noaa'", kernel));
+        }
+        let resize = resize_kind("resample", kernel, code, to)?;
         let mut out = alloc_zeroed::<u8>("size", transforms::checked_len("size", &[to.0, to.1, 3])?)?;
         let pixels = src.as_slice().expect("standard layout");
-        py.detach(|| crate::resize::resize_rgb(pixels, from, &mut out, to, filter))?;
+        py.detach(|| resize.run(pixels, from, &mut out))?;
         Ok(Array::from_shape_vec((to.0, to.1, 3), out)
             .expect("the kernel filled h * w * 3 bytes")
             .into_pyarray(py))

@@ -30,6 +30,28 @@ pub enum Resize {
     Torch(TorchMode, bool, (usize, usize)),
 }
 
+impl Resize {
+    /// `src` (`size`, HWC RGB) resized into `dst`, which holds the target size's pixels
+    /// (`size`'s for [`Resize::Keep`]).
+    ///
+    /// # Errors
+    ///
+    /// The kernels' errors for mismatched buffers or sizes.
+    pub fn run(self, src: &[u8], size: (usize, usize), dst: &mut [u8]) -> Result<(), TransformError> {
+        match self {
+            Resize::Keep => {
+                if src.len() != dst.len() {
+                    return Err(invalid("dst", "the source's length", dst.len()));
+                }
+                dst.copy_from_slice(src);
+                Ok(())
+            }
+            Resize::Pillow(filter, to) => resize_rgb(src, size, dst, to, filter),
+            Resize::Torch(mode, antialias, to) => resize_torch_rgb(src, size, dst, to, mode, antialias),
+        }
+    }
+}
+
 /// Where a job's normalised pixels go in its slot of the output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Layout {
@@ -179,14 +201,7 @@ impl Job {
             // Pillow and torchvision return the input unchanged for an unchanged size.
             Resize::Pillow(_, to) | Resize::Torch(_, _, to) if to != size => {
                 let mut out = vec![0u8; checked_len("jobs", &[to.0, to.1, 3])?];
-                if let Resize::Pillow(filter, _) = self.resize {
-                    resize_rgb(&pixels, size, &mut out, to, filter)?;
-                } else {
-                    let Resize::Torch(mode, antialias, _) = self.resize else {
-                        unreachable!("the arm matched Pillow or Torch")
-                    };
-                    resize_torch_rgb(&pixels, size, &mut out, to, mode, antialias)?;
-                }
+                self.resize.run(&pixels, size, &mut out)?;
                 (pixels, size) = (Cow::Owned(out), to);
             }
             _ => {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,18 @@ def assert_same_outputs(got: Mapping[str, np.ndarray], want: Mapping[str, Any]) 
             continue
         expected = np.asarray(want[key])
         assert same_bits(got[key], expected), describe(key, got[key], expected)
+
+
+@dataclass(frozen=True)
+class Override:
+    """Keyword overrides for mmfast, and for the reference when they are spelt differently."""
+
+    ours: dict[str, Any]
+    theirs: dict[str, Any] | None = None
+
+    @property
+    def reference(self) -> dict[str, Any]:
+        return self.ours if self.theirs is None else self.theirs
 
 
 def hf_load_image(path: Path) -> Image.Image:

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from conftest import (
     SHARED,
+    Override,
     assert_same_outputs,
     builtin_dict,
     hf_load_image,
@@ -140,18 +141,6 @@ def idefics3_tokens(seq_len: int) -> Callable[[Outputs, dict[str, Any]], int]:
         return seq_len + 3 + rows * (cols * (seq_len + 2) + 1)
 
     return count
-
-
-@dataclass(frozen=True)
-class Override:
-    """Keyword overrides for mmfast, and for the reference when they must differ."""
-
-    ours: dict[str, Any]
-    theirs: dict[str, Any] | None = None
-
-    @property
-    def reference(self) -> dict[str, Any]:
-        return self.ours if self.theirs is None else self.theirs
 
 
 @dataclass(frozen=True)

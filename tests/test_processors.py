@@ -451,11 +451,17 @@ def test_llama4_matches_live_transformers() -> None:
     )
 
 
-def test_llama4_normalisation_off_is_refused() -> None:
-    for overrides in ({"do_normalize": False}, {"do_rescale": False}):
-        proc = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID, **overrides)
-        with pytest.raises(MmfastError, match="do_rescale/do_normalize"):
-            proc(noise(40, 40))
+def test_llama4_refuses_what_hf_cannot_run() -> None:
+    """HF's Llama 4 normalises only a rescaled (float) image and has no box/hamming resize;
+    rescale-only and both-off follow its torchvision path (``test_torchvision``)."""
+    with pytest.raises(MmfastError, match="do_rescale: expected true when do_normalize is"):
+        mmfast.ImageProcessor.from_pretrained(LLAMA4_ID, do_rescale=False)
+    with pytest.raises(MmfastError, match="resample: expected 0, 1, 2 or 3"):
+        mmfast.ImageProcessor.from_pretrained(LLAMA4_ID, resample=4)
+    both_off = mmfast.ImageProcessor.from_pretrained(
+        LLAMA4_ID, do_rescale=False, do_normalize=False
+    )
+    assert both_off(noise(40, 40)).pixel_values.dtype == np.uint8
 
 
 # --------------------------------------------------------------------------------------------

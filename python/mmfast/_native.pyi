@@ -32,7 +32,10 @@ def rgb_from_arrow(
     capsules: tuple[object, object], size: tuple[int, int], orientation: int
 ) -> NDArray[np.uint8]: ...
 def resize(
-    image: NDArray[np.uint8], size: tuple[int, int], resample: str | int = "bicubic"
+    image: NDArray[np.uint8],
+    size: tuple[int, int],
+    resample: str | int = "bicubic",
+    kernel: str = "pillow",
 ) -> NDArray[np.uint8]: ...
 def run_batch(
     images: Sequence[NDArray[np.uint8] | tuple[object, object, tuple[int, int]]],

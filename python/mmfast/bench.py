@@ -356,8 +356,10 @@ def model_rows(
     model_ids: Sequence[str] | None = None,
     budget: float = 0.5,
 ) -> Iterator[Item]:
-    """Each built-in model on a decoded PIL RGB image: mmfast ``proc(pil, threads=1)`` against
-    transformers' PIL backend (``return_tensors="np"``) and torchvision backend (``"pt"``)."""
+    """Each built-in model on a decoded PIL RGB image, one thread: mmfast
+    ``proc(pil, threads=1)`` against transformers' PIL backend (``return_tensors="np"``), and
+    mmfast's ``backend="torchvision"`` against transformers' torchvision backend (``"pt"``,
+    torch on one thread) on a row marked "tv"."""
     ids = list(MODELS if model_ids is None else model_ids)
     images = {size: _pil(size) for size in sizes}
     with _torch_threads(backends, 1):
@@ -368,22 +370,24 @@ def model_rows(
             if backends.transformers and hf_pil is None:
                 yield f"  {short_name(model_id)}: transformers has no PIL class for it"
             for size, pil in images.items():
-                slow = size[0] * size[1] > 4_000_000
-                others: dict[str, float] = {}
-                if hf_pil is not None:
-                    others["HF PIL"] = median_seconds(
-                        _bind(hf_pil, pil, "np"), budget, min_runs=2 if slow else 3
-                    )
+                min_runs = 2 if size[0] * size[1] > 4_000_000 else 3
+                name = short_name(model_id)
+                if hf_pil is not None or hf_torch is None:
+                    others = {}
+                    if hf_pil is not None:
+                        hf = _bind(hf_pil, pil, "np")
+                        others["HF PIL"] = median_seconds(hf, budget, min_runs=min_runs)
+                    ours = median_seconds(partial(proc, pil, threads=1), budget)
+                    yield Row(name, size, ours, others)
                 if hf_torch is not None:
-                    others["HF torchvision"] = median_seconds(
-                        _bind(hf_torch, pil, "pt"), budget, min_runs=2 if slow else 3
+                    hf = _bind(hf_torch, pil, "pt")
+                    tv = partial(proc, pil, threads=1, backend="torchvision")
+                    yield Row(
+                        f"{name} tv",
+                        size,
+                        median_seconds(tv, budget),
+                        {"HF torchvision": median_seconds(hf, budget, min_runs=min_runs)},
                     )
-                yield Row(
-                    short_name(model_id),
-                    size,
-                    median_seconds(partial(proc, pil, threads=1), budget),
-                    others,
-                )
 
 
 def _bind(hf: Any, images: object, tensors: str) -> Callable[[], object]:

@@ -35,6 +35,7 @@ __all__ = [
     "convert_to_rgb",
     "decode_image",
     "image_size",
+    "pil_source",
     "pil_to_rgb",
     "resize",
     "rgb_or_gray",
@@ -111,13 +112,32 @@ def arrow_source(im: Image.Image) -> ArrowSource:
     """
     if im.mode not in ("RGB", "L"):
         raise MmfastError(f"image: expected a PIL image in mode RGB or L, got mode {im.mode}")
+    exported = _arrow_export(im)
+    if exported is not None:
+        return exported
+    block = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
+    block.paste(im.im, (0, 0, *im.size))
+    return block.__arrow_c_schema__(), block.__arrow_c_array__(), (im.height, im.width)
+
+
+def _arrow_export(im: Image.Image) -> ArrowSource | None:
+    """Pillow's Arrow export of ``im``, or None when its rows are in several blocks."""
     try:
         schema, array = im.__arrow_c_array__()
-    except ValueError:  # rows in several blocks
-        block = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
-        block.paste(im.im, (0, 0, *im.size))
-        schema, array = block.__arrow_c_schema__(), block.__arrow_c_array__()
+    except ValueError:
+        return None
     return schema, array, (im.height, im.width)
+
+
+def pil_source(im: Image.Image) -> ArrowSource | NDArray[np.uint8]:
+    """An RGB or L Pillow image's pixels for a batch: :func:`arrow_source`, except for an
+    RGB image whose rows are in several blocks, which ``np.asarray`` copies (Pillow packs
+    the rows to RGB with the GIL released) in about two thirds of the time the one-block
+    copy and the core's unpacking take (29 against 44 ms at 12 MP)."""
+    if im.mode == "RGB":
+        exported = _arrow_export(im)
+        return np.asarray(im) if exported is None else exported
+    return arrow_source(im)
 
 
 def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
@@ -194,17 +214,32 @@ def resize(
     image: NDArray[np.uint8] | Image.Image,
     size: tuple[int, int],
     resample: str | int = "bicubic",
+    *,
+    backend: str = "pil",
+    antialias: bool = True,
 ) -> NDArray[np.uint8]:
-    """Resize HWC uint8 RGB to ``size`` = (height, width), bit-identical to Pillow.
+    """Resize HWC uint8 RGB to ``size`` = (height, width), bit-identical to Pillow or to
+    torchvision.
 
-    Equal to ``np.asarray(PIL.Image.fromarray(image).resize((w, h), resample=...))``
-    for every filter and any mix of up- and down-scaling. ``image`` is an (H, W, 3)
-    uint8 array (read in place when C-contiguous) or a PIL image in RGB mode, read
-    through Pillow's Arrow export (see :func:`pil_to_rgb`). ``resample`` is a filter
-    name or a PIL code 0..5. Runs with the GIL released.
+    ``backend="pil"``: equal to ``np.asarray(PIL.Image.fromarray(image).resize((w, h),
+    resample=...))`` for every filter and any mix of up- and down-scaling.
+    ``backend="torchvision"``: equal to ``torchvision.transforms.v2.functional.resize`` of
+    the (3, H, W) uint8 tensor (torch 2.14 on x86 with AVX2/AVX-512) with the interpolation
+    transformers maps the filter to (nearest -> NEAREST_EXACT; box and hamming have none)
+    and ``antialias`` (bilinear and bicubic only; transformers always antialiases).
+    ``image`` is an (H, W, 3) uint8 array (read in place when C-contiguous) or a PIL image in
+    RGB mode, read through Pillow's Arrow export (see :func:`pil_to_rgb`). ``resample`` is a
+    filter name or a PIL code 0..5. Runs with the GIL released.
     """
+    if backend not in ("pil", "torchvision"):
+        raise MmfastError(f"backend: expected 'pil' or 'torchvision', got {backend!r}")
+    if not antialias and backend == "pil":
+        raise MmfastError(
+            "antialias: expected True with backend 'pil' (Pillow always antialiases), got False"
+        )
     if isinstance(image, Image.Image):
         if image.mode != "RGB":
             raise MmfastError(f"image: expected a PIL image in mode RGB, got mode {image.mode}")
         image = pil_to_rgb(image)
-    return _native.resize(image, size, resample)
+    kernel = "pillow" if backend == "pil" else "torch" if antialias else "torch-noaa"
+    return _native.resize(image, size, resample, kernel)

@@ -23,9 +23,9 @@ from PIL import Image, ImageOps
 
 from mmfast import _native
 from mmfast.errors import MmfastError, UnsupportedModelError
-from mmfast.image import ArrowSource, ImageSource, arrow_source, decode_image, rgb_or_gray
+from mmfast.image import ArrowSource, ImageSource, decode_image, pil_source, rgb_or_gray
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
-from mmfast.models.base import Patchify, fused_tables
+from mmfast.models.base import Patchify, fused_tables, identity_table
 from mmfast.models.config import load_video_config, with_backend
 from mmfast.models.qwen2_vl import Qwen2VLVideoConfig as VideoConfig
 
@@ -114,7 +114,7 @@ def prepare(
             converted = rgb_or_gray(image)
         else:
             converted = image if image.mode in ("RGB", "L") else image.convert("RGB")
-        return arrow_source(converted), plan
+        return pil_source(converted), plan
     if isinstance(image, (bytes, bytearray, memoryview, str, os.PathLike)):
         decoded = decode_image(image)
         return decoded, config.plan_in_sample(decoded.shape[0], decoded.shape[1], sample_size)
@@ -170,7 +170,7 @@ def _resize_then_rgb(image: Image.Image, plan: ImagePlan) -> tuple[BatchInput, I
             image.putpalette(palette)
     rgb = image.convert("RGB")
     views = (replace(view, resize=None, pad=None), *plan.views[1:])
-    return arrow_source(rgb), replace(plan, height=rgb.height, width=rgb.width, views=views)
+    return pil_source(rgb), replace(plan, height=rgb.height, width=rgb.width, views=views)
 
 
 class ImageProcessor:
@@ -325,7 +325,7 @@ class ImageProcessor:
                 jobs.append((group[0], None, None, resize, None, layout, offset, group[1:]))
                 offset += plan.grid_h * plan.grid_w * 3 * t * config.patch_size**2
             plans.append(plan)
-        tables, view, lut = output_tables(fused_tables(config), "float32", dtype)
+        tables, view, lut = output_tables(fused_tables(config), dtype)
         shape = (offset // (3 * t * config.patch_size**2), 3 * t * config.patch_size**2)
         out = _native.run_batch(inputs, jobs, tables, shape, threads)
         grid = [(p.grid_t, p.grid_h, p.grid_w) for p in plans]
@@ -512,7 +512,7 @@ def run_plans(
     """Runs the plans of a batch in one native call and assembles HF's outputs;
     ``sample_sizes`` counts the images of each sample, in order."""
     native = config.tables(plans[0])
-    tables, view, lut = output_tables(native, config.native_dtype, dtype)
+    tables, view, lut = output_tables(native, dtype)
     shape, offsets = batch_shape(config, plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
@@ -528,7 +528,7 @@ def run_plans(
 
 
 def output_tables(
-    native: NDArray[Any], native_dtype: str, dtype: Dtype | None
+    native: NDArray[Any], dtype: Dtype | None
 ) -> tuple[NDArray[Any], Any, NDArray[np.float32] | None]:
     """The core's tables for ``dtype``, the dtype its output is viewed as, and the
     ``pixel_lut`` of a uint8 output.
@@ -537,7 +537,7 @@ def output_tables(
     HF returns the pixels untouched, an identity uint8 table. bfloat16 and float16 are the
     float32 values rounded to nearest even, as torch's ``.to(dtype)`` rounds them.
     """
-    bf16 = native_dtype == "bfloat16"
+    bf16 = native.dtype == np.uint16
     values = (native.view(ml_dtypes.bfloat16) if bf16 else native).astype(np.float32)
     if dtype is None:
         dtype = "uint8" if native.dtype == np.uint8 else "float32"
@@ -550,8 +550,7 @@ def output_tables(
         return np.ascontiguousarray(bits), ml_dtypes.bfloat16, None
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None
-    identity = np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
-    return identity, None, np.ascontiguousarray(values)
+    return identity_table(), None, np.ascontiguousarray(values)
 
 
 def written_rows(

@@ -33,6 +33,7 @@ __all__ = [
     "OPENAI_CLIP_STD",
     "RESAMPLE_CODES",
     "RGB",
+    "TORCH_RESAMPLE",
     "ImagePlan",
     "ModelConfig",
     "Normalization",
@@ -45,6 +46,7 @@ __all__ = [
     "check_image_size",
     "float32_tables",
     "fused_tables",
+    "identity_table",
     "plan_constants",
     "resizer",
 ]
@@ -59,6 +61,9 @@ BICUBIC: Final = 3
 BOX: Final = 4
 HAMMING: Final = 5
 RESAMPLE_CODES: Final = frozenset({NEAREST, LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING})
+# The codes transformers' torchvision backend can resize with: it maps BOX and HAMMING to
+# interpolation modes that torch's interpolate rejects.
+TORCH_RESAMPLE: Final = "0, 1, 2 or 3 (torchvision has no box or hamming filter)"
 
 # transformers.image_utils.OPENAI_CLIP_MEAN / OPENAI_CLIP_STD: the class defaults of the Qwen2-VL
 # and CLIP processors.
@@ -262,6 +267,11 @@ def float32_tables(plan: ImagePlan) -> NDArray[np.float32]:
     return np.ascontiguousarray(planes.reshape(3, 256))
 
 
+def identity_table() -> NDArray[np.uint8]:
+    """(3, 256) uint8: every value to itself, where HF hands back the resized pixels."""
+    return np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
+
+
 def plan_constants(config: Any) -> dict[str, Any]:
     """The rescale/normalise fields of an :class:`ImagePlan` from a config's settings
     (``do_rescale``, ``rescale_factor``, ``do_normalize``, ``image_mean``, ``image_std``),
@@ -284,15 +294,17 @@ def plan_constants(config: Any) -> dict[str, Any]:
     }
 
 
-def fused_tables(plan: Any) -> NDArray[np.float32]:
-    """(3, 256) float32: transformers' torchvision-backend arithmetic for every uint8 value.
+def fused_tables(plan: Any) -> NDArray[Any]:
+    """(3, 256): transformers' torchvision-backend arithmetic for every uint8 value.
 
     ``rescale_and_normalize`` on a uint8 tensor: with both steps, mean and std are scaled by
     ``1 / rescale_factor`` as float32 tensors and the image normalised in float32,
     ``(float32(x) - mean') / std'``; with one step, ``float32(x) * float32(rescale_factor)``
-    or ``(float32(x) - mean) / std``; with neither, the value itself. ``plan`` is an
+    or ``(float32(x) - mean) / std``; with neither, the uint8 value itself. ``plan`` is an
     :class:`ImagePlan` or a video config: anything with those five settings.
     """
+    if not (plan.do_rescale or plan.do_normalize):
+        return identity_table()
     x = np.arange(256, dtype=np.float32)
     mean = np.asarray(plan.image_mean, np.float32)
     std = np.asarray(plan.image_std, np.float32)
@@ -327,13 +339,14 @@ class ModelConfig:
     # Whether the HF processor reads a flat list of images as one sample (Idefics3, SmolVLM)
     # rather than one sample per image.
     flat_is_one_sample: ClassVar[bool] = False
-    # The dtype of HF's pixel_values before any cast: "bfloat16" where HF computes in it.
-    native_dtype: ClassVar[str] = "float32"
-    # How the reference turns a PIL image into RGB: "hf" (transformers' convert_to_rgb, which
-    # composites transparency onto white), "rgb" (Pillow's convert("RGB")), or
-    # "resize_then_rgb" (the first view's resize and pad run in the image's own mode, then
-    # convert("RGB")).
-    pil_convert: ClassVar[str] = "hf"
+
+    @property
+    def pil_convert(self) -> str:
+        """How the reference turns a PIL image into RGB: "hf" (transformers' convert_to_rgb,
+        which composites transparency onto white), "rgb" (Pillow's convert("RGB")), or
+        "resize_then_rgb" (the first view's resize and pad run in the image's own mode, then
+        convert("RGB"))."""
+        return "hf"
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """What happens to an image of this size (sizes, windows, constants, shapes)."""
@@ -353,12 +366,14 @@ class ModelConfig:
         return self.plan(height, width).num_image_tokens
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
-        """(3, 256) output value of each uint8 per channel; its dtype is ``pixel_values``'.
+        """(3, 256) output value of each uint8 per channel; its dtype is ``pixel_values``'
+        (uint16 holds bfloat16 bits).
 
-        The default is HF's PIL-backend float32 arithmetic (:func:`float32_tables`) or its
-        torchvision backend's (:func:`fused_tables`); a disabled step is an identity.
+        The default is HF's PIL-backend float32 arithmetic (:func:`float32_tables`), a
+        disabled step being an identity, or its torchvision backend's (:func:`fused_tables`),
+        which leaves the uint8 pixels as they are when both steps are off.
         """
-        return fused_tables(plan) if plan.backend == "torchvision" else float32_tables(plan)
+        return float32_tables(plan) if plan.backend == "pil" else fused_tables(plan)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]

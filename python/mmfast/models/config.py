@@ -20,9 +20,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import registry
 from mmfast.models.base import (
+    BOX,
     DEFAULT_RESCALE,
+    HAMMING,
     RESAMPLE_CODES,
     RGB,
+    TORCH_RESAMPLE,
     ModelConfig,
     Normalization,
 )
@@ -361,6 +364,11 @@ def with_backend(config: ModelConfig, backend: str, family: Family | None = None
         raise MmfastError(
             f"backend: {config.image_processor_type} has no {backend} class in transformers "
             f"(its reference is {family.backends[0]!r})"
+        )
+    resample = getattr(config, "resample", None)
+    if backend == "torchvision" and resample in (BOX, HAMMING):
+        raise MmfastError(
+            f"resample: expected {TORCH_RESAMPLE} with backend 'torchvision', got {resample}"
         )
     if config.backend == backend:
         return config

@@ -27,8 +27,8 @@ from mmfast.models.base import (
     IMAGENET_STANDARD_MEAN,
     IMAGENET_STANDARD_STD,
     ImagePlan,
-    Resize,
     View,
+    resizer,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
@@ -112,6 +112,9 @@ class Gemma3Config(PilBackendConfig):
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``Gemma3ImageProcessorPil._preprocess``: the image, then its pan-and-scan
         crops, each resized, rescaled and normalised."""
+        if self.backend == "torchvision" and self.do_pan_and_scan and not self.do_resize:
+            # Gemma3ImageProcessor resizes the image and its crops whatever do_resize says.
+            return replace(self, do_resize=True).plan(height, width)
         plan = super().plan(height, width)
         crops = (
             pan_and_scan(
@@ -136,7 +139,9 @@ class Gemma3Config(PilBackendConfig):
             out = (CropBox(0, 0, *plan.resize_size),)
             views.append(
                 View(
-                    crop=box, resize=None if size is None else Resize(size, self.resample), out=out
+                    crop=box,
+                    resize=None if size is None else resizer(self.backend, size, self.resample),
+                    out=out,
                 )
             )
         n = len(views)

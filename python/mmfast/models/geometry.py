@@ -98,17 +98,30 @@ class CropBox:
         return self.left + self.width
 
 
-def center_crop_box(height: int, width: int, crop_height: int, crop_width: int) -> CropBox:
-    """The window ``transformers.image_transforms.center_crop`` cuts from a height x width image.
+def center_crop_box(
+    height: int, width: int, crop_height: int, crop_width: int, backend: str = "pil"
+) -> CropBox:
+    """The window HF's ``backend`` class cuts from a height x width image by centre cropping.
 
-    HF takes ``top = (height - crop_height) // 2`` (floor division, so an odd excess leaves the
-    extra row at the bottom). When the crop is larger than the image it pastes the image at
-    ``ceil((crop - side) / 2)`` into a zero canvas and slices from 0: the same window, expressed
-    here in image coordinates with a negative offset (``-ceil(x / 2) == floor(-x / 2)``).
+    ``transformers.image_transforms.center_crop`` (PIL backend) takes
+    ``top = (height - crop_height) // 2`` (floor division, so an odd excess leaves the extra
+    row at the bottom); when the crop is larger than the image it pastes the image at
+    ``ceil((crop - side) / 2)`` into a zero canvas and slices from 0: the same window,
+    expressed here in image coordinates with a negative offset (``-ceil(x / 2) ==
+    floor(-x / 2)``). ``TorchvisionBackend.center_crop`` pads the image at
+    ``floor((crop - side) / 2)`` instead and crops at ``int((side - crop) / 2.0)``: the offset
+    truncated toward zero.
     """
+    if backend == "pil":
+        return CropBox(
+            top=(height - crop_height) // 2,
+            left=(width - crop_width) // 2,
+            height=crop_height,
+            width=crop_width,
+        )
     return CropBox(
-        top=(height - crop_height) // 2,
-        left=(width - crop_width) // 2,
+        top=int((height - crop_height) / 2),
+        left=int((width - crop_width) / 2),
         height=crop_height,
         width=crop_width,
     )

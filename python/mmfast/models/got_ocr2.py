@@ -24,8 +24,8 @@ from mmfast.models.base import (
     OPENAI_CLIP_MEAN,
     OPENAI_CLIP_STD,
     ImagePlan,
-    Resize,
     View,
+    resizer,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
@@ -117,10 +117,13 @@ class GotOcr2Config(PilBackendConfig):
         return self.patch_tokens(1)
 
     def plan(self, height: int, width: int) -> ImagePlan:
-        """Mirrors ``GotOcr2ImageProcessorPil._preprocess`` and ``crop_image_to_patches``."""
+        """Mirrors ``GotOcr2ImageProcessorPil._preprocess`` and ``crop_image_to_patches``
+        (the torchvision class crops whenever ``crop_to_patches`` is on, the PIL class only
+        with ``max_patches > 1``)."""
         plan = super().plan(height, width)
         views = plan.views
-        if self.crop_to_patches and self.max_patches > 1:
+        item = plan.output_shapes["pixel_values"]
+        if self.crop_to_patches and (self.max_patches > 1 or self.backend == "torchvision"):
             columns, rows = self.tiles(height, width)
             tile_h, tile_w = self.size["height"], self.size["width"]
             windows = tuple(
@@ -130,16 +133,17 @@ class GotOcr2Config(PilBackendConfig):
             )
             # crop_image_to_patches resizes whatever do_resize says.
             canvas = (tile_h * rows, tile_w * columns)
-            views = (View(resize=Resize(canvas, self.resample), out=windows),)
+            item = (3, tile_h, tile_w)
+            views = (View(resize=resizer(self.backend, canvas, self.resample), out=windows),)
             if len(windows) > 1:
-                thumbnail = Resize((tile_h, tile_w), self.resample)
+                thumbnail = resizer(self.backend, (tile_h, tile_w), self.resample)
                 views += (View(resize=thumbnail, out=(CropBox(0, 0, tile_h, tile_w),)),)
         num_patches = sum(len(view.windows) for view in views)
         return replace(
             plan,
             output_shapes=MappingProxyType(
                 {
-                    "pixel_values": (num_patches, *plan.output_shapes["pixel_values"]),
+                    "pixel_values": (num_patches, *item),
                     "num_patches": (),
                 }
             ),

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from mmfast.models import registry
 from mmfast.models.base import (
@@ -29,11 +30,12 @@ from mmfast.models.base import (
     RGB,
     ImagePlan,
     ModelConfig,
-    Resize,
     TileGrid,
     View,
     check_image_size,
+    float32_tables,
     plan_constants,
+    resizer,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
@@ -145,7 +147,7 @@ class Idefics3Config(ModelConfig):
         size = (height, width)
         if self.do_resize:
             size = self.resized_size(height, width)
-            views.append(View(resize=Resize(size, self.resample)))
+            views.append(View(resize=resizer(self.backend, size, self.resample)))
         source = len(views) - 1 if views else None
         rows = cols = 0
         tile_box = CropBox(0, 0, t, t)
@@ -154,18 +156,34 @@ class Idefics3Config(ModelConfig):
             if size[0] > t or size[1] > t:
                 rows, cols = (size[0] - t) // t + 1, (size[1] - t) // t + 1
                 tiles = tuple(CropBox(r * t, c * t, t, t) for r in range(rows) for c in range(cols))
-                views.append(View(source=source, resize=Resize(size, self.resample), out=tiles))
                 views.append(
                     View(
-                        source=len(views) - 1, resize=Resize((t, t), self.resample), out=(tile_box,)
+                        source=source, resize=resizer(self.backend, size, self.resample), out=tiles
+                    )
+                )
+                views.append(
+                    View(
+                        source=len(views) - 1,
+                        resize=resizer(self.backend, (t, t), self.resample),
+                        out=(tile_box,),
                     )
                 )
             else:
                 views.append(
-                    View(source=source, resize=Resize(size, self.resample), out=(tile_box,))
+                    View(
+                        source=source,
+                        resize=resizer(self.backend, size, self.resample),
+                        out=(tile_box,),
+                    )
                 )
         else:
-            views.append(View(source=source, resize=Resize((t, t), self.resample), out=(tile_box,)))
+            views.append(
+                View(
+                    source=source,
+                    resize=resizer(self.backend, (t, t), self.resample),
+                    out=(tile_box,),
+                )
+            )
         frames = rows * cols + 1 if rows else 1
         tokens = self.image_seq_len + 3 + rows * (cols * (self.image_seq_len + 2) + 1)
         return ImagePlan(
@@ -185,6 +203,13 @@ class Idefics3Config(ModelConfig):
             tiles=TileGrid(rows, cols, (t, t), rows > 0, self.image_seq_len),
             views=tuple(views),
         )
+
+    def tables(self, plan: ImagePlan) -> NDArray[Any]:
+        """Float32 values even with rescale and normalise off: the torchvision class pads
+        into a float32 batch."""
+        if plan.do_rescale or plan.do_normalize:
+            return super().tables(plan)
+        return float32_tables(plan)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]

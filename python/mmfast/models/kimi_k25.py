@@ -8,8 +8,13 @@ grown) to fit ``in_patch_limit`` patches and ``patch_limit_on_one_side`` patches
 (``int()`` truncation) with Pillow's bicubic filter, zero-padded at the right and bottom to a
 multiple of the merged patch, normalised in NumPy (``x / 255.0`` in float64 cast to float32,
 ``-= mean`` and ``*= 1 / std`` with float64 constants) and cut into row-major (3, 14, 14)
-patches, returned with ``grid_thws``. transformers' own ``Kimi_K25ImageProcessor`` is a
-torchvision class with a different resize kernel and rounding; it is not this reference.
+patches, returned with ``grid_thws``: that is ``backend="pil"``.
+
+``backend="torchvision"`` matches transformers' own ``Kimi_K25ImageProcessor`` instead, a
+torchvision class with the same sizes (its ``navit_resize``; ``max_patches``,
+``size["max_height"]`` and ``merge_size`` are ``in_patch_limit``, ``patch_limit_on_one_side``
+and ``merge_kernel_size``) but transformers' RGB conversion (transparency onto white), torch's
+bicubic resize, its fused float32 normalisation and the key ``image_grid_thw``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,9 +38,9 @@ from mmfast.models.base import (
     Pad,
     PatchGrid,
     Patchify,
-    Resize,
     View,
     check_image_size,
+    resizer,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.kimi_vl import patch_grid_outputs
@@ -107,7 +112,15 @@ class KimiK25Config(ModelConfig):
     # Which transformers backend the plan matches: "pil" or "torchvision".
     backend: str = field(default="pil", kw_only=True)
 
-    pil_convert: ClassVar[str] = "rgb"
+    @property
+    def pil_convert(self) -> str:
+        """The checkpoint's processor calls ``convert("RGB")``; transformers' class, HF's."""
+        return "rgb" if self.backend == "pil" else "hf"
+
+    @property
+    def grid_key(self) -> str:
+        """The name of the patch-grid output."""
+        return "grid_thws" if self.backend == "pil" else "image_grid_thw"
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``KimiK25VisionProcessor.preprocess`` for one image."""
@@ -144,23 +157,31 @@ class KimiK25Config(ModelConfig):
             patches=grid,
             tiles=None,
             output_shapes=MappingProxyType(
-                {"pixel_values": (grid.num_patches, 3, p, p), "grid_thws": (3,)}
+                {"pixel_values": (grid.num_patches, 3, p, p), self.grid_key: (3,)}
             ),
             num_image_tokens=tokens
             if self.fixed_output_tokens is None
             else self.fixed_output_tokens,
-            views=(View(resize=Resize(resized, BICUBIC), pad=Pad(canvas), out=Patchify(p, 1, 1)),),
+            views=(
+                View(
+                    resize=resizer(self.backend, resized, BICUBIC),
+                    pad=Pad(canvas),
+                    out=Patchify(p, 1, 1),
+                ),
+            ),
         )
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
-        """``media_utils.normalize``'s arithmetic."""
-        return numpy_tables(self.image_mean, self.image_std)
+        """``media_utils.normalize``'s arithmetic, or transformers' fused one."""
+        if self.backend == "pil":
+            return numpy_tables(self.image_mean, self.image_std)
+        return super().tables(plan)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, Any]:
-        """``grid_thws``: (B, 3) int64 ``(1, patch rows, patch columns)``."""
-        return patch_grid_outputs(plans, "grid_thws", temporal=True)
+        """``grid_thws`` (``image_grid_thw``): (B, 3) int64 ``(1, patch rows, patch columns)``."""
+        return patch_grid_outputs(plans, self.grid_key, temporal=True)
 
 
 _MEDIA_KEYS = frozenset(
@@ -205,6 +226,7 @@ registry.register(
         model_types={"kimi_k25": "KimiK25VisionProcessor"},
         build=_build,
         kwargs=_MEDIA_KEYS | {"media_proc_cfg"},
+        hf_torchvision="kimi_k25.image_processing_kimi_k25.Kimi_K25ImageProcessor",
     )
 )
 

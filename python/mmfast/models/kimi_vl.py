@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,7 +86,10 @@ class KimiVLConfig(ModelConfig):
     # Which transformers backend the plan matches: "pil" or "torchvision".
     backend: str = field(default="pil", kw_only=True)
 
-    pil_convert: ClassVar[str] = "resize_then_rgb"
+    @property
+    def pil_convert(self) -> str:
+        """The processor resizes and pads the image in its own mode, then converts it."""
+        return "resize_then_rgb"
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """``KimiVLImageProcessor.rescale``'s resize target (the input size when it fits)."""

@@ -13,24 +13,27 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
-from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     BILINEAR,
+    BOX,
     HALF,
+    HAMMING,
     RGB,
+    TORCH_RESAMPLE,
     ImagePlan,
     ModelConfig,
     Resize,
     TileGrid,
     View,
     check_image_size,
+    fused_tables,
     plan_constants,
 )
 from mmfast.models.config import Fields, Source
@@ -201,9 +204,6 @@ class Llama4Config(ModelConfig):
     # Which transformers backend the plan matches: "pil" or "torchvision".
     backend: str = field(default="pil", kw_only=True)
 
-    # HF's own output dtype: its arithmetic is bfloat16.
-    native_dtype: ClassVar[str] = "bfloat16"
-
     def tokens_per_tile(self) -> int:
         """``<|patch|>`` tokens per tile: ``Llama4Processor.replace_image_token``'s
         ``(tile // patch_size) ** 2 // round(1 / pixel_shuffle_ratio ** 2)`` (144 for Scout)."""
@@ -251,8 +251,7 @@ class Llama4Config(ModelConfig):
             views=self._views(resized, tiles),
         )
 
-    @staticmethod
-    def _views(resized: tuple[int, int], tiles: TileGrid) -> tuple[View, ...]:
+    def _views(self, resized: tuple[int, int], tiles: TileGrid) -> tuple[View, ...]:
         """The resized image cut into the canvas's tiles (zeros past it), then the global tile:
         the original image squashed to one tile."""
         th, tw = tiles.tile_size
@@ -261,25 +260,22 @@ class Llama4Config(ModelConfig):
             for row in range(tiles.tiles_h)
             for col in range(tiles.tiles_w)
         )
-        views = [View(resize=Resize(resized, BILINEAR, "torch"), out=windows)]
+        views = [View(resize=Resize(resized, self.resample, "torch"), out=windows)]
         if tiles.global_tile:
             views.append(
                 View(
-                    resize=Resize((th, tw), BILINEAR, "torch"),
+                    resize=Resize((th, tw), self.resample, "torch"),
                     out=(CropBox(0, 0, th, tw),),
                 )
             )
         return tuple(views)
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
-        """bfloat16 bit patterns (uint16) of HF's bfloat16 arithmetic."""
-        if plan.compute_dtype != "bfloat16":
-            # HF then takes its torchvision backend's fused float32 path, not reproduced here.
-            raise MmfastError(
-                "do_rescale/do_normalize: Llama 4 is supported with both on (HF's bfloat16 "
-                "path), got one of them off"
-            )
-        return bfloat16_tables(plan)
+        """bfloat16 bit patterns (uint16) of HF's bfloat16 arithmetic when it rescales and
+        normalises; otherwise its torchvision backend's float32 rescale, or the uint8 pixels."""
+        if plan.compute_dtype == "bfloat16":
+            return bfloat16_tables(plan)
+        return fused_tables(plan)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
@@ -338,10 +334,13 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     if not cfg.flag("do_resize", True):
         raise cfg.error("do_resize", "true (Llama 4 always resizes to a tile canvas)", False)
     norm = cfg.normalization(HALF, HALF)
+    if norm.do_normalize and not norm.do_rescale:
+        # Llama4ImageProcessor.rescale_and_normalize hands the uint8 image to torchvision's
+        # normalize, which raises TypeError.
+        raise cfg.error("do_rescale", "true when do_normalize is (HF fails on uint8)", False)
     resample = cfg.resample(BILINEAR)
-    if resample != BILINEAR:
-        # HF resizes with torchvision's filter of that code; mmfast has its bilinear one.
-        raise cfg.error("resample", f"{BILINEAR} (bilinear)", resample)
+    if resample in (BOX, HAMMING):
+        raise cfg.error("resample", TORCH_RESAMPLE, resample)
     shuffle = processor.number("pixel_shuffle_ratio", 0.5)
     if not 0 < shuffle <= 1:
         raise processor.error("pixel_shuffle_ratio", "a number in (0, 1]", shuffle)

@@ -26,8 +26,8 @@ from mmfast.models.base import (
     OPENAI_CLIP_STD,
     ImagePlan,
     Pad,
-    Resize,
     View,
+    resizer,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import (
@@ -101,11 +101,11 @@ class LlavaNextConfig(PilBackendConfig):
         per-patch resize and centre crop."""
         resized = resize_output_size(*size, self.size) if self.do_resize else size
         window = (
-            center_crop_box(*resized, *self.crop_size)
+            center_crop_box(*resized, *self.crop_size, self.backend)
             if self.do_center_crop
             else CropBox(0, 0, *resized)
         )
-        resize = Resize(resized, self.resample) if self.do_resize else None
+        resize = resizer(self.backend, resized, self.resample) if self.do_resize else None
         return View(source=source, crop=crop, resize=resize, out=(window,))
 
     def anyres_views(self, height: int, width: int) -> tuple[View, ...]:
@@ -115,9 +115,9 @@ class LlavaNextConfig(PilBackendConfig):
         fit = get_patch_output_size(height, width, best)
         top, left = (best[0] - fit[0]) // 2, (best[1] - fit[1]) // 2
         views = [
-            View(resize=Resize(base, self.resample)),
+            View(resize=resizer(self.backend, base, self.resample)),
             self.finish(0, None, base),
-            View(resize=Resize(fit, self.resample), pad=Pad(best, top, left)),
+            View(resize=resizer(self.backend, fit, self.resample), pad=Pad(best, top, left)),
         ]
         side = self.patch_side()
         for y in range(0, best[0], side):

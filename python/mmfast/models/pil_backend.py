@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-import numpy as np
 from numpy.typing import NDArray
 
 from mmfast.errors import MmfastError
@@ -21,10 +20,11 @@ from mmfast.models.base import (
     RGB,
     ImagePlan,
     ModelConfig,
-    Resize,
     View,
     check_image_size,
+    identity_table,
     plan_constants,
+    resizer,
 )
 from mmfast.models.config import Fields
 from mmfast.models.geometry import (
@@ -160,7 +160,11 @@ class PilBackendConfig(ModelConfig):
         """Mirrors ``PilBackend._preprocess``: resize, centre crop, rescale, normalise."""
         check_image_size(height, width)
         resized = self.resize_size(height, width) if self.do_resize else (height, width)
-        crop = center_crop_box(*resized, *self.crop_size) if self.do_center_crop else None
+        crop = (
+            center_crop_box(*resized, *self.crop_size, self.backend)
+            if self.do_center_crop
+            else None
+        )
         out_h, out_w = (crop.height, crop.width) if crop is not None else resized
         return ImagePlan(
             height=height,
@@ -179,15 +183,17 @@ class PilBackendConfig(ModelConfig):
             num_image_tokens=self.count_tokens(out_h, out_w),
             views=(
                 View(
-                    resize=Resize(resized, self.resample) if self.do_resize else None,
+                    resize=resizer(self.backend, resized, self.resample)
+                    if self.do_resize
+                    else None,
                     out=(crop if crop is not None else CropBox(0, 0, *resized),),
                 ),
             ),
         )
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
-        """HF's float32 arithmetic; with rescale and normalise both off, HF's PIL backend
-        hands back the resized, cropped uint8 pixels untouched."""
+        """HF's float32 arithmetic; with rescale and normalise both off, both of HF's
+        backends hand back the resized, cropped uint8 pixels untouched."""
         if plan.do_rescale or plan.do_normalize:
             return super().tables(plan)
-        return np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0)
+        return identity_table()

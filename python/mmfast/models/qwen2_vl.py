@@ -29,10 +29,10 @@ from mmfast.models.base import (
     ModelConfig,
     PatchGrid,
     Patchify,
-    Resize,
     View,
     check_image_size,
     plan_constants,
+    resizer,
 )
 from mmfast.models.config import Fields, Source
 
@@ -203,7 +203,9 @@ class QwenVLConfig(ModelConfig):
             num_image_tokens=grid.num_patches // self.merge_size**2,
             views=(
                 View(
-                    resize=Resize(resized, self.resample) if self.do_resize else None,
+                    resize=resizer(self.backend, resized, self.resample)
+                    if self.do_resize
+                    else None,
                     out=layout,
                 ),
             ),
