@@ -29,7 +29,7 @@ test-python:
 lint: install-dev
 	cargo fmt --check
 	cargo clippy --locked --all-targets -- -D warnings
-	cargo clippy --locked --all-targets --no-default-features -- -D warnings
+	cargo clippy --locked --all-targets --no-default-features --features bench -- -D warnings
 	$(VENV)/bin/ruff check python tests
 	$(VENV)/bin/ruff format --check python tests
 	$(VENV)/bin/mypy
@@ -49,7 +49,7 @@ bench: install-dev
 	$(VENV)/bin/mmfast bench
 
 bench-rust:
-	$(CARGO_NOPY) bench --no-default-features
+	$(CARGO_NOPY) bench --no-default-features --features bench
 
 clean:
 	rm -rf $(VENV) target .pytest_cache .hypothesis

@@ -174,6 +174,26 @@ mod _native {
     #[cfg(not(target_os = "linux"))]
     fn advise_huge_pages(_ptr: *mut u8, _size: usize) {}
 
+    /// Allocate ``megabytes`` the way outputs are allocated, touch every page, free them.
+    ///
+    /// The first writes to memory a process has never used wait while the kernel provides
+    /// and zeroes the pages; this pays that once, up front. The GIL is released.
+    #[pyfunction]
+    fn warmup(py: Python<'_>, megabytes: usize) -> PyResult<()> {
+        let len = megabytes
+            .checked_mul(1 << 20)
+            .ok_or_else(|| fail("megabytes", "a size that fits in memory", megabytes))?;
+        let mut buffer = alloc_zeroed::<u8>("megabytes", len)?;
+        py.detach(|| {
+            for page in buffer.chunks_mut(4096) {
+                // SAFETY: `page` is a non-empty slice of the buffer, so its first byte is
+                // valid for writes; volatile so that the store, and the fault, happen.
+                unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 1) };
+            }
+        });
+        Ok(())
+    }
+
     /// Split an HWC uint8 RGB image into normalised CHW float32 planes.
     ///
     /// Each value is ``(float32(float64(x) * rescale_factor) - float32(mean[c])) / float32(std[c])``

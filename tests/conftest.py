@@ -32,7 +32,7 @@ def shared_path(*parts: str) -> Path:
     """A path under ``../shared``, or skip the test when it is absent."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} is absent (the ../shared data folder is optional)")
+        pytest.skip(f"optional test data not found: {path} (see README, 'Test data')")
     return path
 
 

@@ -180,6 +180,35 @@ def test_garbage_raises_decode_error(data):
         image_size(data)
 
 
+def test_input_messages_say_what_is_wrong(tmp_path):
+    """No object reprs, URLs and empty files named as such, max_pixels checked."""
+    with pytest.raises(mmfast.ImageDecodeError) as info:
+        decode_image(b"\x00" * 300)
+    assert str(info.value) == "source: not an image in a format Pillow reads (300 bytes)"
+    with pytest.raises(mmfast.ImageDecodeError, match=r"^source: expected image data, got empty"):
+        decode_image(b"")
+    empty = tmp_path / "empty.jpg"
+    empty.write_bytes(b"")
+    with pytest.raises(mmfast.ImageDecodeError, match=f"^source: the file {empty} is empty$"):
+        decode_image(empty)
+    for url in ("https://example.com/cat.jpg", "HTTP://x/y.png", "data:image/png;base64,iVBOR"):
+        with pytest.raises(mmfast.MmfastError, match="mmfast does not fetch URLs"):
+            decode_image(url)
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(mmfast.MmfastError, match=r"^max_pixels: expected a positive integer"):
+            decode_image(encode(gradient(4, 4), "PNG"), max_pixels=bad)
+
+
+def test_pillow_bomb_warning_does_not_leak():
+    """Between Pillow's warning threshold and mmfast's limit, the image decodes quietly
+    (pytest turns warnings into errors here); over the limit it raises ImageTooLargeError."""
+    side = int((Image.MAX_IMAGE_PIXELS * 1.2) ** 0.5)
+    header = png_header_only(side, side)
+    with pytest.raises(mmfast.ImageTooLargeError, match="max_pixels=1000000"):
+        decode_image(header, max_pixels=1_000_000)
+    assert image_size(header) == (side, side)
+
+
 def test_bad_source_type_and_mode():
     with pytest.raises(mmfast.MmfastError, match="source: expected bytes"):
         decode_image(12345)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ with the goldens in ``../shared/golden/llama4`` and, when torch and torchvision 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import threading
@@ -742,10 +743,113 @@ def test_bad_images_raise(model_id: str, images: Any, match: str) -> None:
         mmfast.ImageProcessor.from_pretrained(model_id)(images)
 
 
-@pytest.mark.parametrize("threads", [0, -1, 2.0, "4"])
+@pytest.mark.parametrize("threads", [0, -1, 2.0, "4", 4097, 2**70])
 def test_bad_threads_raise(threads: Any) -> None:
-    with pytest.raises(MmfastError, match="threads: expected a positive integer"):
+    with pytest.raises(MmfastError, match="threads: expected an integer from 1 to 4096"):
         mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(noise(30, 30), threads=threads)
+
+
+# --------------------------------------------------------------------------------------------
+# Errors in batches, decoding in parallel, async
+# --------------------------------------------------------------------------------------------
+
+
+def test_an_error_names_the_image(tmp_path: Path) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    good = noise(40, 50)
+    missing = tmp_path / "missing.jpg"
+    with pytest.raises(mmfast.ImageDecodeError, match=r"^images\[1\]: source: not an image"):
+        proc([good, b"not an image", good])
+    with pytest.raises(FileNotFoundError, match=rf"^images\[2\] \({missing}\): "):
+        proc([good, good, missing])
+    with pytest.raises(MmfastError, match=r"^images\[1\]\[0\]: images: expected uint8"):
+        proc([[good], [np.zeros((4, 4), np.float32)]])
+    with pytest.raises(MmfastError, match="on_error: expected 'raise' or 'skip', got 'ignore'"):
+        proc([good], on_error="ignore")
+
+
+@pytest.mark.parametrize(
+    "model_id", [QWEN_IDS[0], LLAVA_ID, "HuggingFaceTB/SmolVLM2-2.2B-Instruct"]
+)
+def test_skip_leaves_out_bad_images(model_id: str, tmp_path: Path) -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    images = [noise(40, 50, 1), smooth(70, 30, 2)]
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    out = proc([images[0], b"junk", empty, images[1]], on_error="skip")
+    assert_same_outputs(out, proc(images))
+    assert out.kept == [0, 3]
+    assert sorted(out.skipped) == [1, 2]
+    assert isinstance(out.skipped[1], mmfast.ImageDecodeError)
+    assert str(out.skipped[2]) == f"source: the file {empty} is empty"
+    nested = proc([[images[0], b"junk"], [images[1]]], on_error="skip")
+    assert nested.kept == [(0, 0), (1, 0)] and list(nested.skipped) == [(0, 1)]
+    assert_same_outputs(nested, proc([[images[0]], [images[1]]]))
+    nothing = proc([b"junk"], on_error="skip")
+    assert dict(nothing) == {} and nothing.kept == [] and list(nothing.skipped) == [0]
+
+
+def test_bytes_and_paths_decode_in_parallel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Encoded images are decoded on the call's threads, with the same result as one thread."""
+    buffers = []
+    for i, (h, w) in enumerate([(300, 400), (500, 200), (64, 64), (700, 900)]):
+        buffer = io.BytesIO()
+        Image.fromarray(smooth(h, w, i)).save(buffer, "JPEG" if i % 2 else "PNG")
+        buffers.append(buffer.getvalue())
+    path = tmp_path / "x.png"
+    path.write_bytes(buffers[0])
+    images = [*buffers, path]
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    seen: set[int] = set()
+    real_decode = processors.decode_image
+
+    def decode(source: Any) -> Any:
+        seen.add(threading.get_ident())
+        return real_decode(source)
+
+    monkeypatch.setattr(processors, "decode_image", decode)
+    one = proc(images, threads=1)
+    assert seen == {threading.get_ident()}
+    seen.clear()
+    assert_same_outputs(proc(images, threads=3), one)
+    assert threading.get_ident() not in seen and len(seen) >= 1
+
+
+def test_warmup_checks_its_argument() -> None:
+    mmfast.warmup(4)
+    for bad in (0, -1, 2.5, True, 2**21):
+        with pytest.raises(MmfastError, match="megabytes: expected an integer from 1 to"):
+            mmfast.warmup(bad)
+
+
+def test_acall_leaves_the_event_loop_free() -> None:
+    """While a batch of 12-megapixel images runs, other tasks on the loop keep running."""
+    images = [noise(3024, 4032, 1), smooth(4032, 3024, 2)]
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+
+    async def main() -> tuple[mmfast.BatchFeature, int]:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        task = asyncio.create_task(ticker())
+        try:
+            out = await proc.acall(images, threads=2)
+        finally:
+            done.set()
+            await task
+        return out, ticks
+
+    out, ticks = asyncio.run(main())
+    assert_same_outputs(out, proc(images, threads=2))
+    assert ticks >= 20
 
 
 @pytest.mark.parametrize("model_id", ALL_IDS)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import assert_same_outputs, make_image, same_bits
+from conftest import SHARED, assert_same_outputs, make_image, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -48,7 +48,7 @@ CASES = list(cases())
 def images_or_skip(case: Case) -> list[Image.Image]:
     images = [load_image(name) for name in case.images]
     if any(image is None for image in images):
-        pytest.skip("needs ../shared/images (the optional shared data folder)")
+        pytest.skip(f"optional test data not found: {SHARED / 'images'} (see README, 'Test data')")
     return [image for image in images if image is not None]
 
 

@@ -11,6 +11,7 @@ NumPy) and :mod:`mmfast.errors` work without it.
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from mmfast.errors import (
@@ -19,6 +20,11 @@ from mmfast.errors import (
     MmfastError,
     UnsupportedModelError,
 )
+
+try:
+    __version__ = version("mmfast")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "unknown"
 
 if TYPE_CHECKING:
     from mmfast._native import (
@@ -29,7 +35,7 @@ if TYPE_CHECKING:
     )
     from mmfast.image import decode_image, image_size, resize
     from mmfast.models import supported_models
-    from mmfast.processors import BatchFeature, ImageProcessor
+    from mmfast.processors import BatchFeature, ImageProcessor, warmup
 
 __all__ = [
     "BatchFeature",
@@ -46,6 +52,7 @@ __all__ = [
     "resize",
     "serialize_pixel_values",
     "supported_models",
+    "warmup",
 ]
 
 # Public name -> the module that defines it, loaded on first access (PEP 562).
@@ -60,6 +67,7 @@ _LAZY = {
     "supported_models": "mmfast.models",
     "BatchFeature": "mmfast.processors",
     "ImageProcessor": "mmfast.processors",
+    "warmup": "mmfast.processors",
 }
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "rgb_from_arrow",
     "run_batch",
     "serialize_pixel_values",
+    "warmup",
 ]
 
 def deinterleave_rgb_to_planes(
@@ -55,3 +56,4 @@ def run_batch(
     shape: Sequence[int],
     threads: int,
 ) -> NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8]: ...
+def warmup(megabytes: int) -> None: ...

@@ -28,6 +28,7 @@ import io
 import itertools
 import os
 import platform
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -460,29 +461,50 @@ def batch_rows(
     model_id: str = BATCH_MODEL,
     budget: float = 0.5,
 ) -> Iterator[Item]:
-    """A batch of mixed images in one call: mmfast on 1 and 2 threads, given the PIL images
-    and given the same pixels as uint8 arrays, and transformers' PIL backend on the PIL
-    images for reference.
+    """A batch of mixed images in one call: mmfast on 1 and 2 threads, given the PIL images,
+    the same pixels as uint8 arrays, and the images as JPEG bytes (decoded inside the call,
+    in parallel); transformers' PIL backend on the PIL images, and ``load_image`` of the JPEG
+    files plus that backend, for reference.
 
-    Both inputs are shown because PIL images of 16 MiB or more sit in several Pillow blocks
-    and are copied out one by one, holding the GIL, before the parallel part starts (see
-    :func:`mmfast.image.pil_to_rgb`); arrays show the scaling of the batch itself.
+    PIL images over 4 MP sit in several Pillow blocks and are copied out (by
+    ``np.asarray``, one by one) before the parallel part starts; arrays show the scaling of
+    the batch itself, bytes that of decoding and processing together.
     """
     sizes = batch_sizes() if sizes is None else list(sizes)
     images = [_pil(size, seed=i) for i, size in enumerate(sizes)]
     arrays = [np.array(pil_to_rgb(im)) for im in images]
+    jpegs = []
+    for im in images:
+        buffer = io.BytesIO()
+        im.save(buffer, "JPEG", quality=90)
+        jpegs.append(buffer.getvalue())
     proc = ImageProcessor.from_pretrained(model_id)
     others: dict[str, float] = {}
-    if backends.transformers:
-        hf = hf_processor(model_id, "pil")
+    from_files: dict[str, float] = {}
+    hf = hf_processor(model_id, "pil") if backends.transformers else None
+    if hf is not None:
         others["HF PIL"] = median_seconds(_bind(hf, images, "np"), budget, min_runs=2)
+        load_image = importlib.import_module("transformers.image_utils").load_image
+        with tempfile.TemporaryDirectory() as folder:
+            paths = [os.path.join(folder, f"{i}.jpg") for i in range(len(jpegs))]
+            for path, data in zip(paths, jpegs, strict=True):
+                Path(path).write_bytes(data)
+            from_files["load_image+HF PIL"] = median_seconds(
+                lambda: hf([load_image(p) for p in paths], return_tensors="np"),
+                budget,
+                min_runs=2,
+            )
     scaling = []
-    for kind, batch in (("PIL", images), ("array", arrays)):
+    for kind, batch, alternatives in (
+        ("PIL", images, others),
+        ("array", arrays, others),
+        ("JPEG bytes", jpegs, from_files),
+    ):
         times: dict[int, float] = {}
         for threads in (1, 2):
             times[threads] = median_seconds(partial(proc, batch, threads=threads), budget)
             label = f"{short_name(model_id)} x{len(batch)} {kind}, {threads} thr"
-            yield Row(label, None, times[threads], others)
+            yield Row(label, None, times[threads], alternatives)
         scaling.append(f"{kind} {times[1] / times[2]:.2f}x")
     megapixels = sum(h * w for h, w in sizes) / 1e6
     out_mb = sum(np.prod(proc.plan(h, w).output_shapes["pixel_values"]) for h, w in sizes) * 4e-6
@@ -599,8 +621,8 @@ def run(
             mixed = [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else batch_sizes()
             section(
                 f"batch: one call on {len(mixed)} mixed images, mmfast on 1 and 2 threads "
-                "(HF PIL, one thread, for reference)",
-                ["HF PIL"],
+                "(transformers, one thread, for reference)",
+                ["HF PIL", "load_image+HF PIL"],
                 itertools.chain.from_iterable(
                     batch_rows(backends, mixed, model, budget=budget) for model in BATCH_MODELS
                 ),

@@ -5,43 +5,49 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import numpy as np
-from numpy.typing import NDArray
 
+from mmfast import __version__
 from mmfast.errors import MmfastError
 
 if TYPE_CHECKING:
-    from mmfast.processors import Dtype, ImageProcessor
+    from mmfast.processors import Dtype, ImageInput, ImageProcessor
 
 DEFAULT_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # More images than this get a progress bar on stderr, when stderr is a terminal.
 PROGRESS_MIN_IMAGES = 8
+# Images per batched call.
+DEFAULT_BATCH = 32
 # np.savez stores ml_dtypes.bfloat16 as raw 2-byte voids that load back untyped, so bfloat16
 # arrays are written as their uint16 bit patterns under "<key>.bfloat16_bits".
 BF16_SUFFIX = ".bfloat16_bits"
 
 _PREPROCESS_EPILOG = f"""\
-timing: each image is decoded in turn (mmfast.decode_image, timed per image), then all of
-them go through one batched proc(images, threads=N) call, the library's real path. That
-call's wall time is split across images in proportion to input + resized pixels (an
-estimate); an image's ms = its decode + that share. Throughput = all images (and source
-megapixels) / (all decodes + the batched call).
+timing: the files go through batched proc(files, threads=N) calls of --batch-size images,
+the library's real path (decoding in parallel inside each call), one prompt per image. Each
+call's wall time is split across its images in proportion to input + resized pixels (an
+estimate). Throughput = all images (and source megapixels) / the whole run, writing --out
+included.
 
 progress: with more than {PROGRESS_MIN_IMAGES} images and stderr a terminal, a progress bar
-on stderr follows decoding and then the batched call.
+on stderr follows the batched calls.
 
---out: np.savez of the output arrays by name (pixel_values, image_grid_thw, ...).
-bfloat16 arrays are stored as uint16 bit patterns under "<name>{BF16_SUFFIX}"; read them
-back with np.load(f)["pixel_values{BF16_SUFFIX}"].view(ml_dtypes.bfloat16).
+--out: np.savez of the output arrays by name (pixel_values, image_grid_thw, ...), plus
+mmfast.names (each image's file), mmfast.sizes (its height and width) and mmfast.rows (its
+entries along pixel_values' first axis: patch rows, tiles or views; 1 for models that
+stack one tensor per image). bfloat16 arrays are stored as uint16 bit patterns under
+"<name>{BF16_SUFFIX}"; read them back with
+np.load(f)["pixel_values{BF16_SUFFIX}"].view(ml_dtypes.bfloat16).
 
 errors (unknown model, unreadable image, bad --threads) print one line on stderr and exit
-with status 2.
+with status 2; with --skip-errors an unreadable image is reported on stderr and left out.
 """
 
 
@@ -52,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="mmfast",
         description="Images to vision-language-model tensors: bit-exact, fast, GIL-free.",
     )
+    parser.add_argument("--version", action="version", version=f"mmfast {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     pre = commands.add_parser(
@@ -67,8 +74,8 @@ def _parser() -> argparse.ArgumentParser:
         "images",
         nargs="*",
         metavar="IMAGES",
-        help="image files (JPEG, PNG, WebP, ...); none: two built-in generated samples "
-        "(a 1280x960 JPEG and a 480x360 PNG)",
+        help="image files (JPEG, PNG, WebP, ...) or directories of them; none: two built-in "
+        "generated samples (a 1280x960 JPEG and a 480x360 PNG)",
     )
     pre.add_argument(
         "--model",
@@ -92,6 +99,25 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="pixel_values dtype (default: the reference's, float32 for most models); uint8 "
         "adds pixel_lut, the per-channel table that normalises it",
+    )
+    pre.add_argument(
+        "--backend",
+        choices=("pil", "torchvision"),
+        default="pil",
+        help="the transformers class to match bit for bit: the PIL one (default) or the "
+        "torchvision one, which AutoImageProcessor picks when torchvision is installed",
+    )
+    pre.add_argument(
+        "--skip-errors",
+        action="store_true",
+        help="leave out images that cannot be read (reported on stderr) instead of stopping",
+    )
+    pre.add_argument(
+        "--batch-size",
+        type=int,
+        default=DEFAULT_BATCH,
+        metavar="N",
+        help=f"images per batched call (default: {DEFAULT_BATCH})",
     )
 
     bench = commands.add_parser(
@@ -135,7 +161,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench.run(quick=args.quick, only=args.only, jpeg=args.jpeg)
         return 0
     try:
-        preprocess(args.images, args.model, args.out, args.threads, args.dtype)
+        preprocess(
+            args.images,
+            args.model,
+            args.out,
+            args.threads,
+            args.dtype,
+            backend=args.backend,
+            skip_errors=args.skip_errors,
+            batch_size=args.batch_size,
+        )
     except (MmfastError, OSError) as exc:
         print(f"mmfast preprocess: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -204,8 +239,29 @@ class ImageRow:
     resized: tuple[int, int]
     shapes: Mapping[str, tuple[int, ...]]
     tokens: int
-    decode_s: float
-    process_s: float
+    seconds: float
+
+
+def image_files(paths: Sequence[str]) -> list[str]:
+    """The files to process: each path, or a directory's image files (by the extensions
+    Pillow registers, sorted, not recursive)."""
+    from PIL import Image
+
+    known = set(Image.registered_extensions())
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(
+                entry.path
+                for entry in os.scandir(path)
+                if entry.is_file() and os.path.splitext(entry.name)[1].lower() in known
+            )
+            if not found:
+                raise MmfastError(f"{path}: expected image files in the directory, found none")
+            files += found
+        else:
+            files.append(path)
+    return files
 
 
 def preprocess(
@@ -216,6 +272,10 @@ def preprocess(
     dtype: str | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    *,
+    backend: str = "pil",
+    skip_errors: bool = False,
+    batch_size: int = DEFAULT_BATCH,
 ) -> dict[str, np.ndarray]:
     """The ``preprocess`` command: returns the output arrays (as written by ``--out``)."""
     from mmfast.processors import ImageProcessor, default_threads, parse_threads
@@ -223,18 +283,23 @@ def preprocess(
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     n_threads = default_threads() if threads is None else parse_threads("--threads", threads)
-    proc = ImageProcessor.from_pretrained(model)
+    proc = ImageProcessor.from_pretrained(model, backend=backend)
     sources: list[tuple[str, str | bytes]] = list(sample_images()) if not images else []
-    sources += [(path, path) for path in images]
+    sources += [(path, path) for path in image_files(images)]
     # Opened first so an unwritable path fails before any work; removed again on failure.
     out_file = open(out, "wb") if out is not None else None  # noqa: SIM115
     try:
-        arrays_out = _run(proc, model, sources, n_threads, dtype, stdout, stderr, bool(images))
+        t0 = time.perf_counter()
+        rows, arrays_out = _run(
+            proc, sources, n_threads, dtype, stderr, skip_errors, max(batch_size, 1)
+        )
         if out_file is not None:
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
-            saved = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in arrays_out.items())
-            print(f"wrote {out}: {saved}", file=stdout)
+        total_s = time.perf_counter() - t0
+        _report(proc, model, rows, n_threads, arrays_out, total_s, bool(images), stdout)
+        if out_file is not None:
+            print(f"wrote {out}: {describe_arrays(arrays_out)}", file=stdout)
     except BaseException:
         if out_file is not None:
             out_file.close()
@@ -245,76 +310,133 @@ def preprocess(
 
 def _run(
     proc: ImageProcessor,
-    model: str,
     sources: Sequence[tuple[str, str | bytes]],
     n_threads: int,
     dtype: str | None,
-    stdout: TextIO,
     stderr: TextIO,
-    given: bool,
-) -> dict[str, np.ndarray]:
-    from mmfast.image import decode_image
+    skip_errors: bool,
+    batch_size: int,
+) -> tuple[list[ImageRow], dict[str, np.ndarray]]:
+    """Batched calls of ``batch_size`` images (one prompt each), decoding included; the rows
+    of the images kept and the merged outputs with their ``mmfast.*`` index arrays."""
+    from mmfast.image import image_size
 
+    # Images are taken one prompt each, so a model that reads a flat list as one prompt
+    # (Idefics3, SmolVLM) treats them the same way; errors are caught per image.
     progress = Progress(
         len(sources), stderr, len(sources) > PROGRESS_MIN_IMAGES and stderr.isatty()
     )
-    arrays: list[NDArray[np.uint8]] = []
-    decode_times = []
-    for i, (name, source) in enumerate(sources):
-        progress.update(i, "decoding")
-        t0 = time.perf_counter()
-        try:
-            arrays.append(decode_image(source))
-        except MmfastError as exc:
-            raise MmfastError(f"{name}: {str(exc).removeprefix('source: ')}") from exc
-        decode_times.append(time.perf_counter() - t0)
-    progress.update(len(sources), "processing")
-    t0 = time.perf_counter()
+    rows: list[ImageRow] = []
+    batches = []
     try:
-        feature = proc(arrays, threads=n_threads, dtype=cast("Dtype", dtype))
+        for first in range(0, len(sources), batch_size):
+            progress.update(first, "processing")
+            chunk = sources[first : first + batch_size]
+            t0 = time.perf_counter()
+            prompts: list[list[ImageInput]] = [[source] for _, source in chunk]
+            feature = proc(
+                prompts,
+                threads=n_threads,
+                dtype=cast("Dtype", dtype),
+                on_error="skip",
+            )
+            seconds = time.perf_counter() - t0
+            if not feature.kept:
+                seconds = 0.0
+            skipped = cast("dict[tuple[int, int], Exception]", feature.skipped)
+            for (sample, _), error in skipped.items():
+                message = f"{chunk[sample][0]}: {_one_line(error).removeprefix('source: ')}"
+                if not skip_errors:
+                    raise MmfastError(message) from error
+                print(f"skipped {message}", file=stderr)
+            kept = [chunk[sample] for sample, _ in cast("list[tuple[int, int]]", feature.kept)]
+            plans = [proc.plan(*image_size(source)) for _, source in kept]
+            weights = [p.height * p.width + p.resize_size[0] * p.resize_size[1] for p in plans]
+            rows += [
+                ImageRow(
+                    name=name,
+                    size=(plan.height, plan.width),
+                    resized=plan.resize_size,
+                    shapes=plan.output_shapes,
+                    tokens=proc.num_image_tokens(plan.height, plan.width),
+                    seconds=seconds * weight / sum(weights),
+                )
+                for (name, _), plan, weight in zip(kept, plans, weights, strict=True)
+            ]
+            if feature.kept:
+                batches.append(npz_arrays(feature))
+        progress.update(len(sources), "processing")
     finally:
         progress.close()
-    process_s = time.perf_counter() - t0
+    if not batches:
+        raise MmfastError("images: none of them could be processed")
+    merged = merge_batches(batches)
+    merged["mmfast.names"] = np.array([row.name for row in rows])
+    merged["mmfast.sizes"] = np.array([row.size for row in rows], np.int64).reshape(-1, 2)
+    merged["mmfast.rows"] = np.array([row.shapes["pixel_values"][0] for row in rows], np.int64)
+    return rows, merged
 
-    plans = [proc.plan(a.shape[0], a.shape[1]) for a in arrays]
-    weights = [p.height * p.width + p.resize_size[0] * p.resize_size[1] for p in plans]
-    rows = [
-        ImageRow(
-            name=name,
-            size=(plan.height, plan.width),
-            resized=plan.resize_size,
-            shapes=plan.output_shapes,
-            tokens=proc.num_image_tokens(plan.height, plan.width),
-            decode_s=decode_s,
-            process_s=process_s * weight / sum(weights),
-        )
-        for (name, _), plan, decode_s, weight in zip(
-            sources, plans, decode_times, weights, strict=True
-        )
-    ]
+
+def merge_batches(batches: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """The outputs of several batched calls as one: arrays joined along their first axis
+    (zero-padding the second where calls padded to different lengths), lists joined, the
+    uint8 table kept once."""
+    merged: dict[str, np.ndarray] = {}
+    for key in batches[0]:
+        parts = [batch[key] for batch in batches]
+        if key == "pixel_lut":
+            merged[key] = parts[0]
+            continue
+        if parts[0].ndim >= 2 and len({p.shape[1] for p in parts}) > 1:
+            longest = max(p.shape[1] for p in parts)
+            parts = [
+                np.pad(p, [(0, 0), (0, longest - p.shape[1])] + [(0, 0)] * (p.ndim - 2))
+                for p in parts
+            ]
+        merged[key] = np.concatenate(parts)
+    return merged
+
+
+def describe_arrays(arrays: Mapping[str, np.ndarray]) -> str:
+    return ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in arrays.items())
+
+
+def _report(
+    proc: ImageProcessor,
+    model: str,
+    rows: Sequence[ImageRow],
+    n_threads: int,
+    arrays: Mapping[str, np.ndarray],
+    total_s: float,
+    given: bool,
+    stdout: TextIO,
+) -> None:
+    from mmfast.models import registry
+
     config = proc.config
+    family = registry.family_of(config.image_processor_type)
+    hf = family.hf_pil if config.backend == "pil" else family.hf_torchvision
+    reference = f"transformers' {hf.rsplit('.', 1)[-1]}" if hf else "the checkpoint's processor"
+    values = next(v for k, v in arrays.items() if k.startswith("pixel_values"))
+    print(f"model {model}: bit-identical to {reference}", file=stdout)
     print(
-        f"model {model} ({config.image_processor_type}), {n_threads} thread"
-        f"{'s' if n_threads > 1 else ''}, {feature['pixel_values'].dtype}"
+        f"backend {config.backend!r}, {n_threads} thread{'s' if n_threads > 1 else ''}, "
+        f"pixel_values {values.dtype}"
         + ("" if given else "; no images given: built-in generated samples"),
         file=stdout,
     )
     print(
-        "ms = decode (timed per image) + a share of one batched proc(images, threads="
-        f"{n_threads}) call, split by input + resized pixels (estimate)",
+        "ms: each batched call (decoding included) split across its images by pixels",
         file=stdout,
     )
-    print_table(rows, stdout)
-    total_s = sum(decode_times) + process_s
-    megapixels = sum(p.height * p.width for p in plans) / 1e6
+    print_table(rows, stdout, shutil.get_terminal_size().columns if stdout.isatty() else None)
+    megapixels = sum(row.size[0] * row.size[1] for row in rows) / 1e6
     print(
-        f"total: {len(rows)} image{'s' if len(rows) > 1 else ''}, {megapixels:.2f} MP in "
-        f"{total_s * 1e3:.1f} ms (decode {sum(decode_times) * 1e3:.1f} ms + batched call "
-        f"{process_s * 1e3:.1f} ms): {len(rows) / total_s:.1f} images/s, "
-        f"{megapixels / total_s:.1f} MP/s",
+        f"total: {len(rows)} image{'s' if len(rows) != 1 else ''}, {megapixels:.2f} MP in "
+        f"{total_s * 1e3:.1f} ms (decoding, processing and writing --out): "
+        f"{len(rows) / total_s:.1f} images/s, {megapixels / total_s:.1f} MP/s",
         file=stdout,
     )
-    return npz_arrays(feature)
 
 
 def npz_arrays(feature: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -344,28 +466,35 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         }
 
 
-def print_table(rows: Sequence[ImageRow], stream: TextIO) -> None:
-    """One line per image, columns sized to their contents."""
-    titles = ("image", "size HxW", "resized HxW", "output shapes (this image)", "tokens")
-    titles_ms = ("decode ms", "process ms", "ms")
+def print_table(rows: Sequence[ImageRow], stream: TextIO, width: int | None = None) -> None:
+    """One line per image, columns sized to their contents and, given a ``width`` (the
+    terminal's), the table to it: shapes (to 24 characters), then long file names (to 16)
+    are shortened with "..."."""
+    titles = ("image", "size HxW", "resized", "outputs (shapes)", "tokens", "ms")
     cells = [
-        (
+        [
             row.name,
             f"{row.size[0]}x{row.size[1]}",
             f"{row.resized[0]}x{row.resized[1]}",
-            " ".join(
-                f"{key}={'x'.join(str(n) for n in shape)}" for key, shape in row.shapes.items()
-            ),
+            ", ".join(f"{key} {shape}" for key, shape in row.shapes.items()),
             str(row.tokens),
-            f"{row.decode_s * 1e3:.2f}",
-            f"{row.process_s * 1e3:.2f}",
-            f"{(row.decode_s + row.process_s) * 1e3:.2f}",
-        )
+            f"{row.seconds * 1e3:.2f}",
+        ]
         for row in rows
     ]
-    titles_all = titles + titles_ms
-    widths = [max(len(t), *(len(c[i]) for c in cells)) for i, t in enumerate(titles_all)]
-    left = len(titles) - 1  # text columns left-aligned, numbers (tokens onwards) right-aligned
+    widths = [max(len(t), *(len(c[i]) for c in cells)) for i, t in enumerate(titles)]
+    for column, least in ((3, 24), (0, 16)):
+        excess = sum(widths) + 2 * (len(widths) - 1) - width if width else 0
+        if excess > 0 and widths[column] > least:
+            widths[column] = max(least, widths[column] - excess)
+            keep = widths[column] - 3
+            for c in cells:
+                if len(c[column]) > widths[column]:
+                    # Shapes keep their start, file names their end.
+                    c[column] = (
+                        c[column][:keep] + "..." if column == 3 else "..." + c[column][-keep:]
+                    )
+    left = 4  # text columns left-aligned, numbers (tokens onwards) right-aligned
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(
@@ -373,6 +502,6 @@ def print_table(rows: Sequence[ImageRow], stream: TextIO) -> None:
             for i, (v, w) in enumerate(zip(values, widths, strict=True))
         )
 
-    print(line(titles_all), file=stream)
+    print(line(titles), file=stream)
     for row_cells in cells:
         print(line(row_cells), file=stream)

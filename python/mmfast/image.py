@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import io
 import os
+import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,27 +50,47 @@ _ORIENTATION = 0x0112
 ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 
+# Pillow warns (DecompressionBombWarning) on opening an image over Image.MAX_IMAGE_PIXELS;
+# mmfast checks its own max_pixels instead. Python's warning filters are process-wide, so the
+# opens that silence it take turns.
+_OPEN_LOCK = threading.Lock()
+_URL_PREFIXES = ("http://", "https://", "ftp://", "data:")
+
+
 @contextmanager
 def _open(source: ImageSource) -> Iterator[Image.Image]:
     """``Image.open`` on any source, with Pillow's errors mapped to mmfast's."""
     if isinstance(source, (bytes, bytearray, memoryview)):
+        if not len(source):
+            raise ImageDecodeError("source: expected image data, got empty bytes")
         fp: str | os.PathLike[str] | io.BytesIO = io.BytesIO(source)
+        what = f"{len(source)} bytes"
     elif isinstance(source, (str, os.PathLike)):
         fp = source
+        what = os.fsdecode(source)
+        if what.lower().startswith(_URL_PREFIXES):
+            raise MmfastError(
+                f"source: expected bytes or a file path, got the URL {what[:80]!r}; mmfast "
+                "does not fetch URLs: download the image and pass its bytes"
+            )
+        if os.path.isfile(fp) and os.path.getsize(fp) == 0:
+            raise ImageDecodeError(f"source: the file {what} is empty")
     else:
         raise MmfastError(
             f"source: expected bytes, a buffer, str or os.PathLike, got {type(source).__qualname__}"
         )
     try:
-        im = Image.open(fp)
+        with _OPEN_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(fp)
     except Image.DecompressionBombError as exc:
         raise ImageTooLargeError(f"source: {exc}") from exc
     except UnidentifiedImageError as exc:
-        raise ImageDecodeError(f"source: not an image in a format Pillow reads ({exc})") from exc
+        raise ImageDecodeError(f"source: not an image in a format Pillow reads ({what})") from exc
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise ImageDecodeError(f"source: cannot read the image header: {exc}") from exc
+        raise ImageDecodeError(f"source: cannot read the image header ({what}): {exc}") from exc
     with im:
         yield im
 
@@ -184,6 +206,8 @@ def decode_image(
     twice its own ``Image.MAX_IMAGE_PIXELS``, and warns over it, whatever
     ``max_pixels`` says.)
     """
+    if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels <= 0:
+        raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
     with _open(source) as im:
         _check_size(im, max_pixels)
         if im.mode in ("RGB", "L") and "transparency" not in im.info:
