@@ -21,7 +21,7 @@ impl From<error::TransformError> for pyo3::PyErr {
 }
 
 /// The compiled core behind the `mmfast` package. Validation and allocation happen
-/// with the GIL held; all pixel work runs inside one `py.detach`.
+/// with the GIL held; all pixel work runs inside one `detach` (GIL released, panics caught).
 #[cfg(feature = "python")]
 #[pyo3::pymodule]
 mod _native {
@@ -46,6 +46,22 @@ mod _native {
 
     fn fail(arg: &'static str, expected: impl Into<String>, got: impl ToString) -> PyErr {
         invalid(arg, expected, got).into()
+    }
+
+    /// `work` with the GIL released. A panic in it, which would be a bug in the core,
+    /// comes back as `MmfastError` rather than unwinding into Python as `PanicException`.
+    fn detach<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+        py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)))
+            .map_err(|payload| {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(ToString::to_string)
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                MmfastError::new_err(format!(
+                    "internal error in mmfast's core (please report it): {what}"
+                ))
+            })
     }
 
     /// What came in, for an error message: dtype and shape of an array, else the type.
@@ -184,14 +200,13 @@ mod _native {
             .checked_mul(1 << 20)
             .ok_or_else(|| fail("megabytes", "a size that fits in memory", megabytes))?;
         let mut buffer = alloc_zeroed::<u8>("megabytes", len)?;
-        py.detach(|| {
+        detach(py, || {
             for page in buffer.chunks_mut(4096) {
                 // SAFETY: `page` is a non-empty slice of the buffer, so its first byte is
                 // valid for writes; volatile so that the store, and the fault, happen.
                 unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 1) };
             }
-        });
-        Ok(())
+        })
     }
 
     /// Split an HWC uint8 RGB image into normalised CHW float32 planes.
@@ -221,7 +236,9 @@ mod _native {
         let (h, w) = (src.shape()[0], src.shape()[1]);
         let mut out = alloc_zeroed::<f32>("image", 3 * h * w)?;
         let pixels = src.as_slice().expect("standard layout");
-        py.detach(|| transforms::deinterleave_rgb_to_planes(pixels, (h, w), &norm, &mut out))?;
+        detach(py, || {
+            transforms::deinterleave_rgb_to_planes(pixels, (h, w), &norm, &mut out)
+        })??;
         Ok(into_chw(py, out, (h, w)))
     }
 
@@ -259,7 +276,9 @@ mod _native {
         let len = transforms::checked_len("canvas_size", &[3, canvas.0, canvas.1])?;
         let mut out = alloc_zeroed::<f32>("canvas_size", len)?;
         let pixels = src.as_slice().expect("standard layout");
-        py.detach(|| transforms::pad_and_normalize_to_tensor(pixels, (h, w), canvas, &norm, &mut out))?;
+        detach(py, || {
+            transforms::pad_and_normalize_to_tensor(pixels, (h, w), canvas, &norm, &mut out)
+        })??;
         Ok(into_chw(py, out, canvas))
     }
 
@@ -311,7 +330,7 @@ mod _native {
             let buf = pyo3::ffi::PyBytes_AsString(ptr).cast::<u8>();
             advise_huge_pages(buf, len);
             let dst = std::slice::from_raw_parts_mut(buf, len);
-            py.detach(|| dst.copy_from_slice(&bytes));
+            detach(py, || dst.copy_from_slice(&bytes))?;
             Ok(out)
         }
     }
@@ -343,7 +362,7 @@ mod _native {
             ));
         }
         let mut out = alloc_zeroed::<f32>("shape", len)?;
-        py.detach(|| transforms::f32_from_le_bytes(data, &mut out))?;
+        detach(py, || transforms::f32_from_le_bytes(data, &mut out))??;
         Ok(Array::from_shape_vec(IxDyn(&dims), out)
             .expect("length checked above")
             .into_pyarray(py))
@@ -447,7 +466,9 @@ mod _native {
         let orientation = Orientation::from_exif(orientation);
         let (oh, ow) = orientation.oriented_size((h, w));
         let mut out = alloc_zeroed::<u8>("size", pixels * 3)?;
-        py.detach(|| image::to_rgb_oriented(src, channels, (h, w), orientation, &mut out))?;
+        detach(py, || {
+            image::to_rgb_oriented(src, channels, (h, w), orientation, &mut out)
+        })??;
         Ok(Array::from_shape_vec((oh, ow, 3), out)
             .expect("the kernel filled oh * ow * 3 bytes")
             .into_pyarray(py))
@@ -609,7 +630,7 @@ mod _native {
         }
         let norm = Normalize::from_tables(lut);
         let mut out = alloc_zeroed::<T>("shape", transforms::checked_len("shape", shape)?)?;
-        py.detach(|| pipeline::run_batch(images, jobs, &norm, &mut out, threads))?;
+        detach(py, || pipeline::run_batch(images, jobs, &norm, &mut out, threads))??;
         Ok(Array::from_shape_vec(IxDyn(shape), out)
             .expect("length checked by run_batch")
             .into_pyarray(py))
@@ -694,7 +715,7 @@ mod _native {
         let resize = resize_kind("resample", kernel, code, to)?;
         let mut out = alloc_zeroed::<u8>("size", transforms::checked_len("size", &[to.0, to.1, 3])?)?;
         let pixels = src.as_slice().expect("standard layout");
-        py.detach(|| resize.run(pixels, from, &mut out))?;
+        detach(py, || resize.run(pixels, from, &mut out))??;
         Ok(Array::from_shape_vec((to.0, to.1, 3), out)
             .expect("the kernel filled h * w * 3 bytes")
             .into_pyarray(py))
