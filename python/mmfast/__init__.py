@@ -11,7 +11,6 @@ NumPy) and :mod:`mmfast.errors` work without it.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from mmfast.errors import (
@@ -20,11 +19,6 @@ from mmfast.errors import (
     MmfastError,
     UnsupportedModelError,
 )
-
-try:
-    __version__ = version("mmfast")
-except PackageNotFoundError:  # a source tree on sys.path, not installed
-    __version__ = "unknown"
 
 if TYPE_CHECKING:
     from mmfast._native import (
@@ -72,6 +66,17 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Looked up on first use: importlib.metadata is slow to import, and the .pth hook
+        # imports this package at interpreter start.
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("mmfast")
+        except PackageNotFoundError:  # a source tree on sys.path, not installed
+            value = "unknown"
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mmfast' has no attribute {name!r}")

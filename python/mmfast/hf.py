@@ -1,0 +1,494 @@
+"""transformers drop-in: transformers' own image processors, with mmfast computing the pixels.
+
+For each transformers image-processor class mmfast matches bit for bit (``XImageProcessorPil``
+and, where mmfast matches it too, the torchvision ``XImageProcessor``), :func:`backed_class`
+makes a subclass, once. It keeps everything of the original that serving code reads
+(``merge_size``, ``patch_size``, ``get_number_of_image_patches``, ``to_dict``,
+``save_pretrained``, the class name and every ``isinstance`` answer) and replaces one step:
+after transformers' ``preprocess`` has validated the call's keyword arguments and merged them
+with the instance's settings, an :class:`mmfast.ImageProcessor` built from those settings
+(``backend="pil"`` for a PIL class, ``"torchvision"`` for a torchvision one; cached per
+settings) computes the outputs, returned as transformers' ``BatchFeature`` with
+``return_tensors`` applied. Anything mmfast cannot reproduce exactly runs transformers' own code
+instead, so an output never differs from transformers':
+
+- ``return_tensors`` other than ``"np"`` or ``"pt"`` (``None`` returns per-family lists);
+- inputs other than PIL images and uint8 (H, W, 3) arrays (torch tensors, float or (H, W)
+  arrays, URLs and paths, channels-first or ambiguous arrays such as (3, W, 3), reversed
+  views);
+- ``input_data_format``, ``device``, a ``data_format`` other than channels-first, extra
+  positional arguments or image-like inputs (segmentation maps, ...);
+- a setting mmfast does not read for the class, or one that is None where transformers and
+  mmfast would not both read it as off (``do_convert_rgb=None`` is off for both, as are the
+  class defaults ``do_pad``, ``do_center_crop`` or ``do_pan_and_scan`` None, with their sizes);
+- any :class:`~mmfast.MmfastError` from building or running the processor (an aspect ratio
+  over 200, a PIL mode that is not RGB with ``do_convert_rgb`` off, ...): transformers then
+  runs and raises or returns what it would have.
+
+The ``mmfast.hf`` logger says at DEBUG level why a call ran on transformers.
+
+Ways in: :func:`wrap` an image processor (or a processor holding one) you already have;
+:func:`from_pretrained` as ``AutoImageProcessor.from_pretrained``; :func:`install`, after
+which every supported image processor transformers loads (``AutoImageProcessor``,
+``AutoProcessor``, a processor class's ``from_pretrained``, an image-processor class's
+``from_pretrained`` or ``from_dict``) is mmfast-backed; and ``MMFAST_HF_INSTALL=1``
+(:func:`install_from_env`). Qwen's video processors (``Qwen2VLVideoProcessor``,
+``Qwen3VLVideoProcessor``) stay transformers'. transformers, numpy and Pillow are imported
+only when one of these runs, so importing this module is cheap (the ``.pth`` hook does it at
+every interpreter start when the variable is set).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import importlib
+import importlib.abc
+import importlib.machinery
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType, ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+
+from mmfast.errors import MmfastError, UnsupportedModelError
+
+if TYPE_CHECKING:
+    from mmfast.models.registry import Family
+    from mmfast.processors import ImageProcessor
+
+__all__ = [
+    "ENV_VAR",
+    "MmfastBacked",
+    "backed_class",
+    "from_pretrained",
+    "install",
+    "install_from_env",
+    "supported_classes",
+    "uninstall",
+    "wrap",
+]
+
+ENV_VAR = "MMFAST_HF_INSTALL"
+"""The environment variable :func:`install_from_env` reads: ``1`` installs, ``0`` or unset
+does nothing."""
+
+logger = logging.getLogger(__name__)
+
+# Keyword arguments that say where and how outputs are returned, not what they hold: handled
+# here (or by falling back), never read as settings.
+_CALL_ONLY = frozenset(
+    {"return_tensors", "data_format", "input_data_format", "device", "disable_grouping"}
+)
+# Settings transformers' classes default to None that mmfast reads as transformers runs them
+# (off, or unused), given that the switch named here is off too (None: no switch). A None for
+# any other setting falls back: transformers would run with None where mmfast reads its default.
+_NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
+    {
+        "do_center_crop": None,
+        "do_pad": None,
+        "do_pan_and_scan": None,
+        "image_seq_length": None,
+        "pad_size": None,
+        "crop_size": "do_center_crop",
+        "pan_and_scan_min_crop_size": "do_pan_and_scan",
+        "pan_and_scan_max_num_crops": "do_pan_and_scan",
+        "pan_and_scan_min_ratio_to_activate": "do_pan_and_scan",
+    }
+)
+# The module whose ImageProcessingMixin install() patches; install_from_env() waits for it.
+_BASE_MODULE = "transformers.image_processing_base"
+
+_lock = threading.RLock()
+_classes: dict[type, type] = {}
+# The from_dict classmethod install() replaced, while installed.
+_original_from_dict: Any = None
+
+
+class _Fallback(Exception):
+    """Why a call runs on transformers' own code."""
+
+
+@functools.cache
+def _supported() -> dict[str, tuple[Family, str, str]]:
+    """transformers class name -> (family, image_processor_type, backend), for every class
+    transformers has and mmfast matches: ``<type>Pil`` for the PIL backend, ``<type>`` for
+    torchvision."""
+    from mmfast.models import registry
+
+    auto = importlib.import_module("transformers.models.auto.image_processing_auto")
+    names = {
+        name for classes in auto.IMAGE_PROCESSOR_MAPPING_NAMES.values() for name in classes.values()
+    }
+    table: dict[str, tuple[Family, str, str]] = {}
+    for family in registry.FAMILIES.values():
+        for name in family.processor_types:
+            for backend, class_name in (("pil", name + "Pil"), ("torchvision", name)):
+                if backend in family.backends and class_name in names:
+                    table[class_name] = (family, name, backend)
+    return table
+
+
+def supported_classes() -> list[str]:
+    """Names of the transformers image-processor classes mmfast can back."""
+    return sorted(_supported())
+
+
+class MmfastBacked:
+    """Base of the classes :func:`backed_class` makes: ``isinstance(x, MmfastBacked)`` tells
+    whether an image processor runs on mmfast. Not meant to be subclassed directly."""
+
+    # The transformers class this one extends.
+    _mmfast_hf_class: ClassVar[type]
+
+    def _preprocess_image_like_inputs(self, images: Any, *args: Any, **kwargs: Any) -> Any:
+        """transformers' step after its argument handling: mmfast's outputs when they match
+        transformers' exactly, else transformers' own code."""
+        try:
+            return _run(self, images, args, kwargs)
+        except _Fallback as reason:
+            logger.debug("%s: running transformers' code: %s", type(self).__name__, reason)
+        return cast("Any", super())._preprocess_image_like_inputs(images, *args, **kwargs)
+
+
+def backed_class(hf_class: type) -> type | None:
+    """The mmfast-backed subclass of a transformers image-processor class, made once and
+    named like it; None for a class mmfast does not match (a subclass or remote-code class
+    included) and for a class that is already backed."""
+    if (
+        not hf_class.__module__.startswith("transformers.models.")
+        or hf_class.__name__ not in _supported()
+    ):
+        return None
+    with _lock:
+        backed = _classes.get(hf_class)
+        if backed is None:
+            name = hf_class.__name__
+            backed = type(
+                name,
+                (MmfastBacked, hf_class),
+                {
+                    "__module__": __name__,
+                    "__qualname__": name,
+                    "__doc__": f"transformers' {name}, with its outputs computed by mmfast.",
+                    "_mmfast_hf_class": hf_class,
+                },
+            )
+            _classes[hf_class] = backed
+    return backed
+
+
+def __getattr__(name: str) -> type:
+    """A backed class by its name, so that pickled image processors load in a new process."""
+    if name in _supported():
+        auto = importlib.import_module("transformers.models.auto.image_processing_auto")
+        hf_class = auto.get_image_processor_class_from_name(name)
+        backed = None if hf_class is None else backed_class(hf_class)
+        if backed is not None:
+            return backed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """The call on mmfast, as transformers' ``BatchFeature``; raises :class:`_Fallback`."""
+    hf_class = type(processor)._mmfast_hf_class
+    family = _supported()[hf_class.__name__][0]
+    # LLaVA-OneVision's preprocess passes the images it counted per sample; mmfast counts too.
+    counts = args[0] if len(args) == 1 and family.name == "llava_onevision" else None
+    if args and counts is None:
+        raise _Fallback(f"{len(args)} positional arguments after the images")
+    return_tensors = kwargs.get("return_tensors")
+    if return_tensors not in ("np", "pt"):
+        raise _Fallback(f"return_tensors={return_tensors!r} (mmfast returns 'np' and 'pt')")
+    data_format = kwargs.get("data_format")
+    if data_format is not None and data_format != "channels_first":
+        raise _Fallback(f"data_format={data_format!r}")
+    for name in ("input_data_format", "device"):
+        if kwargs.get(name) is not None:
+            raise _Fallback(f"{name}={kwargs[name]!r}")
+    _check_images(images)
+    settings = _settings(hf_class, family, kwargs)
+    try:
+        proc = _processor(hf_class, settings)
+        # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
+        bfloat16 = _computes_bfloat16(proc)
+        if bfloat16 and return_tensors == "np":
+            raise _Fallback("bfloat16 outputs with return_tensors='np' (transformers raises)")
+        out = proc(images, dtype="bfloat16" if bfloat16 else None)
+    except MmfastError as exc:
+        raise _Fallback(str(exc)) from exc
+    if counts is not None and out["batch_num_images"].tolist() != list(counts):
+        raise _Fallback(f"batch_num_images {list(counts)} (mmfast counted otherwise)")
+    data: dict[str, Any] = dict(out)
+    if bfloat16:
+        torch = importlib.import_module("torch")
+        bits = torch.from_numpy(out["pixel_values"].view("uint16"))
+        data["pixel_values"] = bits.view(torch.bfloat16)
+    base = importlib.import_module(_BASE_MODULE)
+    return base.BatchFeature(data=data, tensor_type=return_tensors)
+
+
+def _check_images(images: Any) -> None:
+    """Raises :class:`_Fallback` unless ``images`` is one image, a list of them or a list of
+    non-empty lists of them, each a PIL image or an (H, W, 3) uint8 array that transformers
+    reads as channels-last (H not 1, 3 or 4) and torch can take (no negative strides).
+    transformers refuses (H, W) arrays, which mmfast would read as grayscale."""
+    import numpy as np
+    from PIL import Image
+
+    items = list(images) if isinstance(images, (list, tuple)) else [images]
+    if not items:
+        raise _Fallback("no images")
+    if isinstance(items[0], (list, tuple)):
+        if not all(isinstance(sample, (list, tuple)) and sample for sample in items):
+            raise _Fallback("a list mixing lists and images, or an empty list of images")
+        items = [image for sample in items for image in sample]
+    for image in items:
+        if isinstance(image, Image.Image):
+            continue
+        if not isinstance(image, np.ndarray):
+            raise _Fallback(f"an input mmfast does not take: a {type(image).__qualname__}")
+        if (
+            image.dtype != np.uint8
+            or image.ndim != 3
+            or image.shape[2] != 3
+            or image.shape[0] in (1, 3, 4)
+            or min(image.strides) < 0
+        ):
+            raise _Fallback(
+                f"an array mmfast does not take: dtype {image.dtype}, shape {image.shape}, "
+                f"strides {image.strides}"
+            )
+
+
+def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
+    """The settings of a call, as transformers resolved them, in canonical JSON: the cache key
+    of :func:`_processor` and the config it reads. Raises :class:`_Fallback` for a setting
+    mmfast does not read or reads differently."""
+    from mmfast.models.config import IMAGES_KWARGS
+
+    known = IMAGES_KWARGS | family.kwargs
+    values: dict[str, Any] = {}
+    for name, value in kwargs.items():
+        if name in _CALL_ONLY:
+            continue
+        if name not in known or (name == "pad_size" and value is not None):
+            raise _Fallback(f"{name!r} is not a {hf_class.__name__} setting mmfast reads")
+        if (
+            value is None
+            and name != "do_convert_rgb"
+            and not _none_reads_as_off(hf_class, name, kwargs)
+        ):
+            raise _Fallback(f"{name}=None, which mmfast would read as its default")
+        values[name] = _plain(value)
+    try:
+        return json.dumps(values, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _Fallback(f"a setting mmfast cannot read: {exc}") from exc
+
+
+def _none_reads_as_off(hf_class: type, name: str, kwargs: dict[str, Any]) -> bool:
+    """Whether a None setting means the same to transformers and mmfast: the class default
+    is None too, and the setting is off or unused (:data:`_NONE_READS_AS_OFF`)."""
+    if getattr(hf_class, name, None) is not None or name not in _NONE_READS_AS_OFF:
+        return False
+    switch = _NONE_READS_AS_OFF[name]
+    return switch is None or not kwargs.get(switch)
+
+
+def _plain(value: Any) -> Any:
+    """A setting as JSON data: ``SizeDict`` as a dict of its set keys, enums (PIL resampling
+    codes) as their values, tuples as lists."""
+    if isinstance(value, importlib.import_module("transformers.image_utils").SizeDict):
+        return dict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+@functools.lru_cache(maxsize=128)
+def _processor(hf_class: type, settings: str) -> ImageProcessor:
+    """The mmfast processor equal to ``hf_class`` with ``settings`` (see :func:`_settings`).
+
+    The settings are the image processor's own, so the family's ``processor_defaults`` (what
+    a model's processor passes on each call) are not applied: the processor passes them.
+    """
+    from mmfast.models.config import Fields, Source, with_backend
+    from mmfast.processors import ImageProcessor
+
+    family, processor_type, backend = _supported()[hf_class.__name__]
+    values = json.loads(settings)
+    origin = f"{hf_class.__name__} settings"
+    config = family.build(
+        Source(origin, None, None, values, {}),
+        processor_type,
+        Fields(origin, values),
+        Fields(f"{origin} (processor)", {}),
+    )
+    return ImageProcessor(with_backend(config, backend, family))
+
+
+def _computes_bfloat16(proc: ImageProcessor) -> bool:
+    """Whether transformers' outputs for this config are bfloat16: Llama 4 rescaling and
+    normalising (``Llama4ImageProcessor.rescale_and_normalize`` casts)."""
+    from mmfast.models.llama4 import Llama4Config
+
+    config = proc.config
+    return isinstance(config, Llama4Config) and config.do_rescale and config.do_normalize
+
+
+def wrap(obj: Any) -> Any:
+    """Makes ``obj``, a transformers image processor or a processor holding one as
+    ``image_processor``, mmfast-backed in place (its class becomes :func:`backed_class`'s; its
+    settings and identity stay) and returns it.
+
+    Raises :class:`~mmfast.UnsupportedModelError` when the image processor's class is not one
+    mmfast matches (:func:`supported_classes`).
+    """
+    image_processor = obj
+    if not isinstance(obj, MmfastBacked) and _is_processor(obj):
+        image_processor = obj.image_processor
+    if isinstance(image_processor, MmfastBacked):
+        return obj
+    backed = backed_class(type(image_processor))
+    if backed is None:
+        raise UnsupportedModelError(
+            f"wrap: expected a transformers image processor of a class mmfast matches, or a "
+            f"processor holding one, got {_describe(obj)}; supported classes: "
+            f"{', '.join(supported_classes())}"
+        )
+    image_processor.__class__ = backed
+    return obj
+
+
+def _is_processor(obj: Any) -> bool:
+    processing_utils = sys.modules.get("transformers.processing_utils")
+    return processing_utils is not None and isinstance(obj, processing_utils.ProcessorMixin)
+
+
+def _describe(obj: Any) -> str:
+    if _is_processor(obj):
+        kind = type(getattr(obj, "image_processor", None)).__qualname__
+        return f"a {type(obj).__qualname__} whose image processor is a {kind}"
+    return f"a {type(obj).__qualname__}"
+
+
+def from_pretrained(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
+    """``transformers.AutoImageProcessor.from_pretrained(name_or_path, **kwargs)``, with the
+    same arguments (``backend=``, ``revision=``, overrides, ...), made mmfast-backed by
+    :func:`wrap`; with ``return_unused_kwargs=True`` the pair it returns.
+
+    Raises :class:`~mmfast.UnsupportedModelError` when transformers loads a class mmfast does
+    not match.
+    """
+    auto = importlib.import_module("transformers").AutoImageProcessor
+    loaded = auto.from_pretrained(name_or_path, **kwargs)
+    if isinstance(loaded, tuple):
+        wrap(loaded[0])
+        return loaded
+    return wrap(loaded)
+
+
+def install() -> None:
+    """Makes every image processor transformers loads from now on mmfast-backed when its
+    class is one mmfast matches; other classes load untouched. Idempotent.
+
+    One hook: ``ImageProcessingMixin.from_dict``, through which every ``from_pretrained``
+    builds its instance (``AutoImageProcessor``, ``AutoProcessor`` and each processor class,
+    which load their image processor with ``AutoImageProcessor``), is replaced by a version
+    that builds the backed subclass of the class it is called on. Image processors built by
+    calling a class directly are not affected: :func:`wrap` them.
+    """
+    global _original_from_dict
+    mixin = importlib.import_module(_BASE_MODULE).ImageProcessingMixin
+    with _lock:
+        if _original_from_dict is not None:
+            return
+        original = mixin.__dict__["from_dict"]
+
+        def from_dict(
+            cls: type[Any], /, image_processor_dict: dict[str, Any], **kwargs: Any
+        ) -> Any:
+            return original.__func__(backed_class(cls) or cls, image_processor_dict, **kwargs)
+
+        functools.update_wrapper(from_dict, original.__func__)
+        mixin.from_dict = classmethod(from_dict)
+        _original_from_dict = original
+
+
+def uninstall() -> None:
+    """Undoes :func:`install` (and a pending :func:`install_from_env`). Image processors
+    already loaded stay mmfast-backed."""
+    global _original_from_dict
+    with _lock:
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _InstallOnImport)]
+        if _original_from_dict is None:
+            return
+        sys.modules[_BASE_MODULE].ImageProcessingMixin.from_dict = _original_from_dict
+        _original_from_dict = None
+
+
+def install_from_env() -> bool:
+    """:func:`install` when the environment variable ``MMFAST_HF_INSTALL`` is ``1``; returns
+    whether it did (or will). If transformers' image-processing module is not imported yet,
+    the install runs right after its first import, so a process that never uses transformers
+    never imports it.
+
+    Raises :class:`~mmfast.MmfastError` for a value other than ``1``, ``0`` or empty.
+    """
+    value = os.environ.get(ENV_VAR, "")
+    if value in ("", "0"):
+        return False
+    if value != "1":
+        raise MmfastError(f"{ENV_VAR}: expected 1 (install) or 0 (do not), got {value!r}")
+    if _BASE_MODULE not in sys.modules:
+        with _lock:
+            if not any(isinstance(finder, _InstallOnImport) for finder in sys.meta_path):
+                sys.meta_path.insert(0, _InstallOnImport())
+        if _BASE_MODULE not in sys.modules:
+            return True
+    # Imported already, or by another thread while the finder went in (install() is idempotent).
+    install()
+    return True
+
+
+class _InstallOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when transformers' image-processing module is first imported, it
+    lets the other finders find it and makes the loader run :func:`install` once the module
+    has executed; then it leaves ``sys.meta_path``."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != _BASE_MODULE:
+            return None
+        with _lock:
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            spec = None if find_spec is None else find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is not None:
+            exec_module = loader.exec_module
+
+            def exec_then_install(module: ModuleType) -> None:
+                exec_module(module)
+                install()
+
+            loader.exec_module = exec_then_install
+        return cast("importlib.machinery.ModuleSpec", spec)

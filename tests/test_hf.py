@@ -1,0 +1,625 @@
+"""mmfast.hf against transformers 5.24, bit for bit, offline.
+
+Each case writes a checkpoint directory in tmp_path from a built-in id (preprocessor_config.json,
+processor_config.json where the model has one, config.json with the model type, and a WordLevel
+tokenizer made here, holding the special tokens the model's processor reads) and loads it with
+transformers twice: as is, and after ``mmfast.hf.install()``. Both loads must return the same
+keys, types, dtypes, shapes and bits (``input_ids`` included); the installed one must be
+mmfast-backed and must have run mmfast. Without torch, transformers loads its PIL classes and
+only ``return_tensors="np"`` is checked; with torch and torchvision it loads the torchvision
+classes, checked with "np" and "pt".
+
+transformers builds the Qwen, GLM-4.1V, LLaVA-OneVision and InternVL processors only with
+torchvision (their video processors need it): without it those cases check the image processor
+alone (every built-in model is checked that way). SmolVLM2's processor needs num2words, which is
+not installed: SmolVLM-Instruct's Idefics3Processor covers the family.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import describe, noise, same_bits
+from PIL import Image
+
+import mmfast
+from mmfast import MmfastError, UnsupportedModelError, hf
+from mmfast.models import registry
+
+transformers = pytest.importorskip("transformers")
+
+TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
+TENSORS = ["np", "pt"] if TORCH else ["np"]
+NEEDS_TORCHVISION = "transformers builds this only with torch and torchvision"
+
+LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+QWEN2 = "Qwen/Qwen2-VL-7B-Instruct"
+LLAVA = "llava-hf/llava-1.5-7b-hf"
+# Built-in models whose image processor transformers loads and mmfast backs (Kimi-VL's is
+# remote code; transformers' Kimi-K2.5 class takes other settings than the checkpoint's
+# media_proc_cfg that mmfast reads, so it stays transformers': see the unsupported test).
+IMAGE_IDS = [m for m in mmfast.supported_models() if not m.startswith("moonshotai/")]
+
+# Every special token the processors below put in or look for; the words make the prompts.
+SPECIAL_TOKENS = (
+    "<pad>", "<unk>", "<s>", "</s>", "<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
+    "<|vision_end|>", "<image>", "<video>", "<start_of_image>", "<end_of_image>",
+    "<image_soft_token>", "<IMG_CONTEXT>", "<img>", "</img>", "<fake_token_around_image>",
+    "<global-img>", "<end_of_utterance>", "<|image|>", "<|image_start|>", "<|image_end|>",
+    "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>", "<|START_OF_IMG|>",
+    "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>", "<|begin_of_image|>",
+    "<|end_of_image|>", "<|IMAGE_PLACEHOLDER|>", "<|IMAGE_START|>", "<|IMAGE_END|>",
+    "<|begin_of_video|>", "<|end_of_video|>",
+)  # fmt: skip
+WORDS = ("describe", "this", "image", "a", "picture")
+
+
+@dataclass(frozen=True)
+class Case:
+    """A model's processor: the built-in id whose files the directory holds, one prompt with one
+    image placeholder, the tokenizer attributes the processor reads (``extra_special_tokens``),
+    the token its expanded placeholders consist of (None: SigLIP's processor inserts none), and
+    whether transformers needs torchvision to build the processor."""
+
+    model_id: str
+    prompt: str = "<image> describe this image"
+    tokens: Mapping[str, str] = field(default_factory=dict)
+    image_token: str | None = "<image>"
+    torchvision: bool = False
+
+
+QWEN_PROMPT = "<|vision_start|><|image_pad|><|vision_end|>describe this image"
+PROCESSOR_CASES = [
+    Case(QWEN2, QWEN_PROMPT, image_token="<|image_pad|>", torchvision=True),
+    Case("Qwen/Qwen2.5-VL-7B-Instruct", QWEN_PROMPT, image_token="<|image_pad|>", torchvision=True),
+    Case("Qwen/Qwen3-VL-8B-Instruct", QWEN_PROMPT, image_token="<|image_pad|>", torchvision=True),
+    Case(LLAVA),
+    Case("llava-hf/llava-v1.6-mistral-7b-hf"),
+    Case("llava-hf/llava-onevision-qwen2-7b-ov-hf", torchvision=True),
+    Case(
+        "google/gemma-3-4b-it",
+        "<start_of_image> describe this image",
+        {
+            "boi_token": "<start_of_image>",
+            "image_token": "<image_soft_token>",
+            "eoi_token": "<end_of_image>",
+        },
+        image_token="<image_soft_token>",
+    ),
+    Case("google/siglip-so400m-patch14-384", "a picture", image_token=None),
+    Case("google/paligemma2-3b-pt-224", "<image>describe this image"),
+    Case(
+        "zai-org/GLM-4.1V-9B-Thinking",
+        "<|begin_of_image|><|image|><|end_of_image|> describe this image",
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case(
+        "PaddlePaddle/PaddleOCR-VL",
+        "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|> describe this image",
+        {"image_token": "<|IMAGE_PLACEHOLDER|>"},
+        image_token="<|IMAGE_PLACEHOLDER|>",
+    ),
+    Case(
+        "OpenGVLab/InternVL3-8B-hf",
+        "<IMG_CONTEXT> describe this image",
+        {
+            "start_image_token": "<img>",
+            "end_image_token": "</img>",
+            "context_image_token": "<IMG_CONTEXT>",
+            "video_token": "<video>",
+        },
+        image_token="<IMG_CONTEXT>",
+        torchvision=True,
+    ),
+    Case("HuggingFaceTB/SmolVLM-Instruct"),
+    Case("HuggingFaceM4/Idefics3-8B-Llama3"),
+    Case(LLAMA4, "<|image|> describe this image", image_token="<|patch|>", torchvision=True),
+    Case("CohereLabs/aya-vision-8b", image_token="<|IMG_PATCH|>"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _uninstalled() -> Any:
+    """Every test starts and ends with transformers' loading untouched."""
+    hf.uninstall()
+    yield
+    hf.uninstall()
+
+
+@pytest.fixture
+def mmfast_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Grows by one for each call into mmfast.ImageProcessor."""
+    calls: list[int] = []
+    original = mmfast.ImageProcessor.__call__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(mmfast.ImageProcessor, "__call__", counting)
+    return calls
+
+
+def write_checkpoint(directory: Path, model_id: str, tokens: Mapping[str, str] = {}) -> Path:
+    """A local checkpoint of a built-in model, with a tokenizer of :data:`SPECIAL_TOKENS`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    builtin = registry.BUILTINS[model_id]
+    files = {
+        "preprocessor_config.json": dict(builtin.preprocessor),
+        "config.json": {"model_type": builtin.model_type},
+        "tokenizer_config.json": {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            "unk_token": "<unk>",
+            "pad_token": "<pad>",
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "extra_special_tokens": dict(tokens),
+        },
+    }
+    if builtin.processor:
+        files["processor_config.json"] = dict(builtin.processor)
+    for name, content in files.items():
+        (directory / name).write_text(json.dumps(content), encoding="utf-8")
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return directory
+
+
+def load_pair(auto: Any, directory: Path) -> tuple[Any, Any]:
+    """``auto.from_pretrained(directory)`` as transformers loads it, then after install()."""
+    plain = auto.from_pretrained(directory)
+    hf.install()
+    try:
+        backed = auto.from_pretrained(directory)
+    finally:
+        hf.uninstall()
+    return plain, backed
+
+
+def pil(height: int, width: int, seed: int = 0) -> Image.Image:
+    return Image.fromarray(noise(height, width, seed))
+
+
+def outcome(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """What ``function(*args, **kwargs)`` returns, or the type and message of what it raises."""
+    try:
+        return function(*args, **kwargs)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+def assert_same(got: Any, want: Any, name: str = "output") -> None:
+    """Same types, keys in the same order, and every tensor equal in dtype, shape and bits."""
+    assert type(got) is type(want), f"{name}: {type(got)} != {type(want)}"
+    if isinstance(want, Mapping):
+        assert list(got) == list(want), name
+        for key in want:
+            assert_same(got[key], want[key], key)
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), name
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert_same(a, b, f"{name}[{i}]")
+    elif isinstance(want, np.ndarray) or type(want).__name__ == "Tensor":
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        a, b = as_array(got), as_array(want)
+        assert same_bits(a, b), describe(name, a, b)
+    else:
+        assert got == want, name
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A numpy array of the same bits (bfloat16 tensors as int16)."""
+    if isinstance(value, np.ndarray):
+        return np.ascontiguousarray(value)
+    import torch
+
+    return (value.view(torch.int16) if value.dtype == torch.bfloat16 else value).numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# Parity, image processors and processors
+
+
+@pytest.mark.parametrize("model_id", IMAGE_IDS)
+def test_image_processor_matches_transformers(
+    model_id: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
+    with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
+    if model_id == LLAMA4 and not TORCH:
+        pytest.skip(f"Llama4ImageProcessor: {NEEDS_TORCHVISION}")
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    assert not isinstance(plain, hf.MmfastBacked)
+    assert isinstance(backed, hf.MmfastBacked) and isinstance(backed, type(plain))
+    assert type(backed).__name__ == type(plain).__name__
+    assert backed.to_dict() == plain.to_dict()
+    images = [pil(120, 200, 1), noise(333, 250, 2), pil(64, 96, 3)]
+    for tensors in TENSORS:
+        before = len(mmfast_calls)
+        want = outcome(plain, images, return_tensors=tensors)
+        got = outcome(backed, images, return_tensors=tensors)
+        assert_same(got, want)
+        # transformers' Llama 4 class returns bfloat16, which it cannot give as numpy: it raises.
+        ran = not (model_id == LLAMA4 and tensors == "np")
+        assert len(mmfast_calls) == before + ran
+
+
+# transformers' GLM and PaliGemma processors call np.array on torch tensors when returning "pt",
+# which numpy 2 flags (in their code, with or without mmfast).
+@pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")
+@pytest.mark.parametrize("case", PROCESSOR_CASES, ids=lambda c: c.model_id)
+def test_processor_matches_transformers(
+    case: Case, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """AutoProcessor after install(): the model's own processor class around a backed image
+    processor; input_ids and image tensors equal transformers' for two prompts with an image
+    each, of different sizes."""
+    if case.torchvision and not TORCH:
+        pytest.skip(f"{case.model_id}'s processor: {NEEDS_TORCHVISION}")
+    directory = write_checkpoint(tmp_path, case.model_id, case.tokens)
+    plain, backed = load_pair(transformers.AutoProcessor, directory)
+    assert type(backed) is type(plain)
+    assert isinstance(backed.image_processor, hf.MmfastBacked)
+    assert not isinstance(plain.image_processor, hf.MmfastBacked)
+    images = [[pil(120, 200, 1)], [pil(333, 250, 2)]]
+    for tensors in ["pt"] if case.model_id == LLAMA4 else TENSORS:
+        text = [case.prompt] * 2
+        want = plain(images=images, text=text, return_tensors=tensors, padding=True)
+        before = len(mmfast_calls)
+        got = backed(images=images, text=text, return_tensors=tensors, padding=True)
+        assert len(mmfast_calls) == before + 1
+        assert_same(dict(got), dict(want))
+        if case.image_token is not None:
+            # The placeholders were expanded: the test would pass vacuously otherwise.
+            token = plain.tokenizer.convert_tokens_to_ids(case.image_token)
+            assert (as_array(want["input_ids"]) == token).sum() > len(images)
+
+
+# What Gemma3Processor passes to its image processor on every call.
+GEMMA3_PROCESSOR_DEFAULTS = {
+    "do_convert_rgb": True,
+    "do_pan_and_scan": False,
+    "pan_and_scan_min_crop_size": 256,
+    "pan_and_scan_max_num_crops": 4,
+    "pan_and_scan_min_ratio_to_activate": 1.2,
+}
+
+
+@pytest.mark.parametrize(
+    ("model_id", "kwargs"),
+    [
+        (QWEN2, {"size": {"shortest_edge": 3136, "longest_edge": 50176}}),
+        (QWEN2, {"do_normalize": False, "resample": 2, "image_mean": [0.5, 0.5, 0.5]}),
+        (LLAVA, {"do_center_crop": False, "size": {"height": 224, "width": 160}}),
+        ("OpenGVLab/InternVL3-8B-hf", {"crop_to_patches": True, "max_patches": 4}),
+        ("google/gemma-3-4b-it", {**GEMMA3_PROCESSOR_DEFAULTS, "do_pan_and_scan": True}),
+        ("HuggingFaceM4/Idefics3-8B-Llama3", {"do_image_splitting": False}),
+        ("llava-hf/llava-v1.6-mistral-7b-hf", {"do_pad": False}),
+    ],
+)
+def test_call_settings_run_on_mmfast(
+    model_id: str, kwargs: dict[str, Any], tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """Keyword arguments of a call (what processors pass) are merged by transformers and read
+    by mmfast, with the same outputs."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    images = [pil(100, 420, 1), pil(333, 250, 2)]
+    want = outcome(plain, images, return_tensors="np", **kwargs)
+    got = outcome(backed, images, return_tensors="np", **kwargs)
+    assert_same(got, want)
+    assert len(mmfast_calls) == 1
+
+
+def test_changed_attributes_and_pixel_bounds_follow_transformers(
+    tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """An attribute changed after loading, and Qwen's deprecated call-time max_pixels (with
+    transformers' own FutureWarning), give transformers' outputs."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, QWEN2))
+    images = [pil(300, 410, 1)]
+    for processor in (plain, backed):
+        processor.do_normalize = False
+    assert_same(backed(images, return_tensors="np"), plain(images, return_tensors="np"))
+    with pytest.warns(FutureWarning, match="min_pixels"):
+        want = plain(images, return_tensors="np", max_pixels=40000)
+    with pytest.warns(FutureWarning, match="min_pixels"):
+        got = backed(images, return_tensors="np", max_pixels=40000)
+    assert_same(got, want)
+    assert len(mmfast_calls) == 2
+
+
+def test_concurrent_calls_match_transformers(tmp_path: Path, mmfast_calls: list[int]) -> None:
+    """Calls from several threads at once (a server's workers) give each call's own outputs."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, QWEN2))
+    batches = [[pil(100 + 40 * i, 300 - 30 * i, i)] for i in range(6)]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        got = list(pool.map(lambda batch: backed(batch, return_tensors="np"), batches))
+    for batch, result in zip(batches, got, strict=True):
+        assert_same(result, plain(batch, return_tensors="np"))
+    assert len(mmfast_calls) == len(batches)
+
+
+# --------------------------------------------------------------------------------------------
+# What runs on transformers' code
+
+
+def fallback_inputs() -> dict[str, tuple[list[Any], dict[str, Any]]]:
+    image = noise(90, 130, 4)
+    cases: dict[str, tuple[list[Any], dict[str, Any]]] = {
+        "return_tensors=None": ([pil(90, 130)], {"return_tensors": None}),
+        "float array": ([image.astype(np.float32)], {}),
+        "channels-first array": ([np.ascontiguousarray(image.transpose(2, 0, 1))], {}),
+        "ambiguous (3, W, 3) array": ([image[:3]], {}),
+        "grayscale array": ([image[..., 0].copy()], {}),
+        "reversed view": ([image[:, ::-1]], {}),
+        "input_data_format": ([image], {"input_data_format": "channels_last"}),
+        "data_format": ([pil(90, 130)], {"data_format": "channels_last"}),
+        "device": ([pil(90, 130)], {"device": "cpu"}),
+        "path": ([str(Path(__file__))], {}),
+        "empty list": ([], {}),
+    }
+    if TORCH:
+        import torch
+
+        cases["torch tensor"] = ([torch.from_numpy(image.transpose(2, 0, 1).copy())], {})
+    return cases
+
+
+FALLBACKS = fallback_inputs()
+
+
+@pytest.mark.parametrize("model_id", [QWEN2, LLAVA])
+@pytest.mark.parametrize("name", list(FALLBACKS))
+def test_fallbacks_give_transformers_results(
+    model_id: str,
+    name: str,
+    tmp_path: Path,
+    mmfast_calls: list[int],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Inputs and arguments mmfast does not take run transformers' own code: the same result
+    or the same exception, mmfast untouched, and the reason logged at DEBUG."""
+    images, kwargs = FALLBACKS[name]
+    kwargs = {"return_tensors": "np", **kwargs}
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    want = outcome(plain, images, **kwargs)
+    with caplog.at_level(logging.DEBUG, logger="mmfast.hf"):
+        got = outcome(backed, images, **kwargs)
+    assert_same(got, want)
+    assert mmfast_calls == []
+    assert "running transformers' code" in caplog.text
+
+
+def test_mmfast_errors_give_transformers_errors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where mmfast raises MmfastError (a strip over 1:200 for Qwen), transformers runs and
+    raises its own error."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, QWEN2))
+    strip = [pil(20, 4100)]
+    want = outcome(plain, strip, return_tensors="np")
+    with caplog.at_level(logging.DEBUG, logger="mmfast.hf"):
+        got = outcome(backed, strip, return_tensors="np")
+    assert want[0] is ValueError and got == want
+    assert "aspect ratio" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"do_pan_and_scan": True},  # the file's null crop settings: transformers raises
+        {"do_center_crop": True},  # no crop_size: transformers raises
+        {"do_pad": None},  # over LLaVA-NeXT's True: transformers does not pad
+    ],
+)
+@pytest.mark.parametrize("model_id", ["google/gemma-3-4b-it", "llava-hf/llava-v1.6-mistral-7b-hf"])
+def test_none_settings_run_as_transformers_runs_them(
+    model_id: str, kwargs: dict[str, Any], tmp_path: Path
+) -> None:
+    """A setting left None that mmfast would read as its default runs on transformers."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    images = [pil(100, 420, 1)]
+    want = outcome(plain, images, return_tensors="np", **kwargs)
+    got = outcome(backed, images, return_tensors="np", **kwargs)
+    assert_same(got, want)
+
+
+def unsupported_checkpoints() -> list[Any]:
+    vit = (
+        {"image_processor_type": "ViTImageProcessor", "size": {"height": 32, "width": 32}},
+        "vit",
+    )
+    kimi = (dict(registry.BUILTINS["moonshotai/Kimi-K2.5"].preprocessor), "kimi_k25")
+    marks = pytest.mark.skipif(not TORCH, reason=f"Kimi_K25ImageProcessor: {NEEDS_TORCHVISION}")
+    return [pytest.param(*vit, id="vit"), pytest.param(*kimi, id="kimi_k25", marks=marks)]
+
+
+@pytest.mark.parametrize(("preprocessor", "model_type"), unsupported_checkpoints())
+def test_unsupported_classes_load_untouched(
+    preprocessor: dict[str, Any], model_type: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """A class mmfast does not back (ViT; transformers' own Kimi-K2.5 class, whose settings are
+    not the media_proc_cfg mmfast reads) loads as transformers' class after install()."""
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(preprocessor))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    plain, backed = load_pair(transformers.AutoImageProcessor, tmp_path)
+    assert type(backed) is type(plain)
+    assert type(backed).__module__.startswith("transformers.models.")
+    images = [pil(60, 80)]
+    assert_same(backed(images, return_tensors="np"), plain(images, return_tensors="np"))
+    assert mmfast_calls == []
+    with pytest.raises(UnsupportedModelError, match=f"got a {type(plain).__name__}"):
+        hf.wrap(backed)
+
+
+def test_unknown_model_type_raises_as_transformers_does(tmp_path: Path) -> None:
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"do_resize": True}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "made_up_vlm"}))
+    want = outcome(transformers.AutoImageProcessor.from_pretrained, tmp_path)
+    hf.install()
+    got = outcome(transformers.AutoImageProcessor.from_pretrained, tmp_path)
+    assert want[0] is ValueError and got == want
+
+
+# --------------------------------------------------------------------------------------------
+# The transformers surface stays transformers'
+
+
+def test_backed_processor_keeps_the_transformers_surface(tmp_path: Path) -> None:
+    """Attributes, helpers, repr, to_dict, save_pretrained (loadable by plain transformers) and
+    pickling are the class's own."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, QWEN2))
+    assert (backed.merge_size, backed.patch_size) == (plain.merge_size, plain.patch_size) == (2, 14)
+    assert backed.get_number_of_image_patches(480, 640, {}) == plain.get_number_of_image_patches(
+        480, 640, {}
+    )
+    assert repr(backed) == repr(plain)
+    saved = tmp_path / "saved"
+    backed.save_pretrained(saved)
+    reloaded = transformers.AutoImageProcessor.from_pretrained(saved)
+    assert type(reloaded) is type(plain) and reloaded.to_dict() == plain.to_dict()
+    restored = pickle.loads(pickle.dumps(backed))
+    assert type(restored) is type(backed) and restored.to_dict() == backed.to_dict()
+    images = [pil(100, 150)]
+    assert_same(restored(images, return_tensors="np"), plain(images, return_tensors="np"))
+
+
+def test_supported_classes_name_transformers_classes() -> None:
+    names = hf.supported_classes()
+    assert {"Qwen2VLImageProcessorPil", "Qwen2VLImageProcessor", "Llama4ImageProcessor"} <= set(
+        names
+    )
+    assert "Llama4ImageProcessorPil" not in names  # transformers has no such class
+
+
+# --------------------------------------------------------------------------------------------
+# Ways in: wrap, from_pretrained, install, the environment variable
+
+
+def test_wrap_converts_in_place(tmp_path: Path, mmfast_calls: list[int]) -> None:
+    """wrap() keeps the object and its settings; it takes a processor too, and is idempotent."""
+    directory = write_checkpoint(tmp_path, LLAVA)
+    image_processor = transformers.AutoImageProcessor.from_pretrained(directory)
+    settings = image_processor.to_dict()
+    assert hf.wrap(image_processor) is image_processor
+    assert isinstance(image_processor, hf.MmfastBacked) and image_processor.to_dict() == settings
+    assert hf.wrap(image_processor) is image_processor
+    processor = transformers.AutoProcessor.from_pretrained(directory)
+    assert hf.wrap(processor) is processor
+    assert isinstance(processor.image_processor, hf.MmfastBacked)
+    processor(images=[pil(50, 70)], text=["<image> a picture"], return_tensors="np")
+    assert len(mmfast_calls) == 1
+
+
+def test_wrap_refuses_other_objects() -> None:
+    with pytest.raises(UnsupportedModelError, match=r"got a dict; supported classes: CLIP"):
+        hf.wrap({})
+
+
+def test_from_pretrained(tmp_path: Path) -> None:
+    """mmfast.hf.from_pretrained is AutoImageProcessor.from_pretrained, backed."""
+    directory = write_checkpoint(tmp_path, QWEN2)
+    image_processor = hf.from_pretrained(directory, max_pixels=40000)
+    assert isinstance(image_processor, hf.MmfastBacked)
+    assert image_processor.size["longest_edge"] == 40000
+    loaded, unused = hf.from_pretrained(directory, return_unused_kwargs=True, foo=1)
+    assert isinstance(loaded, hf.MmfastBacked) and unused == {"foo": 1}
+    (tmp_path / "preprocessor_config.json").write_text(
+        json.dumps({"image_processor_type": "ViTImageProcessor"})
+    )
+    with pytest.raises(UnsupportedModelError, match="ViTImageProcessor"):
+        hf.from_pretrained(tmp_path)
+
+
+def test_install_is_one_idempotent_hook(tmp_path: Path) -> None:
+    """install() replaces ImageProcessingMixin.from_dict once; direct class loads are backed
+    too; uninstall() puts transformers' classmethod back."""
+    mixin = transformers.image_processing_base.ImageProcessingMixin
+    original = mixin.__dict__["from_dict"]
+    directory = write_checkpoint(tmp_path, QWEN2)
+    cls = type(transformers.AutoImageProcessor.from_pretrained(directory))
+    hf.install()
+    hook = mixin.__dict__["from_dict"]
+    hf.install()
+    assert hook is not original and mixin.__dict__["from_dict"] is hook
+    assert isinstance(cls.from_pretrained(directory), hf.MmfastBacked)
+    assert isinstance(cls.from_dict({}), hf.MmfastBacked)
+    hf.uninstall()
+    assert mixin.__dict__["from_dict"] is original
+    assert not isinstance(cls.from_pretrained(directory), hf.MmfastBacked)
+
+
+def test_install_from_env_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    mixin = transformers.image_processing_base.ImageProcessingMixin
+    original = mixin.__dict__["from_dict"]
+    monkeypatch.delenv(hf.ENV_VAR, raising=False)
+    assert hf.install_from_env() is False
+    monkeypatch.setenv(hf.ENV_VAR, "0")
+    assert hf.install_from_env() is False and mixin.__dict__["from_dict"] is original
+    monkeypatch.setenv(hf.ENV_VAR, "yes")
+    with pytest.raises(MmfastError, match=r"MMFAST_HF_INSTALL: expected 1 .* got 'yes'"):
+        hf.install_from_env()
+    monkeypatch.setenv(hf.ENV_VAR, "1")
+    assert hf.install_from_env() is True and mixin.__dict__["from_dict"] is not original
+
+
+# The line of python/mmfast_hf.pth, which a wheel installs into site-packages.
+PTH_LINE = (
+    'import os; os.environ.get("MMFAST_HF_INSTALL") and '
+    '__import__("mmfast.hf").hf.install_from_env()\n'
+)
+SHIPPED_PTH = Path(__file__).resolve().parents[1] / "python" / "mmfast_hf.pth"
+
+
+def test_shipped_pth_is_the_tested_line() -> None:
+    """The file the wheel ships (pyproject's ``[tool.maturin] include``) is the line tested
+    below."""
+    if not SHIPPED_PTH.exists():
+        pytest.skip(f"{SHIPPED_PTH} is not in this checkout")
+    assert SHIPPED_PTH.read_text(encoding="utf-8") == PTH_LINE
+
+
+CHILD = """
+import site, sys
+site.addsitedir(sys.argv[1])  # reads mmfast_hf.pth, as the interpreter does for site-packages
+lazy = "transformers" not in sys.modules
+from transformers import AutoImageProcessor
+from mmfast.hf import MmfastBacked
+image_processor = AutoImageProcessor.from_pretrained(sys.argv[2])
+print(lazy, isinstance(image_processor, MmfastBacked))
+"""
+
+
+def test_pth_installs_at_startup(tmp_path: Path) -> None:
+    """With MMFAST_HF_INSTALL=1 the .pth line installs in a process that never imports mmfast
+    itself, without importing transformers before the process does (one process: it takes
+    seconds to import transformers; the other values are checked above)."""
+    (tmp_path / "mmfast_hf.pth").write_text(PTH_LINE)
+    directory = write_checkpoint(tmp_path, QWEN2)
+    env = {**os.environ, "MMFAST_HF_INSTALL": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path), str(directory)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.strip() == "True True"
