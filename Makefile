@@ -28,6 +28,7 @@ test-python:
 
 lint: install-dev
 	cargo fmt --check
+	cd fuzz && cargo fmt --check
 	cargo clippy --locked --all-targets -- -D warnings
 	cargo clippy --locked --all-targets --no-default-features --features bench -- -D warnings
 	$(VENV)/bin/ruff check python tests benches
@@ -37,6 +38,7 @@ lint: install-dev
 
 format:
 	cargo fmt
+	cd fuzz && cargo fmt
 	$(VENV)/bin/ruff format python tests benches
 	$(VENV)/bin/ruff check --fix python tests benches
 
@@ -55,6 +57,14 @@ bench-rust:
 # calls against serial results, 20,000 failing calls.
 soak: install-dev
 	$(PY) benches/soak.py
+
+# Minutes, not part of `make test`: each cargo-fuzz target for FUZZ_SECONDS (nightly Rust;
+# corpora grow in fuzz/corpus), then the Python property fuzz, FUZZ_EXAMPLES per property.
+FUZZ_SECONDS ?= 60
+FUZZ_EXAMPLES ?= 2000
+fuzz: install-dev
+	fuzz/run.sh $(FUZZ_SECONDS)
+	MMFAST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -p no:cacheprovider tests/test_fuzz.py
 
 # The abi3 manylinux wheel and the sdist, in dist/.
 wheel: $(PY)
@@ -75,4 +85,4 @@ wheel-test: wheel
 	.venv-sdist/bin/python -c "import mmfast, numpy; print(mmfast.__version__, mmfast.ImageProcessor.from_pretrained('Qwen/Qwen2-VL-7B-Instruct')(numpy.zeros((64, 64, 3), 'uint8')).pixel_values.shape)"
 
 clean:
-	rm -rf $(VENV) .venv-wheel .venv-sdist dist target .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-wheel .venv-sdist dist target .pytest_cache .hypothesis fuzz/target

@@ -27,6 +27,14 @@ pub enum TransformError {
         /// The quantity that overflowed.
         what: String,
     },
+    /// A buffer the allocator could not provide.
+    #[error("{arg}: cannot allocate {bytes} bytes")]
+    OutOfMemory {
+        /// The argument whose size asked for it.
+        arg: &'static str,
+        /// The size asked for.
+        bytes: usize,
+    },
 }
 
 /// Shorthand for [`TransformError::InvalidArgument`].

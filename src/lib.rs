@@ -4,6 +4,7 @@
 //! The kernels live in pure-Rust modules; this file holds only the `PyO3` bindings
 //! (`mmfast._native`), compiled with the `python` feature.
 
+pub mod alloc;
 pub mod error;
 pub mod image;
 pub mod pipeline;
@@ -16,7 +17,12 @@ pub mod transforms;
 #[cfg(feature = "python")]
 impl From<error::TransformError> for pyo3::PyErr {
     fn from(err: error::TransformError) -> Self {
-        _native::MmfastError::new_err(err.to_string())
+        match err {
+            error::TransformError::OutOfMemory { .. } => {
+                pyo3::exceptions::PyMemoryError::new_err(err.to_string())
+            }
+            _ => _native::MmfastError::new_err(err.to_string()),
+        }
     }
 }
 
@@ -35,6 +41,7 @@ mod _native {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
 
+    use crate::alloc;
     use crate::error::invalid;
     use crate::image::{self, Orientation, Rect};
     use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
@@ -46,6 +53,34 @@ mod _native {
 
     fn fail(arg: &'static str, expected: impl Into<String>, got: impl ToString) -> PyErr {
         invalid(arg, expected, got).into()
+    }
+
+    /// The element count of an array of `T` and `shape` that numpy can hold, or an error
+    /// naming `shape`: at most 32 dimensions (rust-numpy's limit), and a byte size of the
+    /// non-zero sides that fits `isize`, as numpy's byte strides must (even for an empty
+    /// array: a (0, 2**61) float32 array would get an overflowed stride and crash).
+    fn array_len<T>(shape: &[usize]) -> PyResult<usize> {
+        const MAX_NDIM: usize = 32;
+        if shape.len() > MAX_NDIM {
+            return Err(fail(
+                "shape",
+                format!("at most {MAX_NDIM} dimensions"),
+                format!("{} dimensions", shape.len()),
+            ));
+        }
+        let len = transforms::checked_len("shape", shape)?;
+        let extent: usize = shape.iter().filter(|&&d| d != 0).product();
+        if extent
+            .checked_mul(size_of::<T>())
+            .is_none_or(|n| isize::try_from(n).is_err())
+        {
+            return Err(crate::error::TransformError::Overflow {
+                arg: "shape",
+                what: format!("the byte size of shape {shape:?}"),
+            }
+            .into());
+        }
+        Ok(len)
     }
 
     /// `work` with the GIL released. A panic in it, which would be a bug in the core,
@@ -144,52 +179,6 @@ mod _native {
         }
     }
 
-    /// A zeroed buffer of `len` values, or a `MemoryError` instead of an abort.
-    ///
-    /// Zeroed by the allocator (`calloc`), which takes fresh pages from the OS already
-    /// zero, where `vec.resize(len, 0)` would write every byte once more before the
-    /// kernel writes it again. Large buffers are also offered transparent huge pages.
-    fn alloc_zeroed<T: bytemuck::Zeroable>(arg: &'static str, len: usize) -> PyResult<Vec<T>> {
-        let oom = || PyMemoryError::new_err(format!("{arg}: cannot allocate {len} values"));
-        let layout = std::alloc::Layout::array::<T>(len).map_err(|_| oom())?;
-        if layout.size() == 0 {
-            return Ok(Vec::new());
-        }
-        // SAFETY: the layout has a non-zero size; a non-null pointer from the global
-        // allocator with exactly this layout, all bytes zero (a valid `T` by `Zeroable`),
-        // is what a `Box<[T]>` of `len` values requires.
-        unsafe {
-            let raw = std::alloc::alloc_zeroed(layout);
-            if raw.is_null() {
-                return Err(oom());
-            }
-            advise_huge_pages(raw, layout.size());
-            #[allow(clippy::cast_ptr_alignment, reason = "the layout is T's, so is its alignment")]
-            let ptr = raw.cast::<T>();
-            Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)).into_vec())
-        }
-    }
-
-    /// Asks Linux to back the 2 MiB-aligned interior of a fresh buffer with huge pages.
-    ///
-    /// Outputs are written once, straight after allocation, so their first-touch page
-    /// faults are a large share of the work: 4 KiB pages cost a fault per 1024 float32
-    /// values. Only advice: where transparent huge pages are off, nothing changes.
-    #[cfg(target_os = "linux")]
-    fn advise_huge_pages(ptr: *mut u8, size: usize) {
-        const HUGE: usize = 2 << 20;
-        let start = (ptr as usize).next_multiple_of(HUGE);
-        let end = (ptr as usize + size) / HUGE * HUGE;
-        if end > start {
-            // SAFETY: [start, end) lies inside the allocation just made and owned here;
-            // MADV_HUGEPAGE changes how it is backed, never its contents.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn advise_huge_pages(_ptr: *mut u8, _size: usize) {}
-
     /// Allocate ``megabytes`` the way outputs are allocated, touch every page, free them.
     ///
     /// The first writes to memory a process has never used wait while the kernel provides
@@ -199,7 +188,7 @@ mod _native {
         let len = megabytes
             .checked_mul(1 << 20)
             .ok_or_else(|| fail("megabytes", "a size that fits in memory", megabytes))?;
-        let mut buffer = alloc_zeroed::<u8>("megabytes", len)?;
+        let mut buffer = alloc::zeroed::<u8>("megabytes", len)?;
         detach(py, || {
             for page in buffer.chunks_mut(4096) {
                 // SAFETY: `page` is a non-empty slice of the buffer, so its first byte is
@@ -234,7 +223,7 @@ mod _native {
         let norm = normalize(mean, std, rescale_factor)?;
         let src = rgb_image(image)?;
         let (h, w) = (src.shape()[0], src.shape()[1]);
-        let mut out = alloc_zeroed::<f32>("image", 3 * h * w)?;
+        let mut out = alloc::zeroed::<f32>("image", 3 * h * w)?;
         let pixels = src.as_slice().expect("standard layout");
         detach(py, || {
             transforms::deinterleave_rgb_to_planes(pixels, (h, w), &norm, &mut out)
@@ -274,7 +263,7 @@ mod _native {
             ));
         }
         let len = transforms::checked_len("canvas_size", &[3, canvas.0, canvas.1])?;
-        let mut out = alloc_zeroed::<f32>("canvas_size", len)?;
+        let mut out = alloc::zeroed::<f32>("canvas_size", len)?;
         let pixels = src.as_slice().expect("standard layout");
         detach(py, || {
             transforms::pad_and_normalize_to_tensor(pixels, (h, w), canvas, &norm, &mut out)
@@ -328,7 +317,7 @@ mod _native {
             let ptr = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), py_len);
             let out = Bound::from_owned_ptr_or_err(py, ptr)?.cast_into_unchecked::<PyBytes>();
             let buf = pyo3::ffi::PyBytes_AsString(ptr).cast::<u8>();
-            advise_huge_pages(buf, len);
+            alloc::advise_huge_pages(buf, len);
             let dst = std::slice::from_raw_parts_mut(buf, len);
             detach(py, || dst.copy_from_slice(&bytes))?;
             Ok(out)
@@ -350,7 +339,7 @@ mod _native {
             .map_err(|_| fail("data", "bytes", describe(data)))?
             .as_bytes();
         let dims: Vec<usize> = extract("shape", "a sequence of non-negative integers", shape)?;
-        let len = transforms::checked_len("shape", &dims)?;
+        let len = array_len::<f32>(&dims)?;
         if Some(data.len()) != len.checked_mul(4) {
             return Err(fail(
                 "data",
@@ -361,7 +350,7 @@ mod _native {
                 format!("{} bytes", data.len()),
             ));
         }
-        let mut out = alloc_zeroed::<f32>("shape", len)?;
+        let mut out = alloc::zeroed::<f32>("shape", len)?;
         detach(py, || transforms::f32_from_le_bytes(data, &mut out))??;
         Ok(Array::from_shape_vec(IxDyn(&dims), out)
             .expect("length checked above")
@@ -465,7 +454,7 @@ mod _native {
         let (src, channels) = unsafe { arrow_pixels(&capsules.0, &capsules.1, pixels)? };
         let orientation = Orientation::from_exif(orientation);
         let (oh, ow) = orientation.oriented_size((h, w));
-        let mut out = alloc_zeroed::<u8>("size", pixels * 3)?;
+        let mut out = alloc::zeroed::<u8>("size", pixels * 3)?;
         detach(py, || {
             image::to_rgb_oriented(src, channels, (h, w), orientation, &mut out)
         })??;
@@ -629,7 +618,7 @@ mod _native {
             }
         }
         let norm = Normalize::from_tables(lut);
-        let mut out = alloc_zeroed::<T>("shape", transforms::checked_len("shape", shape)?)?;
+        let mut out = alloc::zeroed::<T>("shape", array_len::<T>(shape)?)?;
         detach(py, || pipeline::run_batch(images, jobs, &norm, &mut out, threads))??;
         Ok(Array::from_shape_vec(IxDyn(shape), out)
             .expect("length checked by run_batch")
@@ -713,7 +702,7 @@ mod _native {
             return Err(fail("kernel", "'pillow', 'torch' or 'torch-noaa'", kernel));
         }
         let resize = resize_kind("resample", kernel, code, to)?;
-        let mut out = alloc_zeroed::<u8>("size", transforms::checked_len("size", &[to.0, to.1, 3])?)?;
+        let mut out = alloc::zeroed::<u8>("size", transforms::checked_len("size", &[to.0, to.1, 3])?)?;
         let pixels = src.as_slice().expect("standard layout");
         detach(py, || resize.run(pixels, from, &mut out))??;
         Ok(Array::from_shape_vec((to.0, to.1, 3), out)

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use crate::resize::{resize_rgb, Filter};
@@ -173,7 +174,7 @@ impl Job {
                 &[
                     size.0 / p.patch_size.max(1),
                     size.1 / p.patch_size.max(1),
-                    p.row_len(),
+                    p.row_len()?,
                 ],
             ),
             Some(Layout::Windows(windows)) => windows.iter().try_fold(0usize, |acc, w| {
@@ -192,7 +193,7 @@ impl Job {
         let mut size = size;
         if let Some(rect) = self.crop {
             if (rect.height, rect.width) != size {
-                let mut out = vec![0u8; checked_len("jobs", &[rect.height, rect.width, 3])?];
+                let mut out = zeroed("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
                 crop_rgb(&pixels, size, rect, &mut out)?;
                 (pixels, size) = (Cow::Owned(out), (rect.height, rect.width));
             }
@@ -200,7 +201,7 @@ impl Job {
         match self.resize {
             // Pillow and torchvision return the input unchanged for an unchanged size.
             Resize::Pillow(_, to) | Resize::Torch(_, _, to) if to != size => {
-                let mut out = vec![0u8; checked_len("jobs", &[to.0, to.1, 3])?];
+                let mut out = zeroed("jobs", checked_len("jobs", &[to.0, to.1, 3])?)?;
                 self.resize.run(&pixels, size, &mut out)?;
                 (pixels, size) = (Cow::Owned(out), to);
             }
@@ -213,7 +214,7 @@ impl Job {
         }) = self.pad
         {
             if canvas != size {
-                let mut out = vec![0u8; checked_len("jobs", &[canvas.0, canvas.1, 3])?];
+                let mut out = zeroed("jobs", checked_len("jobs", &[canvas.0, canvas.1, 3])?)?;
                 pad_rgb(&pixels, size, canvas, at, fill, &mut out)?;
                 (pixels, size) = (Cow::Owned(out), canvas);
             }
@@ -417,7 +418,7 @@ fn packed<'a>(image: &Image<'a>) -> Result<Cow<'a, [u8]>, TransformError> {
     if image.channels == 3 {
         return Ok(Cow::Borrowed(image.pixels));
     }
-    let mut out = vec![0u8; checked_len("image", &[image.size.0, image.size.1, 3])?];
+    let mut out = zeroed("image", checked_len("image", &[image.size.0, image.size.1, 3])?)?;
     to_rgb_oriented(
         image.pixels,
         image.channels,

@@ -105,11 +105,17 @@ impl<T: Copy> Normalize<T> {
 
 /// `a * b * ...`, or an overflow error naming `arg`.
 ///
+/// The product of the non-zero sides must also fit in `isize`, as numpy and ndarray need
+/// for every shape (even one with a zero side).
+///
 /// # Errors
-/// The product does not fit in `usize`.
+/// The product does not fit in `usize`, or the non-zero sides' product not in `isize`.
 pub fn checked_len(arg: &'static str, dims: &[usize]) -> Result<usize, TransformError> {
     dims.iter()
+        .filter(|&&d| d != 0)
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| isize::try_from(n).is_ok())
+        .map(|n| if dims.contains(&0) { 0 } else { n })
         .ok_or_else(|| TransformError::Overflow {
             arg,
             what: format!("the element count of shape {dims:?}"),
@@ -223,9 +229,14 @@ pub struct Window {
 
 /// The part of `0..len` that `start..start + count` overlaps, relative to `start`.
 fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
-    let lo = (-start).clamp(0, count as isize) as usize;
-    let hi = (len as isize - start).clamp(lo as isize, count as isize) as usize;
-    lo..hi
+    let shift = start.unsigned_abs();
+    let (lo, hi) = if start < 0 {
+        (shift, len.saturating_add(shift))
+    } else {
+        (0, len.saturating_sub(shift))
+    };
+    let lo = lo.min(count);
+    lo..hi.clamp(lo, count)
 }
 
 /// HWC u8 RGB of `size` → the CHW tensor of `window`, normalised.
@@ -299,9 +310,12 @@ pub struct Patches {
 
 impl Patches {
     /// Values per output row: `3 * temporal_patch_size * patch_size²`.
-    #[must_use]
-    pub fn row_len(&self) -> usize {
-        3 * self.temporal_patch_size * self.patch_size * self.patch_size
+    ///
+    /// # Errors
+    /// The product overflows.
+    pub fn row_len(&self) -> Result<usize, TransformError> {
+        let (p, t) = (self.patch_size, self.temporal_patch_size);
+        checked_len("patches", &[3, t, p, p])
     }
 }
 
@@ -333,7 +347,7 @@ pub fn normalize_to_patches<T: Copy>(
         temporal_patch_size: t,
         merge_size: m,
     } = patches;
-    let unit = p * m;
+    let unit = checked_len("patches", &[p, m])?;
     if p == 0 || t == 0 || m == 0 || h % unit != 0 || w % unit != 0 {
         return Err(invalid(
             "size",
@@ -349,7 +363,7 @@ pub fn normalize_to_patches<T: Copy>(
         ));
     }
     let (gh, gw) = (h / p, w / p);
-    let row_len = patches.row_len();
+    let row_len = patches.row_len()?;
     check_out(dst, checked_len("size", &[gh, gw, row_len])?)?;
     // One band of merge groups at a time: its `p * m` image rows of each frame are normalised
     // as whole rows into planar scratch (the long runs the block loop is fast on; 1.3 MB per
@@ -397,7 +411,8 @@ fn gather_band<T: Copy>(
     } = patches;
     let band_len = p * m * w;
     let frames = planes.len() / (3 * band_len);
-    for (k, row) in out.chunks_exact_mut(patches.row_len()).enumerate() {
+    // The caller checked `row_len` for overflow.
+    for (k, row) in out.chunks_exact_mut(3 * t * p * p).enumerate() {
         // Row k of the band is patch (mh, mw) of merge group bw, both row-major.
         let (bw, within) = (k / (m * m), k % (m * m));
         let (y0, x0) = ((within / m) * p, (bw * m + within % m) * p);
@@ -569,6 +584,9 @@ mod tests {
             (3, 5, 4, 4),
             (-1, 6, 2, 9),
             (6, 0, 2, 2),
+            // Fuzz finding: offsets this far out overflowed the overlap arithmetic.
+            (isize::MIN, isize::MAX, 2, 3),
+            (isize::MAX, isize::MIN, 3, 2),
         ] {
             let window = Window {
                 top,
@@ -581,12 +599,11 @@ mod tests {
             for c in 0..3 {
                 for y in 0..wh {
                     for x in 0..ww {
-                        let (sy, sx) = (top + y as isize, left + x as isize);
-                        let inside = (0..h as isize).contains(&sy) && (0..w as isize).contains(&sx);
-                        let px = if inside {
-                            src[(sy as usize * w + sx as usize) * 3 + c]
-                        } else {
-                            0
+                        let sy = top.checked_add(y as isize).and_then(|v| usize::try_from(v).ok());
+                        let sx = left.checked_add(x as isize).and_then(|v| usize::try_from(v).ok());
+                        let px = match (sy, sx) {
+                            (Some(sy), Some(sx)) if sy < h && sx < w => src[(sy * w + sx) * 3 + c],
+                            _ => 0,
                         };
                         let want = scalar(px, c, mean, std, 1.0 / 255.0);
                         assert_eq!(dst[(c * wh + y) * ww + x].to_bits(), want.to_bits(), "{window:?}");
@@ -600,7 +617,7 @@ mod tests {
     fn naive_patches(frames: &[&[u8]], (h, w): (usize, usize), p: Patches, norm: &Normalize) -> Vec<f32> {
         let (ps, t, m) = (p.patch_size, p.temporal_patch_size, p.merge_size);
         let (gh, gw) = (h / ps, w / ps);
-        let mut out = vec![0f32; gh * gw * p.row_len()];
+        let mut out = vec![0f32; gh * gw * p.row_len().unwrap()];
         for bh in 0..gh / m {
             for bw in 0..gw / m {
                 for mh in 0..m {
@@ -613,7 +630,7 @@ mod tests {
                                         let (sy, sx) = ((bh * m + mh) * ps + y, (bw * m + mw) * ps + x);
                                         let col = ((c * t + ti) * ps + y) * ps + x;
                                         let src = frames[ti % frames.len()];
-                                        out[row * p.row_len() + col] =
+                                        out[row * p.row_len().unwrap() + col] =
                                             norm.tables[c][usize::from(src[(sy * w + sx) * 3 + c])];
                                     }
                                 }
@@ -672,7 +689,7 @@ mod tests {
             ),
         ] {
             let src = pattern(h * w * 3);
-            let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len()];
+            let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len().unwrap()];
             normalize_to_patches(&[&src], (h, w), p, &norm, &mut dst).unwrap();
             assert_eq!(dst, naive_patches(&[&src], (h, w), p, &norm), "{p:?} {h}x{w}");
             // A video's temporal group: one frame per time slot.
@@ -743,5 +760,30 @@ mod tests {
         assert_eq!(checked_len("shape", &[2, 3, 4]).unwrap(), 24);
         assert_eq!(checked_len("shape", &[]).unwrap(), 1);
         assert!(checked_len("shape", &[usize::MAX, 2]).is_err());
+        // Fuzz finding: a zero side hid an overflow that ndarray and NumPy refuse.
+        assert_eq!(checked_len("shape", &[0, 1 << 20]).unwrap(), 0);
+        assert!(checked_len("shape", &[0, usize::MAX, 2]).is_err());
+        assert!(checked_len("shape", &[0, isize::MAX as usize + 1]).is_err());
+    }
+
+    #[test]
+    fn absurd_patch_sizes_are_errors() {
+        // Fuzz finding: the patch row length and the merge unit multiplied unchecked.
+        let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
+        let huge = 1usize << 40;
+        let patches = |patch_size, merge_size| Patches {
+            patch_size,
+            temporal_patch_size: 2,
+            merge_size,
+        };
+        assert!(patches(huge, 1).row_len().is_err());
+        let src = pattern(4 * 4 * 3);
+        for (p, m) in [(huge, huge), (1 << 33, 1 << 33)] {
+            let err = normalize_to_patches(&[&src], (4, 4), patches(p, m), &norm, &mut []).unwrap_err();
+            assert!(
+                matches!(err, TransformError::Overflow { arg: "patches", .. }),
+                "{err}"
+            );
+        }
     }
 }

@@ -15,16 +15,18 @@ the GIL released, instead of ``exif_transpose`` + ``np.array`` copies.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import threading
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
+from PIL.TiffImagePlugin import TiffImageFile
+from PIL.WebPImagePlugin import WebPImageFile
 
 from mmfast import _native
 from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
@@ -50,16 +52,28 @@ _ORIENTATION = 0x0112
 ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 
-# Pillow warns (DecompressionBombWarning) on opening an image over Image.MAX_IMAGE_PIXELS;
-# mmfast checks its own max_pixels instead. Python's warning filters are process-wide, so the
-# opens that silence it take turns.
+# Pillow warns (DecompressionBombWarning) on opening an image over Image.MAX_IMAGE_PIXELS,
+# where mmfast checks its own max_pixels, and (UserWarning) on corrupt metadata, which a
+# service running with -W error must not see as an exception. Python's warning filters are
+# process-wide, so the calls that silence them take turns.
 _OPEN_LOCK = threading.Lock()
 _URL_PREFIXES = ("http://", "https://", "ftp://", "data:")
 
 
-@contextmanager
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Pillow's size and corrupt-metadata warnings silenced, one caller at a time."""
+    with _OPEN_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+@contextlib.contextmanager
 def _open(source: ImageSource) -> Iterator[Image.Image]:
     """``Image.open`` on any source, with Pillow's errors mapped to mmfast's."""
+    if isinstance(source, memoryview) and not source.c_contiguous:
+        raise MmfastError("source: expected a C-contiguous buffer, got a strided memoryview")
     if isinstance(source, (bytes, bytearray, memoryview)):
         if not len(source):
             raise ImageDecodeError("source: expected image data, got empty bytes")
@@ -80,8 +94,7 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
             f"source: expected bytes, a buffer, str or os.PathLike, got {type(source).__qualname__}"
         )
     try:
-        with _OPEN_LOCK, warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with _quiet():
             im = Image.open(fp)
     except Image.DecompressionBombError as exc:
         raise ImageTooLargeError(f"source: {exc}") from exc
@@ -96,15 +109,35 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
 
 
 def _orientation(im: Image.Image) -> int:
-    """The EXIF orientation ``ImageOps.exif_transpose`` would apply (1 when none)."""
-    value = im.getexif().get(_ORIENTATION, 1)
+    """The EXIF orientation ``ImageOps.exif_transpose`` would apply (1 when none).
+
+    Pillow's warnings about corrupt metadata stay inside: such a file decodes as Pillow
+    decodes it, and a service running with ``-W error`` gets the image, not a UserWarning.
+    """
+    with _quiet():
+        value = im.getexif().get(_ORIENTATION, 1)
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def _loads_in_place(im: Image.Image) -> bool:
+    """Whether ``im.load()`` decodes into a block put in ``im.im`` beforehand.
+
+    Pillow's ``ImageFile.load`` does when the file has pixel data (``im.tile``), and the
+    WebP and TIFF loaders end in it. Other loaders (ICO, ICNS, ...) would take such a block
+    for pixels already loaded, and a file without pixel data would decode to black.
+    """
+    load = type(im).load
+    if isinstance(im, ImageFile.ImageFile) and load is ImageFile.ImageFile.load:
+        return bool(im.tile)
+    return load in (WebPImageFile.load, TiffImageFile.load)
 
 
 def _load(im: Image.Image) -> None:
     """Decode the pixels, with decoder failures as ``ImageDecodeError`` naming the format."""
     try:
-        im.load()
+        # TIFF's loader parses its tags again, with the same warnings as at open.
+        with _quiet() if isinstance(im, TiffImageFile) else contextlib.nullcontext():
+            im.load()
     except MemoryError:
         raise
     except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, struct.error, ...
@@ -182,9 +215,10 @@ def rgb_or_gray(im: Image.Image) -> Image.Image:
     return im if im.mode in ("RGB", "L") else im.convert("RGB")
 
 
-def convert_to_rgb(im: Image.Image) -> NDArray[np.uint8]:
-    """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB."""
-    return pil_to_rgb(rgb_or_gray(im))
+def convert_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
+    """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB, then
+    oriented (compositing is per pixel, so this equals orienting first)."""
+    return pil_to_rgb(rgb_or_gray(im), orientation)
 
 
 def decode_image(
@@ -210,13 +244,11 @@ def decode_image(
         raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
     with _open(source) as im:
         _check_size(im, max_pixels)
-        if im.mode in ("RGB", "L") and "transparency" not in im.info:
+        if im.mode in ("RGB", "L") and "transparency" not in im.info and _loads_in_place(im):
             # Decode into one block so the pixels can be read in place (see module doc).
             im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
-            _load(im)
-            return pil_to_rgb(im, _orientation(im) if apply_exif_orientation else 1)
         _load(im)
-        return convert_to_rgb(ImageOps.exif_transpose(im) if apply_exif_orientation else im)
+        return convert_to_rgb(im, _orientation(im) if apply_exif_orientation else 1)
 
 
 def image_size(source: ImageSource) -> tuple[int, int]:

@@ -25,10 +25,17 @@ from PIL import Image, ImageOps
 
 from mmfast import _native
 from mmfast.errors import MmfastError, UnsupportedModelError
-from mmfast.image import ArrowSource, ImageSource, decode_image, pil_source, rgb_or_gray
+from mmfast.image import (
+    DEFAULT_MAX_PIXELS,
+    ArrowSource,
+    ImageSource,
+    decode_image,
+    pil_source,
+    rgb_or_gray,
+)
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
 from mmfast.models.base import Patchify, fused_tables, identity_table
-from mmfast.models.config import load_video_config, with_backend
+from mmfast.models.config import is_finite_number, is_int_in, load_video_config, with_backend
 from mmfast.models.qwen2_vl import Qwen2VLVideoConfig as VideoConfig
 
 __all__ = [
@@ -59,6 +66,8 @@ def parse_threads(arg: str, value: str) -> int:
 
 # More threads than this is a mistake (and would not fit the core's thread pool).
 MAX_THREADS = 4096
+# The most frames a clip may be sampled to (Qwen3-VL repeats frames to reach num_frames).
+MAX_FRAMES = 65536
 
 
 def check_threads(threads: object) -> int:
@@ -204,12 +213,17 @@ def prepare(
         plan = config.plan_in_sample(image.height, image.width, sample_size)
         if not plan.do_convert_rgb and image.mode != "RGB":
             raise _not_converted(f"a PIL image in mode {image.mode}")
-        if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
-            return _resize_then_rgb(image, plan)
-        if config.pil_convert == "hf":
-            converted = rgb_or_gray(image)
-        else:
-            converted = image if image.mode in ("RGB", "L") else image.convert("RGB")
+        try:
+            if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
+                return _resize_then_rgb(image, plan)
+            if config.pil_convert == "hf":
+                converted = rgb_or_gray(image)
+            else:
+                converted = image if image.mode in ("RGB", "L") else image.convert("RGB")
+        except ValueError as exc:  # modes Pillow cannot convert, such as La
+            raise MmfastError(
+                f"images: cannot convert a PIL image in mode {image.mode} to RGB: {exc}"
+            ) from exc
         return pil_source(converted), plan
     if isinstance(image, ENCODED):
         decoded = decode_image(image)
@@ -439,6 +453,13 @@ class ImageProcessor:
             raise MmfastError(
                 f"video_fps: expected one rate per clip ({len(clips)}), got {len(rates)}"
             )
+        for name, rate in [("fps", fps)] + [("video_fps", r) for r in rates]:
+            if rate is not None and not (is_finite_number(rate) and rate > 0):
+                raise MmfastError(f"{name}: expected a finite number > 0, got {rate!r}")
+        if num_frames is not None and not is_int_in(num_frames, 1, MAX_FRAMES):
+            raise MmfastError(
+                f"num_frames: expected an integer from 1 to {MAX_FRAMES}, got {num_frames!r}"
+            )
         sample = config.do_sample_frames if do_sample_frames is None else do_sample_frames
         inputs: list[BatchInput] = []
         jobs: list[tuple[Any, ...]] = []
@@ -459,7 +480,8 @@ class ImageProcessor:
                 jobs.append((group[0], None, None, resize, None, layout, offset, group[1:]))
                 offset += plan.grid_h * plan.grid_w * 3 * t * config.patch_size**2
             plans.append(plan)
-        tables, view, lut = output_tables(fused_tables(config), dtype)
+        with np.errstate(all="ignore"):  # as for images
+            tables, view, lut = output_tables(fused_tables(config), dtype)
         shape = (offset // (3 * t * config.patch_size**2), 3 * t * config.patch_size**2)
         out = _native.run_batch(inputs, jobs, tables, shape, threads)
         grid = [(p.grid_t, p.grid_h, p.grid_w) for p in plans]
@@ -607,8 +629,16 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         crop, resize, pad, out = view.crop, view.resize, view.pad, view.out
         size = size if crop is None else (crop.height, crop.width)
-        size = size if resize is None else resize.size
-        size = size if pad is None else pad.size
+        for stage in (resize, pad):
+            if stage is not None:
+                size = stage.size
+                if size[0] * size[1] > DEFAULT_MAX_PIXELS:
+                    # Before the core allocates it: a config asking for this is wrong.
+                    raise MmfastError(
+                        f"size: expected intermediate images of at most {DEFAULT_MAX_PIXELS} "
+                        f"pixels, got a {type(stage).__name__.lower()} to {size[0]}x{size[1]} "
+                        "(check the config's size values)"
+                    )
         sizes.append(size)
         layout: tuple[str, Any] | None = None
         length = 0
@@ -645,8 +675,8 @@ def run_plans(
 ) -> BatchFeature:
     """Runs the plans of a batch in one native call and assembles HF's outputs;
     ``sample_sizes`` counts the images of each sample, in order."""
-    native = config.tables(plans[0])
-    tables, view, lut = output_tables(native, dtype)
+    with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
+        tables, view, lut = output_tables(config.tables(plans[0]), dtype)
     shape, offsets = batch_shape(config, plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):

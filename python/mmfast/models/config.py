@@ -190,6 +190,19 @@ def select_family(source: Source) -> tuple[Family, str]:
     return found
 
 
+# The largest side, count or pixel budget a config may give: far above any real processor's,
+# and small enough that the arithmetic on it stays in int64 and usize.
+MAX_INT: Final = 2**31 - 1
+# The most tiles a tiling config may ask for (Llama 4 and InternVL use 16 and 12): their
+# geometry enumerates every grid up to it.
+MAX_TILES: Final = 1024
+
+
+def is_int_in(value: object, low: int, high: int) -> bool:
+    """An int (not a bool: JSON true/false parse as bool) from ``low`` to ``high``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 def is_finite_number(value: object) -> bool:
     # JSON true/false parse as bool, a subclass of int; a config meaning 1 would say 1.
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -232,13 +245,16 @@ class Fields:
             return False
         return self.flag("do_convert_rgb", True)
 
-    def positive_int(self, name: str, default: int) -> int:
+    def positive_int(self, name: str, default: int, maximum: int = MAX_INT) -> int:
+        return self.int_in(name, default, 1, maximum)
+
+    def int_in(self, name: str, default: int, low: int, high: int) -> int:
         value = self._values.get(name)
         if value is None:
             return default
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise self.error(name, "a positive integer", value)
-        return value
+        if not is_int_in(value, low, high):
+            raise self.error(name, f"an integer from {low} to {high}", value)
+        return int(value)
 
     def number(self, name: str, default: float) -> float:
         value = self._values.get(name)
@@ -289,8 +305,8 @@ class Fields:
             valid = " or ".join("{" + ", ".join(sorted(keys)) + "}" for keys in VALID_SIZE_KEYS)
             raise self.error(name, f"a size dict with keys {valid}", value)
         for key, item in size.items():
-            if not isinstance(item, int) or isinstance(item, bool) or item <= 0:
-                raise self.error(f"{name}.{key}", "a positive integer", item)
+            if not is_int_in(item, 1, MAX_INT):
+                raise self.error(f"{name}.{key}", f"an integer from 1 to {MAX_INT}", item)
         return size
 
     def normalization(self, mean: RGB, std: RGB) -> Normalization:

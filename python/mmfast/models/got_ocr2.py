@@ -27,7 +27,7 @@ from mmfast.models.base import (
     View,
     resizer,
 )
-from mmfast.models.config import Fields, Source
+from mmfast.models.config import MAX_TILES, Fields, Source
 from mmfast.models.geometry import CropBox
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
 
@@ -186,8 +186,8 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         image_processor_type=processor_type,
         **fields,
         crop_to_patches=crop_to_patches,
-        min_patches=cfg.positive_int("min_patches", 1),
-        max_patches=cfg.positive_int("max_patches", 12),
+        min_patches=cfg.positive_int("min_patches", 1, MAX_TILES),
+        max_patches=cfg.positive_int("max_patches", 12, MAX_TILES),
         processor_class=processor_class if isinstance(processor_class, str) else None,
         image_seq_length=processor.positive_int("image_seq_length", 256),
         tokens_per_tile=(processor.positive_int("img_size", 364) // patch) ** 2,

@@ -39,7 +39,7 @@ from mmfast.models.base import (
     View,
     check_image_size,
 )
-from mmfast.models.config import Fields, Source
+from mmfast.models.config import MAX_INT, Fields, Source, is_int_in
 from mmfast.models.geometry import CropBox
 
 __all__ = ["KimiVLConfig", "patch_grid_outputs", "torchvision_tables"]
@@ -183,7 +183,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     if (
         not isinstance(kernel, list | tuple)
         or len(kernel) != 2
-        or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in kernel)
+        or not all(is_int_in(k, 1, MAX_INT) for k in kernel)
     ):
         raise cfg.error("merge_kernel_size", "a [height, width] pair of positive integers", kernel)
     return KimiVLConfig(

@@ -36,7 +36,7 @@ from mmfast.models.base import (
     fused_tables,
     plan_constants,
 )
-from mmfast.models.config import Fields, Source
+from mmfast.models.config import MAX_TILES, Fields, Source
 from mmfast.models.geometry import CropBox
 
 __all__ = [
@@ -355,7 +355,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         do_normalize=norm.do_normalize,
         image_mean=norm.image_mean,
         image_std=norm.image_std,
-        max_patches=cfg.positive_int("max_patches", 16),
+        max_patches=cfg.positive_int("max_patches", 16, MAX_TILES),
         resize_to_max_canvas=cfg.flag("resize_to_max_canvas", False),
         # Llama4Processor.__init__ defaults, which the Scout checkpoint keeps.
         patch_size=processor.positive_int("patch_size", 14),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from mmfast.models import registry
 from mmfast.models.base import BICUBIC, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
-from mmfast.models.config import Fields, Source
+from mmfast.models.config import MAX_INT, Fields, Source
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
 
 __all__ = ["ClipConfig"]
@@ -48,11 +48,6 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     strategy = processor.raw("vision_feature_select_strategy")
     if strategy is not None and not isinstance(strategy, str):
         raise processor.error("vision_feature_select_strategy", "a string", strategy)
-    extra_tokens = processor.raw("num_additional_image_tokens")
-    if extra_tokens is not None and (
-        not isinstance(extra_tokens, int) or isinstance(extra_tokens, bool) or extra_tokens < 0
-    ):
-        raise processor.error("num_additional_image_tokens", "a non-negative integer", extra_tokens)
     return ClipConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -67,7 +62,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         ),
         # Without processor_config.json, LLaVA-1.5's values: the family mmfast serves here.
         patch_size=processor.positive_int("patch_size", 14),
-        num_additional_image_tokens=1 if extra_tokens is None else extra_tokens,
+        num_additional_image_tokens=processor.int_in("num_additional_image_tokens", 1, 0, MAX_INT),
         vision_feature_select_strategy="default" if strategy is None else strategy,
     )
 

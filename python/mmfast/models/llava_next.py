@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from mmfast.errors import MmfastError
+from mmfast.image import DEFAULT_MAX_PIXELS
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
@@ -29,7 +30,7 @@ from mmfast.models.base import (
     View,
     resizer,
 )
-from mmfast.models.config import Fields, Source
+from mmfast.models.config import MAX_INT, Fields, Source, is_int_in
 from mmfast.models.geometry import (
     CropBox,
     center_crop_box,
@@ -38,7 +39,7 @@ from mmfast.models.geometry import (
 )
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields, resize_output_size
 
-__all__ = ["LlavaNextConfig", "anyres_fields", "strategy", "unpadded_features"]
+__all__ = ["LlavaNextConfig", "anyres_checked", "anyres_fields", "strategy", "unpadded_features"]
 
 
 def unpadded_features(
@@ -192,17 +193,41 @@ def anyres_fields(cfg: Fields, pinpoints: Sequence[Sequence[int]]) -> dict[str, 
         not isinstance(value, list | tuple)
         or not value
         or not all(
-            isinstance(p, list | tuple)
-            and len(p) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in p)
+            isinstance(p, list | tuple) and len(p) == 2 and all(is_int_in(v, 1, MAX_INT) for v in p)
             for p in value
         )
     ):
         raise cfg.error("image_grid_pinpoints", "a list of [height, width] pairs", value)
+    if any(h * w > DEFAULT_MAX_PIXELS for h, w in value):
+        raise cfg.error(
+            "image_grid_pinpoints", f"canvases of at most {DEFAULT_MAX_PIXELS} pixels", value
+        )
     return {
         "image_grid_pinpoints": tuple((p[0], p[1]) for p in value),
         "do_pad": cfg.flag("do_pad", True),
     }
+
+
+AnyresConfig = TypeVar("AnyresConfig", bound=LlavaNextConfig)
+
+
+def anyres_checked(config: AnyresConfig, cfg: Fields) -> AnyresConfig:
+    """``config``, once its sizes make a grid of patches (transformers fails on the others
+    with ZeroDivisionError or KeyError while counting tokens)."""
+    if "shortest_edge" not in config.size and not {"height", "width"} <= config.size.keys():
+        raise cfg.error("size", "{shortest_edge} or {height, width}", dict(config.size))
+    side = config.patch_side()
+    if side < config.patch_size:
+        raise cfg.error(
+            "crop_size", f"patches of at least patch_size={config.patch_size} pixels", side
+        )
+    if any(min(p) < side for p in config.image_grid_pinpoints):
+        raise cfg.error(
+            "image_grid_pinpoints",
+            f"sides of at least the patch side, {side}",
+            [list(p) for p in config.image_grid_pinpoints],
+        )
+    return config
 
 
 def strategy(processor: Fields) -> str | None:
@@ -215,10 +240,7 @@ def strategy(processor: Fields) -> str | None:
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> LlavaNextConfig:
     """Mirrors ``LlavaNextImageProcessorPil``'s class defaults and ``LlavaNextProcessor``'s."""
-    extra = processor.raw("num_additional_image_tokens")
-    if extra is not None and (not isinstance(extra, int) or isinstance(extra, bool) or extra < 0):
-        raise processor.error("num_additional_image_tokens", "a non-negative integer", extra)
-    return LlavaNextConfig(
+    config = LlavaNextConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
         **pil_backend_fields(
@@ -234,9 +256,10 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         **anyres_fields(cfg, [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]),
         # The processor has no default patch size; LLaVA-NeXT's CLIP tower uses 14.
         patch_size=processor.positive_int("patch_size", 14),
-        num_additional_image_tokens=0 if extra is None else extra,
+        num_additional_image_tokens=processor.int_in("num_additional_image_tokens", 0, 0, MAX_INT),
         vision_feature_select_strategy=strategy(processor),
     )
+    return anyres_checked(config, cfg)
 
 
 registry.register(

@@ -31,6 +31,7 @@ from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import select_best_resolution
 from mmfast.models.llava_next import (
     LlavaNextConfig,
+    anyres_checked,
     anyres_fields,
     strategy,
     unpadded_features,
@@ -120,7 +121,7 @@ def _build(
     tile_tokens = processor.positive_int("num_image_tokens", 729)
     if math.isqrt(tile_tokens) ** 2 != tile_tokens:
         raise processor.error("num_image_tokens", "a square number of tokens per tile", tile_tokens)
-    return LlavaOnevisionConfig(
+    config = LlavaOnevisionConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
         **pil_backend_fields(
@@ -140,6 +141,7 @@ def _build(
         tile_tokens=tile_tokens,
         max_num_patches=int(digits),
     )
+    return anyres_checked(config, cfg)
 
 
 registry.register(

@@ -1,0 +1,513 @@
+//! `pipeline::run_batch` with random plans: the one native call every processor makes.
+//!
+//! A plan has 1-4 input images (RGB, RGBX or L; sometimes with a pixel buffer of the wrong
+//! length or an invalid channel count) and up to 6 jobs: any image index (sometimes
+//! missing), a source job (sometimes later, of another image or missing), crops (usually
+//! inside their source, sometimes reaching outside), Pillow or torch resizes (any filter,
+//! sometimes to an empty size), pads with fills (sometimes too small), window or patch
+//! layouts (windows may start above/left of the image or run past it; patch parameters are
+//! usually small but sometimes absurd), offsets (usually back to back, sometimes with gaps,
+//! overlaps or past the end), video frames, and 1-3 threads, into an output of a random
+//! length around what the jobs need.
+//!
+//! It must return `Ok` or `Err`, never panic, never touch memory it does not own (the
+//! address sanitizer watches) and, when `Ok`:
+//! * write exactly its jobs' slots (the rest keeps a NaN sentinel, every slot value is a
+//!   table value),
+//! * give the bytes of the same plan run on one thread, and
+//! * give the values of a plain sequential reference built from the public kernels
+//!   (`to_rgb_oriented`, `crop_rgb`, `resize_rgb`, `resize_torch_rgb`, `pad_rgb`,
+//!   `crop_and_normalize`, `normalize_to_patches`), run step by step with no shortcuts.
+#![no_main]
+
+use arbitrary::{Arbitrary, Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use mmfast::error::TransformError;
+use mmfast::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
+use mmfast::pipeline::{run_batch, Image, Job, Layout, Pad, Resize};
+use mmfast::resize::Filter;
+use mmfast::torch_resize::TorchMode;
+use mmfast::transforms::{crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
+use mmfast_fuzz::{side, size, Fill};
+
+/// Largest image side; 160 lets a resize reach the 64-row threshold of band splitting.
+const MAX_SIDE: usize = 160;
+/// Largest image area, so a plan of several images stays cheap under the sanitizer.
+const MAX_AREA: usize = 1 << 14;
+/// A value no table holds: what the output starts as.
+const SENTINEL: u32 = 0x7FC0_DEAD;
+
+#[derive(Debug)]
+struct ImageSpec {
+    pixels: Vec<u8>,
+    channels: usize,
+    size: (usize, usize),
+    /// Whether `pixels` holds exactly `size` pixels of `channels` valid bytes.
+    honest: bool,
+}
+
+#[derive(Debug)]
+struct Plan {
+    images: Vec<ImageSpec>,
+    jobs: Vec<Job>,
+    out_len: usize,
+    threads: usize,
+    /// Video plans share one image size, so frames are valid.
+    video: bool,
+}
+
+/// Rare cases (mistakes, absurd values) come up about once in `1 / RARE` picks.
+fn rare(u: &mut Unstructured<'_>) -> Result<bool> {
+    Ok(u.ratio(1u8, 12u8)?)
+}
+
+fn image(u: &mut Unstructured<'_>, size_of_all: Option<(usize, usize)>) -> Result<ImageSpec> {
+    let size = match size_of_all {
+        Some(s) => s,
+        None => size(u, MAX_SIDE, MAX_AREA)?,
+    };
+    let channels = match u.int_in_range(0u8..=9)? {
+        0..=4 => 3,
+        5..=6 => 4,
+        7..=8 => 1,
+        _ => *u.choose(&[0usize, 2, 5])?,
+    };
+    let mut len = size.0 * size.1 * channels;
+    let mut honest = matches!(channels, 1 | 3 | 4);
+    if rare(u)? {
+        let delta: i8 = u.arbitrary()?;
+        len = len.saturating_add_signed(isize::from(delta));
+        honest &= delta == 0;
+    }
+    let fill: Fill = u.arbitrary()?;
+    Ok(ImageSpec {
+        pixels: fill.bytes(len),
+        channels,
+        size,
+        honest,
+    })
+}
+
+/// A (height, width) that is usually in range, sometimes empty or huge.
+fn target(u: &mut Unstructured<'_>, source: (usize, usize)) -> Result<(usize, usize)> {
+    if rare(u)? {
+        return Ok(*u.choose(&[(0, 1), (1, 0), (0, 0), (usize::MAX, 1), (1 << 33, 1 << 33)])?);
+    }
+    Ok(match u.int_in_range(0u8..=5)? {
+        0 => source,
+        1 => (source.0, side(u, MAX_SIDE)?),
+        2 => (side(u, MAX_SIDE)?, source.1),
+        _ => size(u, MAX_SIDE, MAX_AREA)?,
+    })
+}
+
+fn crop(u: &mut Unstructured<'_>, (h, w): (usize, usize)) -> Result<Rect> {
+    if rare(u)? || h == 0 || w == 0 {
+        // Anything, mostly reaching outside the source.
+        let pick = |u: &mut Unstructured<'_>| -> Result<usize> {
+            Ok(match u.int_in_range(0u8..=3)? {
+                0 => usize::MAX - usize::from(u.arbitrary::<u8>()?),
+                _ => usize::from(u.arbitrary::<u8>()?),
+            })
+        };
+        return Ok(Rect {
+            top: pick(u)?,
+            left: pick(u)?,
+            height: pick(u)?,
+            width: pick(u)?,
+        });
+    }
+    let top = u.int_in_range(0..=h - 1)?;
+    let left = u.int_in_range(0..=w - 1)?;
+    Ok(Rect {
+        top,
+        left,
+        height: u.int_in_range(1..=h - top)?,
+        width: u.int_in_range(1..=w - left)?,
+    })
+}
+
+fn pad(u: &mut Unstructured<'_>, (h, w): (usize, usize)) -> Result<Pad> {
+    let fill: [u8; 3] = u.arbitrary()?;
+    if rare(u)? {
+        let size = (
+            usize::from(u.arbitrary::<u8>()?),
+            usize::from(u.arbitrary::<u8>()?),
+        );
+        let at = if u.arbitrary()? {
+            (usize::MAX, 0)
+        } else {
+            (
+                usize::from(u.arbitrary::<u8>()?),
+                usize::from(u.arbitrary::<u8>()?),
+            )
+        };
+        return Ok(Pad { size, at, fill });
+    }
+    let extra = (u.int_in_range(0..=24)?, u.int_in_range(0..=24)?);
+    let at = (u.int_in_range(0..=extra.0)?, u.int_in_range(0..=extra.1)?);
+    Ok(Pad {
+        size: (h + extra.0, w + extra.1),
+        at,
+        fill,
+    })
+}
+
+fn patches(u: &mut Unstructured<'_>, frames: usize) -> Result<Patches> {
+    if rare(u)? {
+        // Absurd parameters: zeros and products that overflow.
+        let pick = |u: &mut Unstructured<'_>| -> Result<usize> {
+            Ok(match u.int_in_range(0u8..=4)? {
+                0 => 0,
+                1 => 1 << u.int_in_range(16..=63)?,
+                2 => usize::MAX / u.int_in_range(1..=8)?,
+                _ => u.int_in_range(1..=5)?,
+            })
+        };
+        return Ok(Patches {
+            patch_size: pick(u)?,
+            temporal_patch_size: pick(u)?,
+            merge_size: pick(u)?,
+        });
+    }
+    Ok(Patches {
+        patch_size: u.int_in_range(1..=5)?,
+        temporal_patch_size: if frames > 1 {
+            frames
+        } else {
+            u.int_in_range(1..=3)?
+        },
+        merge_size: u.int_in_range(1..=3)?,
+    })
+}
+
+fn windows(u: &mut Unstructured<'_>, (h, w): (usize, usize)) -> Result<Vec<Window>> {
+    let n = u.int_in_range(1..=4)?;
+    (0..n)
+        .map(|_| {
+            if rare(u)? {
+                let pick = |u: &mut Unstructured<'_>| -> Result<isize> {
+                    Ok(*u.choose(&[isize::MIN, isize::MIN + 1, isize::MAX, -1, 0, 1 << 40])?)
+                };
+                return Ok(Window {
+                    top: pick(u)?,
+                    left: pick(u)?,
+                    height: u.int_in_range(0..=3)?,
+                    width: u.int_in_range(0..=3)?,
+                });
+            }
+            let reach = |u: &mut Unstructured<'_>, len: usize| -> Result<isize> {
+                u.int_in_range(-8..=len as isize + 8)
+            };
+            Ok(Window {
+                top: reach(u, h)?,
+                left: reach(u, w)?,
+                height: u.int_in_range(1..=h.clamp(1, 48) + 8)?,
+                width: u.int_in_range(1..=w.clamp(1, 48) + 8)?,
+            })
+        })
+        .collect()
+}
+
+impl<'a> Arbitrary<'a> for Plan {
+    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        let video = u.ratio(1u8, 5u8)?;
+        let first = size(u, MAX_SIDE, MAX_AREA)?;
+        let n_images = u.int_in_range(1..=4)?;
+        let images = (0..n_images)
+            .map(|_| image(u, video.then_some(first)))
+            .collect::<Result<Vec<_>>>()?;
+        let n_jobs = u.int_in_range(0..=6)?;
+        let mut jobs: Vec<Job> = Vec::with_capacity(n_jobs);
+        // Each job's pixel size where it is valid, to aim the next job's numbers.
+        let mut sizes: Vec<Option<(usize, usize)>> = Vec::new();
+        let mut end = 0usize;
+        for j in 0..n_jobs {
+            let mut image = u.int_in_range(0..=n_images - 1)?;
+            if rare(u)? {
+                image = n_images + usize::from(u.arbitrary::<u8>()?);
+            }
+            let mut source = None;
+            if j > 0 && u.ratio(1u8, 3u8)? {
+                let k = u.int_in_range(0..=j - 1)?;
+                // A source must be an earlier job of the same image.
+                image = jobs[k].image;
+                source = Some(k);
+            }
+            if rare(u)? {
+                source = Some(u.int_in_range(0..=j + 1)?);
+            }
+            let from = match source {
+                None => images.get(image).map_or((1, 1), |i| i.size),
+                Some(k) => sizes.get(k).copied().flatten().unwrap_or((1, 1)),
+            };
+            let crop = if u.ratio(1u8, 3u8)? {
+                Some(crop(u, from)?)
+            } else {
+                None
+            };
+            let cropped = crop.map_or(from, |r| (r.height, r.width));
+            let mut resize = match u.int_in_range(0u8..=3)? {
+                0 => Resize::Keep,
+                1 | 2 => {
+                    let filter = Filter::ALL[u.int_in_range(0..=5)?];
+                    Resize::Pillow(filter, target(u, cropped)?)
+                }
+                _ => {
+                    let mode = TorchMode::from_pil_code(u.int_in_range(0..=3)?).unwrap();
+                    Resize::Torch(mode, u.arbitrary()?, target(u, cropped)?)
+                }
+            };
+            let frames: Vec<usize> = if video && source.is_none() && u.ratio(1u8, 2u8)? {
+                let n = u.int_in_range(1..=3)?;
+                (0..n)
+                    .map(|_| u.int_in_range(0..=n_images - 1))
+                    .collect::<Result<_>>()?
+            } else if rare(u)? {
+                vec![usize::from(u.arbitrary::<u8>()?)]
+            } else {
+                Vec::new()
+            };
+            let layout = match u.int_in_range(0u8..=4)? {
+                0 => None,
+                1 | 2 => {
+                    let p = patches(u, frames.len() + 1)?;
+                    // Usually aim the resize at sides the patch layout accepts.
+                    let unit = p.patch_size.saturating_mul(p.merge_size);
+                    if (1..=40).contains(&unit) && u.ratio(3u8, 4u8)? {
+                        let snap = |v: usize| v.div_ceil(unit).max(1) * unit;
+                        let to = (snap(cropped.0.min(MAX_SIDE)), snap(cropped.1.min(MAX_SIDE)));
+                        if to.0 * to.1 <= MAX_AREA {
+                            resize = match resize {
+                                Resize::Torch(mode, aa, _) => Resize::Torch(mode, aa, to),
+                                Resize::Pillow(filter, _) => Resize::Pillow(filter, to),
+                                Resize::Keep => Resize::Pillow(Filter::Bicubic, to),
+                            };
+                        }
+                    }
+                    Some(Layout::Patches(p))
+                }
+                _ => None,
+            };
+            let mut job = Job {
+                image,
+                source,
+                crop,
+                resize,
+                pad: None,
+                layout,
+                offset: 0,
+                frames,
+            };
+            let resized = job.pixel_size(from).ok();
+            if u.ratio(1u8, 4u8)? {
+                job.pad = Some(pad(u, resized.unwrap_or((1, 1)))?);
+                if matches!(job.layout, Some(Layout::Patches(_))) && !rare(u)? {
+                    // A canvas the patch layout still accepts would need snapping too:
+                    // leave such plans to the rare draws.
+                    job.pad = None;
+                }
+            }
+            let size = job.pixel_size(from).ok();
+            if job.layout.is_none() && u.ratio(2u8, 3u8)? {
+                job.layout = Some(Layout::Windows(windows(u, size.unwrap_or((1, 1)))?));
+            }
+            let len = size.and_then(|s| job.output_len(s).ok());
+            job.offset = match u.int_in_range(0u8..=11)? {
+                0 => end.saturating_add(usize::from(u.arbitrary::<u8>()?)),
+                1 => end.saturating_sub(usize::from(u.arbitrary::<u8>()?)),
+                2 => *u.choose(&[usize::MAX, usize::MAX - 1, 1 << 40])?,
+                _ => end,
+            };
+            let job_end = job.offset.saturating_add(len.unwrap_or(0));
+            if job_end <= 1 << 22 {
+                // Absurd offsets do not move the next job's.
+                end = end.max(job_end);
+            }
+            sizes.push(size);
+            jobs.push(job);
+        }
+        let out_len = match u.int_in_range(0u8..=9)? {
+            0 => end.saturating_sub(usize::from(u.arbitrary::<u8>()?)),
+            1 => end.saturating_add(usize::from(u.arbitrary::<u8>()?)),
+            _ => end,
+        }
+        .min(1 << 22);
+        Ok(Plan {
+            images,
+            jobs,
+            out_len,
+            threads: u.int_in_range(1..=3)?,
+            video,
+        })
+    }
+}
+
+fn tables() -> Normalize<f32> {
+    let mut t = [[0f32; 256]; 3];
+    for (c, row) in t.iter_mut().enumerate() {
+        for (x, v) in row.iter_mut().enumerate() {
+            // Distinct per channel and value, so a swapped channel or pixel shows.
+            *v = (c * 256 + x) as f32 + 0.25;
+        }
+    }
+    Normalize::from_tables(t)
+}
+
+/// `image` as packed RGB, by the public kernel.
+fn pack(image: &Image<'_>) -> std::result::Result<Vec<u8>, TransformError> {
+    if image.channels == 3 {
+        return Ok(image.pixels.to_vec());
+    }
+    let mut out = vec![0; image.size.0 * image.size.1 * 3];
+    to_rgb_oriented(
+        image.pixels,
+        image.channels,
+        image.size,
+        Orientation::Identity,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// Crop, resize and pad with the public kernels, each step always run.
+fn prepare(
+    job: &Job,
+    src: Vec<u8>,
+    size: (usize, usize),
+) -> std::result::Result<(Vec<u8>, (usize, usize)), TransformError> {
+    let (mut pixels, mut size) = (src, size);
+    if let Some(rect) = job.crop {
+        let mut out = vec![0; rect.height * rect.width * 3];
+        crop_rgb(&pixels, size, rect, &mut out)?;
+        (pixels, size) = (out, (rect.height, rect.width));
+    }
+    if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) = job.resize {
+        let mut out = vec![0; to.0 * to.1 * 3];
+        job.resize.run(&pixels, size, &mut out)?;
+        (pixels, size) = (out, to);
+    }
+    if let Some(p) = job.pad {
+        let mut out = vec![0; p.size.0 * p.size.1 * 3];
+        pad_rgb(&pixels, size, p.size, p.at, p.fill, &mut out)?;
+        (pixels, size) = (out, p.size);
+    }
+    Ok((pixels, size))
+}
+
+/// The plan run job by job, in order, with the public kernels.
+fn reference(
+    images: &[Image<'_>],
+    jobs: &[Job],
+    norm: &Normalize<f32>,
+    out: &mut [f32],
+) -> std::result::Result<(), TransformError> {
+    let mut kept: Vec<(Vec<u8>, (usize, usize))> = Vec::new();
+    for job in jobs {
+        let image = &images[job.image];
+        let (src, size) = match job.source {
+            None => (pack(image)?, image.size),
+            Some(k) => kept[k].clone(),
+        };
+        let (pixels, size) = prepare(job, src, size)?;
+        let Some(layout) = &job.layout else {
+            kept.push((pixels, size));
+            continue;
+        };
+        let len = job.output_len(size)?;
+        let dst = &mut out[job.offset..job.offset + len];
+        match layout {
+            Layout::Windows(windows) => {
+                let mut rest = dst;
+                for w in windows {
+                    let (head, tail) = rest.split_at_mut(3 * w.height * w.width);
+                    if !head.is_empty() {
+                        crop_and_normalize(&pixels, size, *w, norm, head)?;
+                    }
+                    rest = tail;
+                }
+            }
+            Layout::Patches(p) => {
+                let mut frames = vec![pixels.clone()];
+                for &f in &job.frames {
+                    frames.push(prepare(job, pack(&images[f])?, images[f].size)?.0);
+                }
+                let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+                if len > 0 {
+                    normalize_to_patches(&refs, size, *p, norm, dst)?;
+                }
+            }
+        }
+        kept.push((pixels, size));
+    }
+    Ok(())
+}
+
+fuzz_target!(|plan: Plan| {
+    let images: Vec<Image<'_>> = plan
+        .images
+        .iter()
+        .map(|i| Image {
+            pixels: &i.pixels,
+            channels: i.channels,
+            size: i.size,
+        })
+        .collect();
+    let norm = tables();
+    let sentinel = f32::from_bits(SENTINEL);
+    let mut out = vec![sentinel; plan.out_len];
+    let result = run_batch(&images, &plan.jobs, &norm, &mut out, plan.threads);
+    if plan.threads > 1 {
+        let mut serial = vec![sentinel; plan.out_len];
+        let serial_result = run_batch(&images, &plan.jobs, &norm, &mut serial, 1);
+        assert_eq!(
+            result.is_ok(),
+            serial_result.is_ok(),
+            "{result:?} vs one thread: {serial_result:?}"
+        );
+        if result.is_ok() {
+            let same = out.iter().zip(&serial).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{} threads differ from one", plan.threads);
+        }
+    }
+    if result.is_err() {
+        return;
+    }
+    // Exactly the jobs' slots are written, each with table values.
+    let mut written = vec![false; plan.out_len];
+    let mut source_sizes: Vec<(usize, usize)> = Vec::new();
+    for job in &plan.jobs {
+        let from = job.source.map_or(images[job.image].size, |k| source_sizes[k]);
+        let size = job.pixel_size(from).expect("run_batch accepted it");
+        source_sizes.push(size);
+        let len = job.output_len(size).expect("run_batch accepted it");
+        for w in &mut written[job.offset..job.offset + len] {
+            assert!(!*w, "overlapping slots accepted");
+            *w = true;
+        }
+    }
+    for (i, (v, w)) in out.iter().zip(&written).enumerate() {
+        if *w {
+            assert!(
+                v.is_finite() && (0.0..768.0).contains(v) && v.fract() == 0.25,
+                "slot value {i} = {v} is no table value"
+            );
+        } else {
+            assert_eq!(v.to_bits(), SENTINEL, "value {i} outside every slot was written");
+        }
+    }
+    // The plain sequential reference, on honest inputs (a job may leave a dishonest image's
+    // pixels unread, which the batch rightly does not check).
+    let honest = plan.images.iter().all(|i| i.honest);
+    if honest {
+        let mut want = vec![sentinel; plan.out_len];
+        let r = reference(&images, &plan.jobs, &norm, &mut want);
+        assert!(
+            r.is_ok(),
+            "run_batch accepted what the kernels refuse: {r:?} (video={})",
+            plan.video
+        );
+        let same = out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "run_batch differs from the step-by-step reference");
+    }
+});
