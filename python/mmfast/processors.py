@@ -173,8 +173,26 @@ def prepare_batch(
     encoded = sum(isinstance(image, ENCODED) for image, _ in work)
     if threads == 1 or encoded < 2:
         return [one(image, size) for image, size in work]
+    # Largest files first, so that the last decode to finish is a short one (a 12 MP JPEG
+    # submitted last would keep one thread busy while the others wait).
+    order = sorted(range(len(work)), key=lambda i: -encoded_size(work[i][0]))
     with ThreadPoolExecutor(min(threads, encoded)) as pool:
-        return list(pool.map(one, *zip(*work, strict=True)))
+        futures = {i: pool.submit(one, *work[i]) for i in order}
+        return [futures[i].result() for i in range(len(work))]
+
+
+def encoded_size(image: ImageInput) -> int:
+    """Bytes of an encoded image (its file's size for a path; 0 for anything else)."""
+    if isinstance(image, (bytes, bytearray)):
+        return len(image)
+    if isinstance(image, memoryview):
+        return image.nbytes
+    if isinstance(image, (str, os.PathLike)):
+        try:
+            return os.path.getsize(image)
+        except OSError:
+            return 0
+    return 0
 
 
 def describe_position(position: Position, image: object) -> str:
