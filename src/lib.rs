@@ -13,6 +13,7 @@ pub mod resize;
 mod testing;
 pub mod torch_resize;
 pub mod transforms;
+pub mod workers;
 
 #[cfg(feature = "python")]
 impl From<error::TransformError> for pyo3::PyErr {
@@ -601,7 +602,7 @@ mod _native {
         jobs: &[Job],
         tables: &Bound<'py, PyAny>,
         shape: &[usize],
-        threads: usize,
+        threads: (usize, usize),
     ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
         let tables = tables
             .cast::<PyArray2<T>>()
@@ -619,7 +620,9 @@ mod _native {
         }
         let norm = Normalize::from_tables(lut);
         let mut out = alloc::zeroed::<T>("shape", array_len::<T>(shape)?)?;
-        detach(py, || pipeline::run_batch(images, jobs, &norm, &mut out, threads))??;
+        detach(py, || {
+            pipeline::run_batch(images, jobs, &norm, &mut out, threads.0, threads.1)
+        })??;
         Ok(Array::from_shape_vec(IxDyn(shape), out)
             .expect("length checked by run_batch")
             .into_pyarray(py))
@@ -634,7 +637,10 @@ mod _native {
     /// crops, resizes and pads it, and writes its layout at its offset into the output,
     /// whose dtype is that of ``tables`` (float32, uint16 bfloat16 bits or uint8):
     /// ``tables[c, x]`` is the output for value ``x`` in channel ``c``. Values no job
-    /// writes are zero. Images run in parallel on up to ``threads`` threads.
+    /// writes are zero. Images run in parallel on at most ``threads`` threads of the
+    /// process's worker pool, the calling thread included; the first call that needs the
+    /// pool builds it with ``pool_threads`` threads (later values are ignored; a forked
+    /// child builds its own).
     #[pyfunction]
     fn run_batch<'py>(
         py: Python<'py>,
@@ -643,7 +649,9 @@ mod _native {
         tables: &Bound<'py, PyAny>,
         shape: &Bound<'py, PyAny>,
         threads: usize,
+        pool_threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let threads = (threads, pool_threads);
         let inputs = images.iter().map(Input::new).collect::<PyResult<Vec<_>>>()?;
         let images = inputs.iter().map(Input::pixels).collect::<PyResult<Vec<_>>>()?;
         let jobs = jobs.iter().map(parse_job).collect::<PyResult<Vec<_>>>()?;

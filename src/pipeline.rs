@@ -7,10 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
-
-use rayon::prelude::*;
-use rayon::ThreadPool;
+use std::sync::{Mutex, PoisonError};
 
 use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
@@ -18,6 +15,7 @@ use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use crate::resize::{resize_rgb, Filter};
 use crate::torch_resize::{resize_torch_rgb, TorchMode};
 use crate::transforms::{checked_len, crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
+use crate::workers;
 
 /// How a job's source is resized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,7 +258,9 @@ enum Pixels {
     Same(usize),
 }
 
-/// Runs `jobs` on `images` into `dst`, on up to `threads` threads.
+/// Runs `jobs` on `images` into `dst`, on at most `threads` threads of the process's
+/// worker pool (built with `pool_threads` threads if this is the first parallel call; see
+/// [`crate::workers`]).
 ///
 /// Each job writes its own disjoint range of `dst`; values no job writes are left as
 /// they are (a zeroed output stays zero: HF's zero padding across a batch). An image's
@@ -269,13 +269,14 @@ enum Pixels {
 ///
 /// # Errors
 /// A job that reads a missing image or a later job, overlapping or out-of-range
-/// outputs, or a job that fails.
+/// outputs, or a job that fails (the failure of the first such image in `images`).
 pub fn run_batch<T: Copy + Send + Sync>(
     images: &[Image<'_>],
     jobs: &[Job],
     norm: &Normalize<T>,
     dst: &mut [T],
     threads: usize,
+    pool_threads: usize,
 ) -> Result<(), TransformError> {
     // Sizes first, so every range is known (and checked) before any pixel work.
     let mut sizes = Vec::with_capacity(jobs.len());
@@ -358,11 +359,20 @@ pub fn run_batch<T: Copy + Send + Sync>(
         });
         groups[g].1.push((j, slot));
     }
-    let run = |(image, group): Group<'_, T>| run_image(images, image, jobs, group, norm);
-    if threads <= 1 {
-        return groups.into_iter().try_for_each(run);
-    }
-    pool(threads.min(MAX_THREADS))?.install(|| groups.into_par_iter().with_max_len(1).try_for_each(run))
+    // Each task takes its group once; the results are read in image order, so the error
+    // reported does not depend on the threads.
+    let tasks: Vec<Mutex<Option<Group<'_, T>>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
+    let results: Vec<Mutex<Result<(), TransformError>>> = tasks.iter().map(|_| Mutex::new(Ok(()))).collect();
+    workers::run(threads, pool_threads, tasks.len(), &|g| {
+        let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((image, group)) = taken {
+            *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
+                run_image(images, image, jobs, group, norm);
+        }
+    });
+    results
+        .into_iter()
+        .try_for_each(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// One image's jobs, in order: the image is packed into RGB once, each job's pixels
@@ -444,29 +454,6 @@ fn resolve<'p>(
     }
 }
 
-/// The most workers a batch uses, whatever it asks for: beyond the cores they only
-/// cost memory, and an unchecked count from a request must not spawn unbounded threads.
-pub const MAX_THREADS: usize = 256;
-
-/// A pool of `threads` workers, built once per thread count and kept: a server calls
-/// this per request, and spawning threads each time would cost more than small images.
-fn pool(threads: usize) -> Result<Arc<ThreadPool>, TransformError> {
-    static POOLS: Mutex<Option<HashMap<usize, Arc<ThreadPool>>>> = Mutex::new(None);
-    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-    let pools = pools.get_or_insert_with(HashMap::new);
-    if let Some(pool) = pools.get(&threads) {
-        return Ok(Arc::clone(pool));
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("mmfast-{i}"))
-        .build()
-        .map_err(|e| invalid("threads", "a thread pool", e))?;
-    let pool = Arc::new(pool);
-    pools.insert(threads, Arc::clone(&pool));
-    Ok(pool)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +485,9 @@ mod tests {
             width,
         }
     }
+
+    /// The worker pool the tests' process builds.
+    const POOL: usize = 4;
 
     const PATCHES: Patches = Patches {
         patch_size: 2,
@@ -555,19 +545,19 @@ mod tests {
             .collect();
         for threads in [1, 2, 3, 8] {
             let mut out = vec![f32::NAN; offset];
-            run_batch(&images, &jobs, &norm, &mut out, threads).unwrap();
+            run_batch(&images, &jobs, &norm, &mut out, threads, POOL).unwrap();
             assert_eq!(out, serial, "threads={threads}");
         }
         // Outputs must fit and must not overlap; a gap is left as it was.
-        assert!(run_batch(&images, &jobs, &norm, &mut vec![0f32; offset - 1], 2).is_err());
+        assert!(run_batch(&images, &jobs, &norm, &mut vec![0f32; offset - 1], 2, POOL).is_err());
         let mut gapped = jobs.clone();
         gapped[3].offset += 5;
         let mut out = vec![7f32; offset + 5];
-        run_batch(&images, &gapped, &norm, &mut out, 2).unwrap();
+        run_batch(&images, &gapped, &norm, &mut out, 2, POOL).unwrap();
         assert_eq!(out[jobs[3].offset..jobs[3].offset + 5], [7.0; 5]);
         assert_eq!(out[jobs[3].offset + 5..], serial[jobs[3].offset..]);
         gapped[3].offset = jobs[3].offset - 1;
-        assert!(run_batch(&images, &gapped, &norm, &mut vec![0f32; offset], 2).is_err());
+        assert!(run_batch(&images, &gapped, &norm, &mut vec![0f32; offset], 2, POOL).is_err());
     }
 
     #[test]
@@ -632,17 +622,17 @@ mod tests {
         want.extend(alone(&padded, (32, 20), &third, &norm));
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
-            run_batch(&[image], &jobs, &norm, &mut out, threads).unwrap();
+            run_batch(&[image], &jobs, &norm, &mut out, threads, POOL).unwrap();
             assert_eq!(out, want);
         }
         // A source must be an earlier job of the same image.
         let mut bad = jobs.clone();
         bad[1].source = Some(2);
-        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1).is_err());
+        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1, POOL).is_err());
         // A crop must lie inside its source.
         bad = jobs.clone();
         bad[0].crop = Some(Rect { top: 20, ..rect });
-        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1).is_err());
+        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1, POOL).is_err());
     }
 
     #[test]
@@ -687,7 +677,15 @@ mod tests {
         normalize_to_patches(&refs, (8, 12), p, &norm, &mut want).unwrap();
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
-            run_batch(&images, std::slice::from_ref(&video), &norm, &mut out, threads).unwrap();
+            run_batch(
+                &images,
+                std::slice::from_ref(&video),
+                &norm,
+                &mut out,
+                threads,
+                POOL,
+            )
+            .unwrap();
             assert_eq!(out, want);
         }
         // Frames must fill exactly the further time slots, with the image's size.
@@ -695,7 +693,7 @@ mod tests {
             frames: vec![1],
             ..video.clone()
         };
-        assert!(run_batch(&images, &[wrong], &norm, &mut vec![0f32; want.len()], 1).is_err());
+        assert!(run_batch(&images, &[wrong], &norm, &mut vec![0f32; want.len()], 1, POOL).is_err());
     }
 
     #[test]
@@ -716,8 +714,8 @@ mod tests {
             let jobs = [job(0, resize, Layout::Windows(vec![window(0, 0, h, w)]), 0)];
             let mut one = vec![0f32; 3 * h * w];
             let mut four = vec![0f32; 3 * h * w];
-            run_batch(&[image], &jobs, &norm, &mut one, 1).unwrap();
-            run_batch(&[image], &jobs, &norm, &mut four, 4).unwrap();
+            run_batch(&[image], &jobs, &norm, &mut one, 1, POOL).unwrap();
+            run_batch(&[image], &jobs, &norm, &mut four, 4, POOL).unwrap();
             assert_eq!(one, four, "{resize:?}");
         }
     }
@@ -745,7 +743,7 @@ mod tests {
                 size: (31, 45),
             };
             let mut out = vec![0f32; jobs[0].output_len((20, 60)).unwrap()];
-            run_batch(&[image], &jobs, &norm, &mut out, 1).unwrap();
+            run_batch(&[image], &jobs, &norm, &mut out, 1, POOL).unwrap();
             out
         };
         assert_eq!(run(&rgbx, 4), run(&rgb, 3));

@@ -13,10 +13,10 @@
 //! can split either of them across threads.
 
 use std::ops::Range;
-
-use rayon::prelude::*;
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::{invalid, TransformError};
+use crate::workers;
 
 /// A filter's weight as a function of the distance from the sample centre.
 type Weight = fn(f64) -> f64;
@@ -463,8 +463,8 @@ pub(crate) fn separable(
 }
 
 /// Runs `pass(rows, out_rows)` over the output `rows` (`row_len` bytes each), split
-/// into bands that run in parallel when called from a rayon worker (the batch API's
-/// pool with more than one thread), else in one go on the calling thread.
+/// into bands that the members of the calling thread's team take (see
+/// [`crate::workers::bands`]), or in one go outside a team.
 ///
 /// Every output row depends only on its own inputs, so the split changes no byte.
 fn by_bands(
@@ -475,20 +475,19 @@ fn by_bands(
 ) {
     // Below this many rows a band costs more to hand out than to compute.
     const MIN_BAND: usize = 32;
-    if rayon::current_thread_index().is_none() || rows.len() < 2 * MIN_BAND {
+    let members = workers::team_size();
+    if members == 1 || rows.len() < 2 * MIN_BAND {
         pass(rows, out);
         return;
     }
-    let band = rows
-        .len()
-        .div_ceil(4 * rayon::current_num_threads())
-        .max(MIN_BAND);
-    out.par_chunks_mut(band * row_len)
-        .enumerate()
-        .for_each(|(i, chunk)| {
-            let start = rows.start + i * band;
-            pass(start..start + chunk.len() / row_len, chunk);
-        });
+    let band = rows.len().div_ceil(4 * members).max(MIN_BAND);
+    // One lock per band, each taken once, by the thread that runs it.
+    let chunks: Vec<Mutex<&mut [u8]>> = out.chunks_mut(band * row_len).map(Mutex::new).collect();
+    workers::bands(chunks.len(), &|i| {
+        let mut chunk = chunks[i].lock().unwrap_or_else(PoisonError::into_inner);
+        let start = rows.start + i * band;
+        pass(start..start + chunk.len() / row_len, &mut chunk);
+    });
 }
 
 /// The horizontal pass, prepared once per resize for one kernel.

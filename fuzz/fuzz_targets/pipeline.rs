@@ -456,10 +456,10 @@ fuzz_target!(|plan: Plan| {
     let norm = tables();
     let sentinel = f32::from_bits(SENTINEL);
     let mut out = vec![sentinel; plan.out_len];
-    let result = run_batch(&images, &plan.jobs, &norm, &mut out, plan.threads);
+    let result = run_batch(&images, &plan.jobs, &norm, &mut out, plan.threads, 3);
     if plan.threads > 1 {
         let mut serial = vec![sentinel; plan.out_len];
-        let serial_result = run_batch(&images, &plan.jobs, &norm, &mut serial, 1);
+        let serial_result = run_batch(&images, &plan.jobs, &norm, &mut serial, 1, 3);
         assert_eq!(
             result.is_ok(),
             serial_result.is_ok(),

@@ -55,5 +55,6 @@ def run_batch(
     tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],
     shape: Sequence[int],
     threads: int,
+    pool_threads: int,
 ) -> NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8]: ...
 def warmup(megabytes: int) -> None: ...

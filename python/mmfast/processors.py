@@ -98,7 +98,12 @@ def warmup(megabytes: int = 512) -> None:
 
 
 def default_threads() -> int:
-    """``MMFAST_NUM_THREADS`` if set, else the cores this process may run on."""
+    """``MMFAST_NUM_THREADS`` if set, else the cores this process may run on.
+
+    This is also the size of the process's one worker pool, fixed by its first parallel
+    call (a forked child builds its own): a call's ``threads`` beyond it run on the pool's
+    threads, the calling thread being one of them.
+    """
     env = os.environ.get("MMFAST_NUM_THREADS")
     if env is not None:
         return parse_threads("MMFAST_NUM_THREADS", env)
@@ -501,7 +506,7 @@ class ImageProcessor:
         with np.errstate(all="ignore"):  # as for images
             tables, view, lut = output_tables(fused_tables(config), dtype)
         shape = (offset // (3 * t * config.patch_size**2), 3 * t * config.patch_size**2)
-        out = _native.run_batch(inputs, jobs, tables, shape, threads)
+        out = _native.run_batch(inputs, jobs, tables, shape, threads, default_threads())
         grid = [(p.grid_t, p.grid_h, p.grid_w) for p in plans]
         outputs: dict[str, Any] = {
             "pixel_values_videos": out if view is None else out.view(view),
@@ -699,7 +704,7 @@ def run_plans(
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
-    out = _native.run_batch(inputs, jobs, tables, shape, threads)
+    out = _native.run_batch(inputs, jobs, tables, shape, threads, default_threads())
     outputs: dict[str, Any] = {"pixel_values": out if view is None else out.view(view)}
     outputs.update(config.batch_outputs(plans, sample_sizes))
     if lut is not None:
