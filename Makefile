@@ -66,11 +66,34 @@ fuzz: install-dev
 	fuzz/run.sh $(FUZZ_SECONDS)
 	MMFAST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -p no:cacheprovider tests/test_fuzz.py
 
-# The abi3 manylinux wheel and the sdist, in dist/.
+# The abi3 wheel and the sdist, in dist/. The wheel is manylinux2014 (glibc >= 2.17: CentOS 7,
+# RHEL/Rocky 8, Ubuntu 20.04) whatever glibc builds it: zig links it against glibc 2.17's
+# symbol versions. maturin carries cargo-zigbuild inside it, so zig is the one extra tool; zig
+# 0.x minors change their command line, hence one minor. maturin runs `python3 -m ziglang`,
+# and outside an activated venv that python3 has no ziglang: CARGO_ZIGBUILD_PYTHON_PATH names
+# ours. Earlier wheels go first, since wheel-test installs the one in dist/. auditwheel then
+# reads the symbols the .so needs (`show --json`, new in 6.8), and the target fails unless
+# they fit glibc 2.17.
 wheel: $(PY)
-	$(PY) -m pip install -q 'maturin>=1.9.4,<2'
-	$(VENV)/bin/maturin build --release --out dist
+	$(PY) -m pip install -q 'maturin>=1.9.4,<2' 'ziglang>=0.17.1,<0.18' 'auditwheel>=6.8,<7'
+	rm -f dist/mmfast-*.whl dist/mmfast-*.tar.gz
+	CARGO_ZIGBUILD_PYTHON_PATH=$(abspath $(PY)) \
+		$(VENV)/bin/maturin build --release --locked --zig --compatibility manylinux2014 --out dist
 	$(VENV)/bin/maturin sdist --out dist
+	$(VENV)/bin/auditwheel show dist/mmfast-*.whl
+	$(VENV)/bin/auditwheel show --json dist/mmfast-*.whl | $(PY) -c "$$CHECK_MANYLINUX2014"
+
+# auditwheel's tag from the symbols (manylinux_2_17 or older) and the file name's tag, which
+# is what pip matches, must both say glibc 2.17.
+define CHECK_MANYLINUX2014
+import json, re, sys
+r = json.load(sys.stdin)
+m = re.fullmatch(r"manylinux_2_(\d+)_\w+", r["overall_tag"])
+if m is None or int(m[1]) > 17 or "manylinux_2_17_" not in r["wheel"]:
+    sys.exit(f"{r['wheel']}: auditwheel says {r['overall_tag']}, not manylinux2014 (glibc 2.17)")
+print(f"{r['wheel']}: {r['overall_tag']}, manylinux2014 compatible")
+endef
+export CHECK_MANYLINUX2014
 
 # The test suite against the wheel installed (not editable) in a fresh venv, then the sdist
 # built from source in another.
