@@ -200,6 +200,56 @@ def test_preprocess_takes_a_directory_and_skips_errors(tmp_path, capsys):
     assert "expected image files in the directory, found none" in capsys.readouterr().err
 
 
+def test_preprocess_recursive_and_missing_paths(tmp_path, capsys):
+    """Subfolders are named and left out unless --recursive; a mistyped path stops the run
+    even with --skip-errors; --batch-size must be positive."""
+    (tmp_path / "top" / "inner").mkdir(parents=True)
+    top = write_images(tmp_path / "top")
+    inner = write_images(tmp_path / "top" / "inner")
+    assert main(["preprocess", str(tmp_path / "top")]) == 0
+    captured = capsys.readouterr()
+    assert "left out 1 subfolder (inner); pass --recursive" in captured.err
+    assert [r[0] for r in table_rows(captured.out)] == sorted(map(str, top))
+    assert main(["preprocess", str(tmp_path / "top"), "--recursive"]) == 0
+    rows = [r[0] for r in table_rows(capsys.readouterr().out)]
+    assert rows == sorted(map(str, top)) + sorted(map(str, inner))
+    missing = tmp_path / "typo.jpg"
+    assert main(["preprocess", str(top[0]), str(missing), "--skip-errors"]) == 2
+    assert capsys.readouterr().err == (
+        f"mmfast preprocess: error: {missing}: No such file or directory\n"
+    )
+    with pytest.raises(SystemExit):
+        main(["preprocess", "--batch-size", "0"])
+    assert "--batch-size: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_skip_messages_get_their_own_line():
+    """A skipped image's message does not land on the progress bar's line."""
+    stream = io.StringIO()
+    progress = cli.Progress(4, stream, enabled=True, width=8)
+    progress.update(2, "processing")
+    progress.message("skipped broken.jpg: not an image")
+    erase = "\r" + " " * (8 + 35) + "\r"
+    assert stream.getvalue() == (
+        "\rprocessing [####....] 2/4" + erase + "skipped broken.jpg: not an image\n"
+    )
+
+
+def test_help_is_quick_to_import():
+    """`mmfast --help` imports neither ml_dtypes (up to a second) nor transformers."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from mmfast import cli\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['--help'])\n"
+        "print(sorted(m for m in ('ml_dtypes', 'transformers', 'torch') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
 def test_preprocess_table_keeps_to_the_terminal():
     row = cli.ImageRow(
         "/a/long/path/to/the/photos/IMG_20240101_123456.jpg",

@@ -36,7 +36,7 @@ from conftest import describe, noise, same_bits
 from PIL import Image
 
 import mmfast
-from mmfast import MmfastError, UnsupportedModelError, hf
+from mmfast import UnsupportedModelError, hf
 from mmfast.models import registry
 
 transformers = pytest.importorskip("transformers")
@@ -252,7 +252,7 @@ def test_image_processor_matches_transformers(
     assert type(backed).__name__ == type(plain).__name__
     assert backed.to_dict() == plain.to_dict()
     images = [pil(120, 200, 1), noise(333, 250, 2), pil(64, 96, 3)]
-    for tensors in TENSORS:
+    for tensors in [*TENSORS, None]:
         before = len(mmfast_calls)
         want = outcome(plain, images, return_tensors=tensors)
         got = outcome(backed, images, return_tensors=tensors)
@@ -357,33 +357,111 @@ def test_concurrent_calls_match_transformers(tmp_path: Path, mmfast_calls: list[
     assert len(mmfast_calls) == len(batches)
 
 
+IDEFICS3 = ["HuggingFaceM4/Idefics3-8B-Llama3", "HuggingFaceTB/SmolVLM-Instruct"]
+
+
+@pytest.mark.parametrize("model_id", IDEFICS3)
+@pytest.mark.parametrize("tensors", [*TENSORS, None])
+def test_ragged_idefics3_batch(
+    model_id: str, tensors: str | None, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """Samples with unequal image counts and row/column info: rows and cols stay the nested
+    lists transformers returns, whatever the tensor type (they used to crash the conversion)."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    images = [[pil(300, 500, 1), pil(700, 260, 2)], [pil(120, 90, 3)]]
+    want = plain(images, return_tensors=tensors, return_row_col_info=True)
+    got = backed(images, return_tensors=tensors, return_row_col_info=True)
+    assert_same(dict(got), dict(want))
+    assert isinstance(got["rows"], list) and len(got["rows"][0]) == 2
+    assert len(mmfast_calls) == 1
+
+
+@pytest.mark.parametrize("tensors", TENSORS)
+def test_ragged_idefics3_processor(tensors: str, tmp_path: Path, mmfast_calls: list[int]) -> None:
+    """Idefics3Processor with a 2-image prompt beside a 1-image prompt, as a chat server sends
+    them: the same input_ids and tensors, computed by mmfast."""
+    directory = write_checkpoint(tmp_path, IDEFICS3[0])
+    plain, backed = load_pair(transformers.AutoProcessor, directory)
+    images = [[pil(300, 500, 1), pil(700, 260, 2)], [pil(120, 90, 3)]]
+    text = ["<image><image> describe this image", "<image> describe this image"]
+    want = plain(images=images, text=text, return_tensors=tensors, padding=True)
+    got = backed(images=images, text=text, return_tensors=tensors, padding=True)
+    assert_same(dict(got), dict(want))
+    assert len(mmfast_calls) == 1
+
+
 # --------------------------------------------------------------------------------------------
 # What runs on transformers' code
+
+
+def former_fallbacks() -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Inputs and arguments that ran on transformers' code before mmfast read them as
+    transformers does (its own preparation of the input, then mmfast's pixels)."""
+    image = noise(90, 130, 4)
+    rgba = np.dstack([image, noise(90, 130, 5)[..., :1]])
+    cases: dict[str, tuple[Any, dict[str, Any]]] = {
+        "return_tensors=None": ([pil(90, 130), pil(40, 70, 1)], {"return_tensors": None}),
+        "channels-first array": ([np.ascontiguousarray(image.transpose(2, 0, 1))], {}),
+        "ambiguous (3, W, 3) array": ([image[:3]], {}),
+        "(H, W, 1) array": ([image[..., :1].copy()], {}),
+        "(H, W, 4) array": ([rgba], {}),
+        "channels-first (4, H, W) array": ([np.ascontiguousarray(rgba.transpose(2, 0, 1))], {}),
+        "4-D batch array": (np.stack([image, noise(90, 130, 6)]), {}),
+        "reversed view": ([image[:, ::-1]], {}),
+        "input_data_format": ([image], {"input_data_format": "channels_last"}),
+        "input_data_format first": (
+            [np.ascontiguousarray(image.transpose(2, 0, 1))],
+            {"input_data_format": "channels_first"},
+        ),
+        "device cpu": ([pil(90, 130)], {"device": "cpu"}),
+    }
+    if TORCH:
+        import torch
+
+        chw = torch.from_numpy(image.transpose(2, 0, 1).copy())
+        cases["torch CHW tensor"] = ([chw], {})
+        cases["torch HWC tensor"] = ([torch.from_numpy(image.copy())], {})
+        cases["torch 4-D tensor"] = (torch.stack([chw, chw.flip(1)]), {})
+        cases["torch device"] = ([chw], {"device": torch.device("cpu")})
+    return cases
 
 
 def fallback_inputs() -> dict[str, tuple[list[Any], dict[str, Any]]]:
     image = noise(90, 130, 4)
     cases: dict[str, tuple[list[Any], dict[str, Any]]] = {
-        "return_tensors=None": ([pil(90, 130)], {"return_tensors": None}),
         "float array": ([image.astype(np.float32)], {}),
-        "channels-first array": ([np.ascontiguousarray(image.transpose(2, 0, 1))], {}),
-        "ambiguous (3, W, 3) array": ([image[:3]], {}),
-        "grayscale array": ([image[..., 0].copy()], {}),
-        "reversed view": ([image[:, ::-1]], {}),
-        "input_data_format": ([image], {"input_data_format": "channels_last"}),
         "data_format": ([pil(90, 130)], {"data_format": "channels_last"}),
-        "device": ([pil(90, 130)], {"device": "cpu"}),
         "path": ([str(Path(__file__))], {}),
         "empty list": ([], {}),
+        "device cuda": ([pil(90, 130)], {"device": "cuda:0"}),
     }
-    if TORCH:
-        import torch
-
-        cases["torch tensor"] = ([torch.from_numpy(image.transpose(2, 0, 1).copy())], {})
     return cases
 
 
+COMPUTED = former_fallbacks()
 FALLBACKS = fallback_inputs()
+
+
+@pytest.mark.parametrize("model_id", [QWEN2, LLAVA, "OpenGVLab/InternVL3-8B-hf"])
+@pytest.mark.parametrize("name", list(COMPUTED))
+def test_former_fallbacks_run_on_mmfast(
+    model_id: str, name: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """Tensors, channels-first, one- and four-channel arrays, 4-D batches, input_data_format,
+    device="cpu" and return_tensors=None: read as transformers reads them, computed by mmfast,
+    with transformers' outputs (the same types too: lists, arrays or tensors)."""
+    images, kwargs = COMPUTED[name]
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    for tensors in TENSORS if "return_tensors" not in kwargs else [None]:
+        call = {"return_tensors": tensors, **kwargs}
+        want = outcome(plain, images, **call)
+        before = len(mmfast_calls)
+        got = outcome(backed, images, **call)
+        assert_same(got, want)
+        # Where transformers refuses the input (a reversed view for torch), it raises its own
+        # error; otherwise mmfast computed the call.
+        raised = isinstance(want, tuple)
+        assert len(mmfast_calls) == before + (not raised), "transformers computed this call"
 
 
 @pytest.mark.parametrize("model_id", [QWEN2, LLAVA])
@@ -502,6 +580,59 @@ def test_backed_processor_keeps_the_transformers_surface(tmp_path: Path) -> None
     assert_same(restored(images, return_tensors="np"), plain(images, return_tensors="np"))
 
 
+def test_backed_classes_live_in_transformers_modules(tmp_path: Path) -> None:
+    """The backed class has its transformers class's name and module, so lookups by module
+    (transformers' tests find ``<Name>Kwargs`` that way) see what they see for the class."""
+    import inspect
+
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, QWEN2))
+    cls = type(backed)
+    assert (cls.__module__, cls.__qualname__) == (type(plain).__module__, type(plain).__qualname__)
+    assert inspect.getmodule(cls) is inspect.getmodule(type(plain))
+    module = sys.modules[cls.__module__]
+    assert module.Qwen2VLImageProcessorKwargs is cls.valid_kwargs is type(plain).valid_kwargs
+    assert hf.backed_class(cls) is None  # already backed
+
+
+def test_stats_count_who_computed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stats() counts the calls mmfast computed and those transformers ran, by class and
+    reason, and the first of each is logged at INFO."""
+    monkeypatch.setattr(hf, "_calls", hf.Counter())
+    _, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, LLAVA))
+    name = type(backed).__name__
+    with caplog.at_level(logging.INFO, logger="mmfast.hf"):
+        for _ in range(3):
+            backed([pil(60, 80)], return_tensors="np")
+        outcome(backed, [pil(60, 80)], return_tensors="np", data_format="channels_last")
+    assert hf.stats() == {
+        "mmfast": 3,
+        "transformers": 1,
+        "by_class": {name: {"mmfast": 3, "data_format": 1}},
+    }
+    assert f"{name}: calls computed by mmfast" in caplog.text
+    assert caplog.text.count("computed by mmfast") == 1
+
+
+@pytest.mark.skipif(not TORCH, reason="device tensors need torch")
+@pytest.mark.parametrize("policy", ["transformers", "cpu", "other"])
+def test_device_calls_follow_the_cuda_policy(
+    policy: str, tmp_path: Path, mmfast_calls: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call with a device other than the CPU runs on transformers unless MMFAST_HF_CUDA=cpu,
+    which computes on the CPU and moves the outputs (torch's meta device stands in for a GPU
+    here; an unknown value reads as the default)."""
+    monkeypatch.setenv(hf.CUDA_ENV_VAR, policy)
+    _, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, QWEN2))
+    got = outcome(backed, [pil(60, 80)], return_tensors="pt", device="meta")
+    if policy == "cpu":
+        assert got["pixel_values"].device.type == "meta"
+        assert len(mmfast_calls) == 1
+    else:
+        assert mmfast_calls == []
+
+
 def test_supported_classes_name_transformers_classes() -> None:
     names = hf.supported_classes()
     assert {"Qwen2VLImageProcessorPil", "Qwen2VLImageProcessor", "Llama4ImageProcessor"} <= set(
@@ -567,18 +698,38 @@ def test_install_is_one_idempotent_hook(tmp_path: Path) -> None:
     assert not isinstance(cls.from_pretrained(directory), hf.MmfastBacked)
 
 
-def test_install_from_env_values(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("value", "installs"),
+    [
+        *[("", False), ("0", False), ("off", False), ("False", False), (" no ", False)],
+        *[("1", True), ("yes", True), ("TRUE", True), ("On", True)],
+    ],
+)
+def test_install_from_env_values(
+    value: str, installs: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual spellings of true and false, in any case."""
     mixin = transformers.image_processing_base.ImageProcessingMixin
     original = mixin.__dict__["from_dict"]
-    monkeypatch.delenv(hf.ENV_VAR, raising=False)
-    assert hf.install_from_env() is False
-    monkeypatch.setenv(hf.ENV_VAR, "0")
-    assert hf.install_from_env() is False and mixin.__dict__["from_dict"] is original
-    monkeypatch.setenv(hf.ENV_VAR, "yes")
-    with pytest.raises(MmfastError, match=r"MMFAST_HF_INSTALL: expected 1 .* got 'yes'"):
-        hf.install_from_env()
-    monkeypatch.setenv(hf.ENV_VAR, "1")
-    assert hf.install_from_env() is True and mixin.__dict__["from_dict"] is not original
+    monkeypatch.setenv(hf.ENV_VAR, value)
+    assert hf.install_from_env() is installs
+    assert (mixin.__dict__["from_dict"] is not original) is installs
+
+
+def test_install_from_env_warns_once_on_other_values(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unknown value does not install, and is warned about once, not raised: the .pth hook
+    runs at every interpreter start."""
+    monkeypatch.setenv(hf.ENV_VAR, "maybe")
+    with caplog.at_level(logging.WARNING, logger="mmfast.hf"):
+        assert hf.install_from_env() is False
+        assert hf.install_from_env() is False
+    assert [r.getMessage() for r in caplog.records].count(
+        "MMFAST_HF_INSTALL: expected 1, true, yes or on (install) or 0, false, no or off (do not), "
+        "got 'maybe'; not installing"
+    ) <= 1
+    assert "got 'maybe'" in caplog.text
 
 
 # The line of python/mmfast_hf.pth, which a wheel installs into site-packages.
@@ -623,3 +774,17 @@ def test_pth_installs_at_startup(tmp_path: Path) -> None:
         check=True,
     )
     assert result.stdout.strip() == "True True"
+
+
+def test_pth_warns_once_on_an_unknown_value(tmp_path: Path) -> None:
+    """A value the hook does not understand prints one warning line at start, no traceback."""
+    (tmp_path / "mmfast_hf.pth").write_text(PTH_LINE)
+    result = subprocess.run(
+        [sys.executable, "-c", f"import site; site.addsitedir({str(tmp_path)!r})"],
+        env={**os.environ, "MMFAST_HF_INSTALL": "maybe"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("MMFAST_HF_INSTALL") == 1, result.stderr

@@ -9,10 +9,12 @@ with the goldens in ``../shared/golden/llama4`` and, when torch and torchvision 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import io
 import json
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -729,9 +731,8 @@ def test_transparent_pil_l_and_rgb_match_hf(model_id: str, mode: str) -> None:
         (7, "images: expected PIL images.*got int"),
         ([noise(8, 8), 3.5], "images: expected PIL images.*got float"),
         (np.zeros((8, 8, 3), np.float32), "images: expected uint8.*float32"),
-        (np.zeros((8, 8, 4), np.uint8), r"images: expected uint8.*\(8, 8, 4\)"),
-        (np.zeros((8, 8, 1), np.uint8), r"images: expected uint8.*\(8, 8, 1\)"),
-        (np.zeros((2, 8, 8, 3), np.uint8), r"images: expected uint8.*\(2, 8, 8, 3\)"),
+        (np.zeros((8, 8, 2), np.uint8), r"images: expected uint8.*\(8, 8, 2\)"),
+        (np.zeros((2, 2, 8, 8, 3), np.uint8), r"images: expected uint8.*\(2, 2, 8, 8, 3\)"),
         (np.zeros((0, 8, 3), np.uint8), "images: expected a non-empty image"),
         (b"not an image", "source"),
     ],
@@ -787,6 +788,11 @@ def test_skip_leaves_out_bad_images(model_id: str, tmp_path: Path) -> None:
     assert_same_outputs(nested, proc([[images[0]], [images[1]]]))
     nothing = proc([b"junk"], on_error="skip")
     assert dict(nothing) == {} and nothing.kept == [] and list(nothing.skipped) == [0]
+    # Reading an output of an empty result says why there is none.
+    with pytest.raises(AttributeError, match="no outputs, every image was skipped"):
+        _ = nothing.pixel_values
+    with pytest.raises(KeyError, match="no outputs, every image was skipped"):
+        _ = nothing["pixel_values"]
 
 
 def test_bytes_and_paths_decode_in_parallel(
@@ -908,3 +914,120 @@ def test_output_dtypes(model_id: str) -> None:
     for key in want:
         if key != "pixel_values":
             assert_same_outputs({key: raw[key]}, {key: want[key]})
+
+
+# --------------------------------------------------------------------------------------------
+# Arrays and tensors as transformers reads them; a call's settings
+# --------------------------------------------------------------------------------------------
+
+RGB = noise(37, 51, 11)
+RGBA = np.dstack([RGB, noise(37, 51, 12)[..., :1]])
+RGBA[0, :5, 3] = [0, 255, 1, 128, 254]  # transparent, opaque and the edges between
+ARRAYS = {
+    "(H, W, 1)": (RGB[..., :1].copy(), None),
+    "(H, W, 4)": (RGBA, None),
+    "(3, H, W)": (np.ascontiguousarray(RGB.transpose(2, 0, 1)), None),
+    "(4, H, W)": (np.ascontiguousarray(RGBA.transpose(2, 0, 1)), None),
+    "(1, H, W)": (RGB[None, ..., 0].copy(), None),
+    "channels_first": (np.ascontiguousarray(RGB.transpose(2, 0, 1)), "channels_first"),
+    "channels_last": (RGB, "channels_last"),
+}
+
+
+@pytest.mark.parametrize("name", list(ARRAYS))
+@pytest.mark.parametrize("model_id", [QWEN_IDS[0], LLAVA_ID])
+def test_arrays_read_as_transformers_reads_them(model_id: str, name: str) -> None:
+    """One- and four-channel arrays and channels-first ones equal transformers' PIL class
+    given the same array (RGBA composited onto white as it composites, rounded)."""
+    array, data_format = ARRAYS[name]
+    kwargs = {} if data_format is None else {"input_data_format": data_format}
+    want = hf_processor(model_id)([array], return_tensors="np", **kwargs)
+    got = mmfast.ImageProcessor.from_pretrained(model_id)([array], **kwargs)
+    assert_same_outputs(got, want)
+
+
+def test_a_4d_array_is_a_batch() -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    batch = np.stack([RGB, noise(37, 51, 13)])
+    assert_same_outputs(proc(batch), proc(list(batch)))
+    assert_same_outputs(proc(batch), hf_processor(QWEN_IDS[0])(batch, return_tensors="np"))
+
+
+@pytest.mark.parametrize("name", list(ARRAYS))
+@pytest.mark.parametrize("model_id", [QWEN_IDS[0], LLAVA_ID])
+def test_tensors_read_as_transformers_reads_them(model_id: str, name: str) -> None:
+    """torch tensors, against transformers' torchvision class (whose RGBA composite is float32
+    and truncated) and against mmfast's own arrays."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    array, data_format = ARRAYS[name]
+    kwargs = {} if data_format is None else {"input_data_format": data_format}
+    family, _ = mmfast.models.config.select_family(mmfast.models.config.read_source(model_id))
+    module, cls = family.hf_torchvision.rsplit(".", 1)
+    hf_class = getattr(importlib.import_module(f"transformers.models.{module}"), cls)
+    want = hf_class.from_dict(builtin_dict(model_id))(
+        [torch.from_numpy(array)], return_tensors="np", **kwargs
+    )
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision")
+    assert_same_outputs(proc([torch.from_numpy(array)], **kwargs), want)
+    assert_same_outputs(proc([array], **kwargs), want)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_pixels": 28 * 28 * 40},
+        {"min_pixels": 28 * 28 * 900, "max_pixels": 28 * 28 * 2000},
+        {"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 60}},
+        {"do_normalize": False, "resample": 2},
+    ],
+)
+def test_a_call_takes_the_classes_settings(settings: dict[str, Any]) -> None:
+    """Keyword arguments transformers' class takes on a call apply to that call only, with the
+    call's precedence (a call's size replaces the checkpoint's min/max pixels, unlike the
+    same key given to from_pretrained)."""
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    images = [noise(300, 410, 1), noise(90, 700, 2)]
+    got = proc(images, **settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # transformers' min/max_pixels notice
+        assert_same_outputs(got, hf_processor(QWEN_IDS[0])(images, return_tensors="np", **settings))
+    assert_same_outputs(proc(images), hf_processor(QWEN_IDS[0])(images, return_tensors="np"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_pixel": 5}, "max_pixel: not a Qwen2VLImageProcessor argument for a call"),
+        ({"data_format": "channels_last"}, "data_format: expected 'channels_first' or None"),
+        ({"device": "cuda"}, "device: expected 'cpu' or None"),
+        ({"return_tensors": "tf"}, "return_tensors: expected 'np', 'pt' or None, got 'tf'"),
+        ({"input_data_format": "last"}, "input_data_format: expected 'channels_first'"),
+    ],
+)
+def test_bad_call_settings_name_the_argument(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(MmfastError, match=match):
+        mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(noise(40, 40), **kwargs)
+
+
+def test_call_only_arguments_that_change_nothing() -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    want = proc(noise(40, 40))
+    got = proc(noise(40, 40), data_format="channels_first", device="cpu", disable_grouping=True)
+    assert_same_outputs(got, want)
+    assert_same_outputs(proc(noise(40, 40), return_tensors="np"), want)
+
+
+def test_settings_need_a_processor_from_pretrained() -> None:
+    config = mmfast.models.load_config(QWEN_IDS[0])
+    with pytest.raises(MmfastError, match="max_pixels: this processor was built from a config"):
+        mmfast.ImageProcessor(config)(noise(40, 40), max_pixels=28 * 28 * 4)
+
+
+def test_return_tensors_pt_shares_memory() -> None:
+    torch = pytest.importorskip("torch")
+    proc = mmfast.ImageProcessor.from_pretrained(LLAMA4_ID)
+    out = proc(noise(60, 80), return_tensors="pt", dtype="bfloat16")
+    assert out.pixel_values.dtype == torch.bfloat16
+    want = proc(noise(60, 80), dtype="bfloat16").pixel_values.view(np.uint16)
+    assert np.array_equal(out.pixel_values.view(torch.int16).numpy().view(np.uint16), want)

@@ -30,7 +30,8 @@ import mmfast
 # The interpreter warns that fork() in a threaded process may deadlock: what is tested here.
 warnings.simplefilter("ignore", DeprecationWarning)
 PROC = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen2-VL-7B-Instruct")
-IMAGES = [np.random.default_rng(i).integers(0, 256, (480, 640, 3), dtype=np.uint8) for i in range(4)]
+RNGS = [np.random.default_rng(i) for i in range(4)]
+IMAGES = [rng.integers(0, 256, (480, 640, 3), dtype=np.uint8) for rng in RNGS]
 
 def work(seed):
     out = PROC(IMAGES[seed % 4 :] + IMAGES[: seed % 4], threads=2)
@@ -46,9 +47,7 @@ if __name__ == "__main__":
 """
 
 
-def run_python(
-    code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None
-) -> str:
+def run_python(code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """Runs ``code`` as a script file (so that spawned children can import its functions)."""
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(code))
@@ -79,7 +78,8 @@ def os_threads():
     return len(os.listdir("/proc/self/task"))
 
 proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
-images = [np.random.default_rng(i).integers(0, 256, (300, 400, 3), dtype=np.uint8) for i in range(6)]
+rngs = [np.random.default_rng(i) for i in range(6)]
+images = [rng.integers(0, 256, (300, 400, 3), dtype=np.uint8) for rng in rngs]
 before = os_threads()
 first = proc(images, threads=1).pixel_values
 for threads in range(1, 41):

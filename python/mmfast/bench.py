@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from PIL import Image, ImageOps
 
 from mmfast import _native, models, reference
+from mmfast.cli import BENCH_SECTIONS as SECTIONS
 from mmfast.image import decode_image, pil_to_rgb, resize
 from mmfast.processors import ImageProcessor
 
@@ -67,7 +68,6 @@ BATCH_IMAGES = 16
 BATCH_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # The batch section's models: a patch family and a tiling one (several resizes per image).
 BATCH_MODELS = (BATCH_MODEL, "OpenGVLab/InternVL3-8B-hf")
-SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch")
 # One checkpoint per family and distinct image setting (the other built-ins share one of these
 # configs: GLM-4.5V/4.6V/OCR, Kimi-VL-Thinking-2506, Kimi-K2.6, SigLIP2, Qwen2.5-Omni).
 MODELS = (

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import numpy as np
 
-from mmfast import __version__
 from mmfast.errors import MmfastError
 
 if TYPE_CHECKING:
     from mmfast.processors import Dtype, ImageInput, ImageProcessor
 
 DEFAULT_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
+# ``mmfast bench --only`` sections, in the order a full run takes them.
+BENCH_SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch")
 # More images than this get a progress bar on stderr, when stderr is a terminal.
 PROGRESS_MIN_IMAGES = 8
 # Images per batched call.
@@ -51,6 +52,27 @@ with status 2; with --skip-errors an unreadable image is reported on stderr and 
 """
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (importlib.metadata is slow to import)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from mmfast import __version__
+
+        print(f"mmfast {__version__}")
+        parser.exit()
+
+
+def _positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     from mmfast.models import supported_models
 
@@ -58,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="mmfast",
         description="Images to vision-language-model tensors: bit-exact, fast, GIL-free.",
     )
-    parser.add_argument("--version", action="version", version=f"mmfast {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     pre = commands.add_parser(
@@ -113,8 +135,13 @@ def _parser() -> argparse.ArgumentParser:
         help="leave out images that cannot be read (reported on stderr) instead of stopping",
     )
     pre.add_argument(
+        "--recursive",
+        action="store_true",
+        help="take the image files in the subfolders of directories too",
+    )
+    pre.add_argument(
         "--batch-size",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_BATCH,
         metavar="N",
         help=f"images per batched call (default: {DEFAULT_BATCH})",
@@ -128,8 +155,6 @@ def _parser() -> argparse.ArgumentParser:
         "against Pillow and transformers, and print the ratios. transformers and torch "
         "rows need those packages; they are skipped with a note otherwise.",
     )
-    from mmfast.bench import SECTIONS
-
     bench.add_argument(
         "--quick",
         action="store_true",
@@ -138,9 +163,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--only",
         action="append",
-        choices=SECTIONS,
+        choices=BENCH_SECTIONS,
         metavar="SECTION",
-        help=f"run only this section (repeatable): {', '.join(SECTIONS)}",
+        help=f"run only this section (repeatable): {', '.join(BENCH_SECTIONS)}",
     )
     bench.add_argument(
         "--jpeg",
@@ -170,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend=args.backend,
             skip_errors=args.skip_errors,
             batch_size=args.batch_size,
+            recursive=args.recursive,
         )
     except (MmfastError, OSError) as exc:
         print(f"mmfast preprocess: error: {_one_line(exc)}", file=sys.stderr)
@@ -229,6 +255,12 @@ class Progress:
             self.stream.write("\r" + " " * (self.width + 35) + "\r")
             self.stream.flush()
 
+    def message(self, text: str) -> None:
+        """``text`` on a line of its own: the bar is cleared first and redrawn by the next
+        update."""
+        self.close()
+        print(text, file=self.stream)
+
 
 @dataclass(frozen=True)
 class ImageRow:
@@ -242,25 +274,45 @@ class ImageRow:
     seconds: float
 
 
-def image_files(paths: Sequence[str]) -> list[str]:
+def image_files(
+    paths: Sequence[str], recursive: bool = False, stderr: TextIO | None = None
+) -> list[str]:
     """The files to process: each path, or a directory's image files (by the extensions
-    Pillow registers, sorted, not recursive)."""
+    Pillow registers, sorted; with ``recursive`` its subfolders' too, else the subfolders it
+    passes over are named on ``stderr``). A path that does not exist is an error: a mistyped
+    name is not an unreadable image."""
     from PIL import Image
 
     known = set(Image.registered_extensions())
     files = []
     for path in paths:
-        if os.path.isdir(path):
-            found = sorted(
-                entry.path
-                for entry in os.scandir(path)
-                if entry.is_file() and os.path.splitext(entry.name)[1].lower() in known
-            )
-            if not found:
-                raise MmfastError(f"{path}: expected image files in the directory, found none")
-            files += found
-        else:
+        if not os.path.isdir(path):
+            # A mistyped name is not an unreadable image: it stops the run, --skip-errors or
+            # not (decoding names URLs, which mmfast does not fetch).
+            if not os.path.exists(path) and "://" not in path:
+                raise MmfastError(f"{path}: No such file or directory")
             files.append(path)
+            continue
+        found = []
+        for root, dirs, names in os.walk(path):
+            dirs.sort()
+            found += sorted(
+                os.path.join(root, name)
+                for name in names
+                if os.path.splitext(name)[1].lower() in known
+            )
+            if not recursive:
+                if dirs and stderr is not None:
+                    print(
+                        f"{path}: left out {len(dirs)} subfolder{'s' if len(dirs) > 1 else ''} "
+                        f"({', '.join(dirs[:3])}{', ...' if len(dirs) > 3 else ''}); pass "
+                        "--recursive to include them",
+                        file=stderr,
+                    )
+                break
+        if not found:
+            raise MmfastError(f"{path}: expected image files in the directory, found none")
+        files += found
     return files
 
 
@@ -276,6 +328,7 @@ def preprocess(
     backend: str = "pil",
     skip_errors: bool = False,
     batch_size: int = DEFAULT_BATCH,
+    recursive: bool = False,
 ) -> dict[str, np.ndarray]:
     """The ``preprocess`` command: returns the output arrays (as written by ``--out``)."""
     from mmfast.processors import ImageProcessor, default_threads, parse_threads
@@ -285,14 +338,14 @@ def preprocess(
     n_threads = default_threads() if threads is None else parse_threads("--threads", threads)
     proc = ImageProcessor.from_pretrained(model, backend=backend)
     sources: list[tuple[str, str | bytes]] = list(sample_images()) if not images else []
-    sources += [(path, path) for path in image_files(images)]
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise MmfastError(f"--batch-size: expected a positive integer, got {batch_size!r}")
+    sources += [(path, path) for path in image_files(images, recursive, stderr)]
     # Opened first so an unwritable path fails before any work; removed again on failure.
     out_file = open(out, "wb") if out is not None else None  # noqa: SIM115
     try:
         t0 = time.perf_counter()
-        rows, arrays_out = _run(
-            proc, sources, n_threads, dtype, stderr, skip_errors, max(batch_size, 1)
-        )
+        rows, arrays_out = _run(proc, sources, n_threads, dtype, stderr, skip_errors, batch_size)
         if out_file is not None:
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
@@ -348,7 +401,7 @@ def _run(
                 message = f"{chunk[sample][0]}: {_one_line(error).removeprefix('source: ')}"
                 if not skip_errors:
                     raise MmfastError(message) from error
-                print(f"skipped {message}", file=stderr)
+                progress.message(f"skipped {message}")
             kept = [chunk[sample] for sample, _ in cast("list[tuple[int, int]]", feature.kept)]
             plans = [proc.plan(*image_size(source)) for _, source in kept]
             weights = [p.height * p.width + p.resize_size[0] * p.resize_size[1] for p in plans]
@@ -416,7 +469,10 @@ def _report(
     config = proc.config
     family = registry.family_of(config.image_processor_type)
     hf = family.hf_pil if config.backend == "pil" else family.hf_torchvision
-    reference = f"transformers' {hf.rsplit('.', 1)[-1]}" if hf else "the checkpoint's processor"
+    # The config's own class (a family may have several: Glm4v and Glm46V).
+    name = config.image_processor_type.removesuffix("Fast").removesuffix("Pil")
+    name += "Pil" if config.backend == "pil" else ""
+    reference = f"transformers' {name}" if hf else "the checkpoint's processor"
     values = next(v for k, v in arrays.items() if k.startswith("pixel_values"))
     print(f"model {model}: bit-identical to {reference}", file=stdout)
     print(

@@ -45,36 +45,54 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import itertools
 import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, SupportsIndex, cast
 
 from mmfast.errors import MmfastError, UnsupportedModelError
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from mmfast.models.base import ModelConfig
     from mmfast.models.registry import Family
-    from mmfast.processors import ImageProcessor
+    from mmfast.processors import BatchFeature, ImageProcessor
 
 __all__ = [
+    "CUDA_ENV_VAR",
     "ENV_VAR",
     "MmfastBacked",
     "backed_class",
+    "cuda_policy",
     "from_pretrained",
     "install",
     "install_from_env",
+    "stats",
     "supported_classes",
     "uninstall",
     "wrap",
 ]
 
 ENV_VAR = "MMFAST_HF_INSTALL"
-"""The environment variable :func:`install_from_env` reads: ``1`` installs, ``0`` or unset
-does nothing."""
+"""The environment variable :func:`install_from_env` reads: ``1``, ``true``, ``yes`` or
+``on`` install; ``0``, ``false``, ``no``, ``off`` or unset do nothing (any case)."""
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+CUDA_ENV_VAR = "MMFAST_HF_CUDA"
+"""How backed classes serve calls with a device other than the CPU (``device="cuda:0"``, as
+SGLang passes on a GPU server): ``transformers`` (the default) runs transformers' own code on
+that device, whose torchvision kernels no CPU result equals bit for bit; ``cpu`` computes on the
+CPU with mmfast (the values transformers' torchvision class gives on the CPU) and moves the
+outputs to the device."""
+_CUDA_POLICIES = ("transformers", "cpu")
 
 logger = logging.getLogger(__name__)
 
@@ -104,12 +122,19 @@ _BASE_MODULE = "transformers.image_processing_base"
 
 _lock = threading.RLock()
 _classes: dict[type, type] = {}
+# Calls served, by class and by who computed them (see stats()).
+_calls: Counter[tuple[str, str | None]] = Counter()
 # The from_dict classmethod install() replaced, while installed.
 _original_from_dict: Any = None
 
 
 class _Fallback(Exception):
-    """Why a call runs on transformers' own code."""
+    """Why a call runs on transformers' own code: ``kind``, a short reason counted by
+    :func:`stats`, and the message logged at DEBUG."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @functools.cache
@@ -132,6 +157,46 @@ def _supported() -> dict[str, tuple[Family, str, str]]:
     return table
 
 
+def _count(class_name: str, fallback: str | None) -> None:
+    """Counts a call: computed by mmfast (``fallback`` None) or run on transformers' code, and
+    says so at INFO the first time for each class and reason."""
+    with _lock:
+        _calls[class_name, fallback] += 1
+        first = _calls[class_name, fallback] == 1
+    if first and fallback is None:
+        logger.info("%s: calls computed by mmfast", class_name)
+    elif first:
+        logger.info("%s: a call ran on transformers' code: %s", class_name, fallback)
+
+
+def stats() -> dict[str, Any]:
+    """The calls backed image processors have served in this process: ``{"mmfast": n,
+    "transformers": m, "by_class": {class name: {"mmfast": n, reason: count, ...}}}``, where a
+    reason says why a call ran on transformers' code (its details are logged at DEBUG)."""
+    with _lock:
+        calls = dict(_calls)
+    by_class: dict[str, dict[str, int]] = {}
+    for (name, fallback), count in sorted(calls.items(), key=lambda item: str(item[0])):
+        by_class.setdefault(name, {})[fallback or "mmfast"] = count
+    mmfast = sum(count for (_, fallback), count in calls.items() if fallback is None)
+    return {"mmfast": mmfast, "transformers": sum(calls.values()) - mmfast, "by_class": by_class}
+
+
+def cuda_policy() -> str:
+    """:data:`CUDA_ENV_VAR`'s value: ``"transformers"`` (also when unset) or ``"cpu"``; an
+    unknown value is warned about once and read as ``"transformers"``."""
+    value = os.environ.get(CUDA_ENV_VAR, "transformers").strip().lower()
+    if value in _CUDA_POLICIES:
+        return value
+    _warn_once(f"{CUDA_ENV_VAR}: expected one of {', '.join(_CUDA_POLICIES)}, got {value!r}")
+    return "transformers"
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    logger.warning("%s", message)
+
+
 def supported_classes() -> list[str]:
     """Names of the transformers image-processor classes mmfast can back."""
     return sorted(_supported())
@@ -147,19 +212,46 @@ class MmfastBacked:
     def _preprocess_image_like_inputs(self, images: Any, *args: Any, **kwargs: Any) -> Any:
         """transformers' step after its argument handling: mmfast's outputs when they match
         transformers' exactly, else transformers' own code."""
+        name = type(self).__name__
         try:
-            return _run(self, images, args, kwargs)
+            out = _run(self, images, args, kwargs)
         except _Fallback as reason:
-            logger.debug("%s: running transformers' code: %s", type(self).__name__, reason)
+            _count(name, reason.kind)
+            logger.debug("%s: running transformers' code: %s", name, reason)
+        except Exception as exc:  # a bug in mmfast: transformers' result, not an error
+            _count(name, "an error in mmfast")
+            logger.warning(
+                "%s: mmfast failed where transformers runs (please report it); running "
+                "transformers' code",
+                name,
+                exc_info=exc,
+            )
+        else:
+            _count(name, None)
+            return out
         return cast("Any", super())._preprocess_image_like_inputs(images, *args, **kwargs)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        """Pickled by the transformers class it extends (the backed class has that class's
+        module and name, so pickle could not find it by them)."""
+        return _unpickle, (self._mmfast_hf_class,), self.__dict__
+
+
+def _unpickle(hf_class: type) -> Any:
+    """An empty instance of the backed class of ``hf_class``, for :meth:`__reduce_ex__`."""
+    backed = backed_class(hf_class)
+    return object.__new__(hf_class if backed is None else backed)
 
 
 def backed_class(hf_class: type) -> type | None:
-    """The mmfast-backed subclass of a transformers image-processor class, made once and
-    named like it; None for a class mmfast does not match (a subclass or remote-code class
-    included) and for a class that is already backed."""
+    """The mmfast-backed subclass of a transformers image-processor class, made once, with
+    the class's name, qualified name and module (so that transformers' lookups by module,
+    such as its ``<Name>Kwargs``, find what they find for the class itself); None for a class
+    mmfast does not match (a subclass or remote-code class included) and for a class that is
+    already backed."""
     if (
-        not hf_class.__module__.startswith("transformers.models.")
+        issubclass(hf_class, MmfastBacked)
+        or not hf_class.__module__.startswith("transformers.models.")
         or hf_class.__name__ not in _supported()
     ):
         return None
@@ -171,8 +263,8 @@ def backed_class(hf_class: type) -> type | None:
                 name,
                 (MmfastBacked, hf_class),
                 {
-                    "__module__": __name__,
-                    "__qualname__": name,
+                    "__module__": hf_class.__module__,
+                    "__qualname__": hf_class.__qualname__,
                     "__doc__": f"transformers' {name}, with its outputs computed by mmfast.",
                     "_mmfast_hf_class": hf_class,
                 },
@@ -195,73 +287,153 @@ def __getattr__(name: str) -> type:
 def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """The call on mmfast, as transformers' ``BatchFeature``; raises :class:`_Fallback`."""
     hf_class = type(processor)._mmfast_hf_class
-    family = _supported()[hf_class.__name__][0]
+    family, _, backend = _supported()[hf_class.__name__]
     # LLaVA-OneVision's preprocess passes the images it counted per sample; mmfast counts too.
     counts = args[0] if len(args) == 1 and family.name == "llava_onevision" else None
     if args and counts is None:
-        raise _Fallback(f"{len(args)} positional arguments after the images")
+        raise _Fallback("positional arguments", f"{len(args)} positional arguments")
     return_tensors = kwargs.get("return_tensors")
-    if return_tensors not in ("np", "pt"):
-        raise _Fallback(f"return_tensors={return_tensors!r} (mmfast returns 'np' and 'pt')")
+    if return_tensors not in (None, "np", "pt"):
+        raise _Fallback("return_tensors", f"return_tensors={return_tensors!r}")
     data_format = kwargs.get("data_format")
     if data_format is not None and data_format != "channels_first":
-        raise _Fallback(f"data_format={data_format!r}")
-    for name in ("input_data_format", "device"):
-        if kwargs.get(name) is not None:
-            raise _Fallback(f"{name}={kwargs[name]!r}")
-    _check_images(images)
+        raise _Fallback("data_format", f"data_format={data_format!r}")
+    device = kwargs.get("device")
+    on_cpu = device is None or str(device) == "cpu"
+    if not on_cpu and cuda_policy() == "transformers":
+        raise _Fallback("device", f"device={device!r} (see {CUDA_ENV_VAR})")
+    inputs = _inputs(processor, images, kwargs, counts)
     settings = _settings(hf_class, family, kwargs)
+    proc = _processor(hf_class, settings)
+    # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
+    bfloat16 = _computes_bfloat16(proc)
+    if bfloat16 and return_tensors == "np":
+        raise _Fallback("bfloat16 as numpy", "bfloat16 outputs with return_tensors='np'")
     try:
-        proc = _processor(hf_class, settings)
-        # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
-        bfloat16 = _computes_bfloat16(proc)
-        if bfloat16 and return_tensors == "np":
-            raise _Fallback("bfloat16 outputs with return_tensors='np' (transformers raises)")
-        out = proc(images, dtype="bfloat16" if bfloat16 else None)
+        out = proc(
+            inputs, dtype="bfloat16" if bfloat16 else None, input_data_format="channels_last"
+        )
     except MmfastError as exc:
-        raise _Fallback(str(exc)) from exc
+        raise _Fallback("mmfast refused the call", str(exc)) from exc
     if counts is not None and out["batch_num_images"].tolist() != list(counts):
-        raise _Fallback(f"batch_num_images {list(counts)} (mmfast counted otherwise)")
-    data: dict[str, Any] = dict(out)
-    if bfloat16:
-        torch = importlib.import_module("torch")
-        bits = torch.from_numpy(out["pixel_values"].view("uint16"))
-        data["pixel_values"] = bits.view(torch.bfloat16)
+        raise _Fallback("image counts", f"batch_num_images {list(counts)}")
+    # A torchvision class returns tensors even with return_tensors=None.
+    tensors = backend == "torchvision" if return_tensors is None else return_tensors == "pt"
+    data = unbatched(proc.config, out) if return_tensors is None else dict(out)
+    if tensors:
+        data = _nested_map(_as_tensor, data)
+    # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     base = importlib.import_module(_BASE_MODULE)
-    return base.BatchFeature(data=data, tensor_type=return_tensors)
+    arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
+    feature = base.BatchFeature(data=arrays, tensor_type=return_tensors)
+    feature = base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
+    return feature if on_cpu else feature.to(device)
 
 
-def _check_images(images: Any) -> None:
-    """Raises :class:`_Fallback` unless ``images`` is one image, a list of them or a list of
-    non-empty lists of them, each a PIL image or an (H, W, 3) uint8 array that transformers
-    reads as channels-last (H not 1, 3 or 4) and torch can take (no negative strides).
-    transformers refuses (H, W) arrays, which mmfast would read as grayscale."""
+def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
+    """mmfast's outputs as transformers returns them with ``return_tensors=None`` (see
+    :attr:`~mmfast.models.base.ModelConfig.unbatched`)."""
+    data: dict[str, Any] = dict(outputs)
+    for key, kind in config.unbatched.items():
+        value = data[key]
+        if kind == "rows":
+            data[key] = list(value)
+        elif kind == "images":
+            starts = [0, *itertools.accumulate(outputs.image_rows)]
+            data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
+        elif kind == "ints":
+            data[key] = [int(v) for v in value]
+        else:
+            data[key] = [tuple(int(v) for v in row) for row in value]
+    return data
+
+
+def _as_tensor(value: Any) -> Any:
+    """A torch tensor of an output array's memory (bfloat16 through its bits); anything else
+    as it is."""
+    import numpy as np
+
+    if not isinstance(value, np.ndarray):
+        return value
+    torch = importlib.import_module("torch")
+    if value.dtype.name == "bfloat16":
+        return torch.from_numpy(value.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(value)
+
+
+def _inputs(
+    processor: MmfastBacked, images: Any, kwargs: dict[str, Any], counts: Sequence[int] | None
+) -> Any:
+    """The images for mmfast (HWC uint8 RGB arrays and PIL images), nested as transformers
+    nests them; raises :class:`_Fallback` for inputs mmfast does not take.
+
+    PIL images and unambiguous (H, W, 3) uint8 arrays go as they are. Anything else (torch
+    tensors, channels-first, one- or four-channel arrays, 4-D batches, an
+    ``input_data_format``) goes through the class's own ``_prepare_image_like_inputs``, so it
+    is read exactly as transformers reads it; mmfast then takes the uint8 RGB pixels. Paths,
+    URLs and other dtypes run on transformers.
+    """
+    structure = images if isinstance(images, (list, tuple)) else [images]
+    if not structure:
+        raise _Fallback("no images", "no images")
+    flat = [i for item in structure for i in (item if isinstance(item, (list, tuple)) else [item])]
+    if any(isinstance(image, (str, os.PathLike, bytes)) for image in flat):
+        raise _Fallback("paths or URLs", "paths, URLs or bytes (transformers loads them)")
+    if kwargs.get("input_data_format") is None and all(map(_plain_image, flat)):
+        prepared = images
+    else:
+        call = {**kwargs, "device": None}
+        try:
+            prepared = processor._prepare_image_like_inputs(images, **call)  # type: ignore[attr-defined]
+        except Exception as exc:  # transformers refuses the input: let it say so
+            raise _Fallback("input transformers refuses", repr(exc)) from exc
+        prepared = _nested_map(_channels_last, prepared)
+    if counts is not None:  # LLaVA-OneVision: the flat images of each sample
+        flat_prepared = prepared if isinstance(prepared, list) else [prepared]
+        starts = [0, *itertools.accumulate(counts)]
+        prepared = [flat_prepared[a:b] for a, b in itertools.pairwise(starts)]
+    return prepared
+
+
+def _plain_image(image: Any) -> bool:
+    """A PIL image, or an (H, W, 3) uint8 array that transformers reads as channels-last."""
     import numpy as np
     from PIL import Image
 
-    items = list(images) if isinstance(images, (list, tuple)) else [images]
-    if not items:
-        raise _Fallback("no images")
-    if isinstance(items[0], (list, tuple)):
-        if not all(isinstance(sample, (list, tuple)) and sample for sample in items):
-            raise _Fallback("a list mixing lists and images, or an empty list of images")
-        items = [image for sample in items for image in sample]
-    for image in items:
-        if isinstance(image, Image.Image):
-            continue
-        if not isinstance(image, np.ndarray):
-            raise _Fallback(f"an input mmfast does not take: a {type(image).__qualname__}")
-        if (
-            image.dtype != np.uint8
-            or image.ndim != 3
-            or image.shape[2] != 3
-            or image.shape[0] in (1, 3, 4)
-            or min(image.strides) < 0
-        ):
-            raise _Fallback(
-                f"an array mmfast does not take: dtype {image.dtype}, shape {image.shape}, "
-                f"strides {image.strides}"
-            )
+    if isinstance(image, Image.Image):
+        return True
+    return (
+        isinstance(image, np.ndarray)
+        and image.dtype == np.uint8
+        and image.ndim == 3
+        and image.shape[2] == 3
+        and image.shape[0] not in (1, 3, 4)
+        and min(image.strides) >= 0
+    )
+
+
+def _nested_map(function: Callable[[Any], Any], value: Any) -> Any:
+    """``function`` on every leaf of nested lists, tuples and dicts."""
+    if isinstance(value, list):
+        return [_nested_map(function, item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_nested_map(function, item) for item in value)
+    if isinstance(value, dict):
+        return {key: _nested_map(function, item) for key, item in value.items()}
+    return function(value)
+
+
+def _channels_last(image: Any) -> np.ndarray:
+    """A prepared (channels-first) image as an (H, W, 3) uint8 view; :class:`_Fallback`
+    for what mmfast does not take (other dtypes, other channel counts)."""
+    import numpy as np
+
+    array = image if isinstance(image, np.ndarray) else image.numpy()
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[0] != 3:
+        raise _Fallback(
+            "not uint8 RGB", f"a prepared image of dtype {array.dtype} and shape {array.shape}"
+        )
+    return np.moveaxis(array, 0, -1)
 
 
 def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
@@ -276,18 +448,20 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
         if name in _CALL_ONLY:
             continue
         if name not in known or (name == "pad_size" and value is not None):
-            raise _Fallback(f"{name!r} is not a {hf_class.__name__} setting mmfast reads")
+            raise _Fallback(
+                f"setting {name}", f"{name!r} is not a {hf_class.__name__} setting mmfast reads"
+            )
         if (
             value is None
             and name != "do_convert_rgb"
             and not _none_reads_as_off(hf_class, name, kwargs)
         ):
-            raise _Fallback(f"{name}=None, which mmfast would read as its default")
+            raise _Fallback(f"{name}=None", f"{name}=None, which mmfast would read as its default")
         values[name] = _plain(value)
     try:
         return json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise _Fallback(f"a setting mmfast cannot read: {exc}") from exc
+        raise _Fallback("unreadable setting", f"a setting mmfast cannot read: {exc}") from exc
 
 
 def _none_reads_as_off(hf_class: type, name: str, kwargs: dict[str, Any]) -> bool:
@@ -436,18 +610,24 @@ def uninstall() -> None:
 
 
 def install_from_env() -> bool:
-    """:func:`install` when the environment variable ``MMFAST_HF_INSTALL`` is ``1``; returns
-    whether it did (or will). If transformers' image-processing module is not imported yet,
-    the install runs right after its first import, so a process that never uses transformers
-    never imports it.
+    """:func:`install` when the environment variable ``MMFAST_HF_INSTALL`` says so (see
+    :data:`ENV_VAR`); returns whether it did (or will). If transformers' image-processing
+    module is not imported yet, the install runs right after its first import, so a process
+    that never uses transformers never imports it.
 
-    Raises :class:`~mmfast.MmfastError` for a value other than ``1``, ``0`` or empty.
+    Another value is warned about once (the ``mmfast.hf`` logger) and read as off: the
+    ``.pth`` hook runs this at every interpreter start, where an exception would print a
+    traceback and stop nothing.
     """
-    value = os.environ.get(ENV_VAR, "")
-    if value in ("", "0"):
+    value = os.environ.get(ENV_VAR, "").strip().lower()
+    if value in _FALSE:
         return False
-    if value != "1":
-        raise MmfastError(f"{ENV_VAR}: expected 1 (install) or 0 (do not), got {value!r}")
+    if value not in _TRUE:
+        _warn_once(
+            f"{ENV_VAR}: expected 1, true, yes or on (install) or 0, false, no or off (do not), "
+            f"got {os.environ[ENV_VAR]!r}; not installing"
+        )
+        return False
     if _BASE_MODULE not in sys.modules:
         with _lock:
             if not any(isinstance(finder, _InstallOnImport) for finder in sys.meta_path):

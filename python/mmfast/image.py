@@ -16,11 +16,13 @@ the GIL released, instead of ``exif_transpose`` + ``np.array`` copies.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import threading
 import warnings
 from collections.abc import Iterator
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,11 +32,13 @@ from PIL.WebPImagePlugin import WebPImageFile
 
 from mmfast import _native
 from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
+from mmfast.models.base import DEFAULT_MAX_PIXELS
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "ArrowSource",
     "ImageSource",
+    "array_to_rgb",
     "arrow_source",
     "convert_to_rgb",
     "decode_image",
@@ -45,8 +49,6 @@ __all__ = [
     "rgb_or_gray",
 ]
 
-# Twice Pillow's Image.MAX_IMAGE_PIXELS: where Pillow itself refuses to open an image.
-DEFAULT_MAX_PIXELS = 178_956_970
 _ORIENTATION = 0x0112
 
 ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
@@ -219,6 +221,96 @@ def convert_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
     """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB, then
     oriented (compositing is per pixel, so this equals orienting first)."""
     return pil_to_rgb(rgb_or_gray(im), orientation)
+
+
+# The channel counts transformers recognises on an image's first or last axis.
+_CHANNEL_COUNTS = (1, 3, 4)
+_DATA_FORMATS = ("channels_first", "channels_last")
+
+
+def array_to_rgb(
+    image: Any,
+    *,
+    input_data_format: str | None = None,
+    do_convert_rgb: bool = True,
+    backend: str = "pil",
+) -> NDArray[np.uint8]:
+    """An image array, or a torch tensor, as (H, W, 3) uint8 RGB (HWC), converted as
+    transformers' ``backend`` class converts it (``process_image`` and ``convert_to_rgb``).
+
+    The channel axis is ``input_data_format`` (``"channels_first"``: (C, H, W);
+    ``"channels_last"``: (H, W, C)), else the last axis if it holds 1, 3 or 4 values, else
+    the first: the shapes transformers reads one way read the same here, and an (H, W, C)
+    array whose height is also 1, 3 or 4, which transformers would take for channels-first,
+    stays channels-last (``mmfast.hf`` reads inputs exactly as transformers does). An
+    (H, W) array is grayscale. With ``do_convert_rgb``, one channel is repeated into three
+    and four (RGBA) are composited onto white, per backend: the PIL class in float64 then
+    rounded (``alpha * c + (1 - alpha) * 255``), the torchvision class in float32 then
+    truncated (``(c/255 * a/255 + 1 - a/255) * 255.999``); without it, anything but three
+    channels is refused, as transformers' normalisation refuses it. Arrays and CPU tensors
+    are read in place where they already are HWC RGB. Raises :class:`MmfastError` naming
+    ``images`` for other dtypes or shapes.
+    """
+    if not isinstance(image, np.ndarray) and type(image).__module__.startswith("torch"):
+        image = image.detach().cpu().numpy()  # a view of a CPU tensor's memory
+    if not isinstance(image, np.ndarray):
+        raise MmfastError(f"images: expected an array or a tensor, got {type(image).__qualname__}")
+    if image.dtype != np.uint8 or image.ndim not in (2, 3):
+        raise MmfastError(
+            "images: expected uint8 arrays or tensors of shape (height, width, channels), "
+            f"(channels, height, width) or (height, width), got dtype {image.dtype} with "
+            f"shape {image.shape}"
+        )
+    if image.size == 0:
+        raise MmfastError(f"images: expected a non-empty image, got shape {image.shape}")
+    if input_data_format is not None and input_data_format not in _DATA_FORMATS:
+        raise MmfastError(
+            f"input_data_format: expected 'channels_first', 'channels_last' or None, got "
+            f"{input_data_format!r}"
+        )
+    if image.ndim == 2:
+        image = image[..., None]
+    elif input_data_format == "channels_first" or (
+        input_data_format is None
+        and image.shape[-1] not in _CHANNEL_COUNTS
+        and image.shape[0] in _CHANNEL_COUNTS
+    ):
+        image = np.moveaxis(image, 0, -1)
+    channels = image.shape[-1]
+    if channels not in _CHANNEL_COUNTS:
+        raise MmfastError(
+            "images: expected uint8 arrays with 1, 3 or 4 channels on the last or the first "
+            f"axis, got shape {image.shape} read as {channels} channels"
+        )
+    if channels == 3:
+        return cast("NDArray[np.uint8]", image)
+    if not do_convert_rgb:
+        raise MmfastError(
+            f"images: with do_convert_rgb off transformers takes only 3-channel images, got "
+            f"{channels} channels; pass do_convert_rgb=True to convert"
+        )
+    if channels == 1:
+        return np.repeat(image, 3, axis=2)
+    # One table lookup per value: (colour << 8) | alpha.
+    index = (image[..., :3].astype(np.uint16) << 8) | image[..., 3:]
+    rgb: NDArray[np.uint8] = _rgba_table(backend)[index]
+    return rgb
+
+
+@functools.cache
+def _rgba_table(backend: str) -> NDArray[np.uint8]:
+    """(65536,) uint8: a colour value ``c`` over alpha ``a`` composited onto white, at
+    ``(c << 8) | a``, as transformers' ``backend`` class computes it (see
+    :func:`array_to_rgb`; checked against both over every pair)."""
+    c, a = np.divmod(np.arange(65536), 256)
+    if backend == "pil":
+        alpha = a / 255
+        composite = np.round(alpha * c + (1 - alpha) * 255)
+    else:
+        cf = c.astype(np.float32) * np.float32(1 / 255)
+        af = a.astype(np.float32) * np.float32(1 / 255)
+        composite = (cf * af + (np.float32(1) - af)) * np.float32(255.999)
+    return composite.astype(np.uint8)
 
 
 def decode_image(

@@ -10,15 +10,17 @@ its slot of the final output.
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
 import itertools
+import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Literal, cast
 
-import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, ImageOps
@@ -29,12 +31,19 @@ from mmfast.image import (
     DEFAULT_MAX_PIXELS,
     ArrowSource,
     ImageSource,
+    array_to_rgb,
     decode_image,
     pil_source,
     rgb_or_gray,
 )
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
-from mmfast.models.base import Patchify, fused_tables, identity_table
+from mmfast.models.base import (
+    Patchify,
+    bfloat16_bits,
+    bfloat16_values,
+    fused_tables,
+    identity_table,
+)
 from mmfast.models.config import is_finite_number, is_int_in, load_video_config, with_backend
 from mmfast.models.qwen2_vl import Qwen2VLVideoConfig as VideoConfig
 
@@ -107,35 +116,68 @@ def default_threads() -> int:
     env = os.environ.get("MMFAST_NUM_THREADS")
     if env is not None:
         return parse_threads("MMFAST_NUM_THREADS", env)
+    return cores()
+
+
+def cores() -> int:
+    """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-class BatchFeature(Mapping[str, np.ndarray]):
+def pool_threads() -> int:
+    """The size the worker pool is built with: :func:`default_threads`, or the cores when
+    ``MMFAST_NUM_THREADS`` is unusable (a call that passes ``threads=`` does not read it)."""
+    try:
+        return default_threads()
+    except MmfastError:
+        return cores()
+
+
+class BatchFeature(Mapping[str, Any]):
     """Output arrays by name (``pixel_values``, ...), as a mapping and as attributes.
 
     ``kept`` lists the positions of the images the outputs hold, as the call was given them
     (``i``, or ``(sample, i)`` for a nested list), and ``skipped`` maps the position of each
-    image dropped by ``on_error="skip"`` to the error it raised.
+    image dropped by ``on_error="skip"`` to the error it raised. ``image_rows`` gives each
+    kept image's entries along ``pixel_values``' first axis: its patch rows, tiles or crops,
+    or 1 for models that give each image one entry (empty for models that pad per sample,
+    Idefics3 and SmolVLM, whose entries are samples). When every image was skipped there
+    are no outputs, and asking for one raises an error that says so.
     """
 
     def __init__(
         self,
-        data: Mapping[str, np.ndarray],
+        data: Mapping[str, Any],
         kept: Sequence[Position] = (),
         skipped: Mapping[Position, BaseException] | None = None,
+        image_rows: Sequence[int] = (),
     ) -> None:
         self._data = dict(data)
         self.kept = list(kept)
         self.skipped = dict(skipped or {})
+        self.image_rows = list(image_rows)
 
-    def __getitem__(self, key: str) -> np.ndarray:
-        return self._data[key]
-
-    def __getattr__(self, key: str) -> np.ndarray:
+    def __getitem__(self, key: str) -> Any:
         try:
             return self._data[key]
         except KeyError:
-            raise AttributeError(key) from None
+            raise KeyError(self._missing(key)) from None
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("__"):
+            raise AttributeError(key)
+        try:
+            return self._data[key]
+        except KeyError:
+            raise AttributeError(self._missing(key)) from None
+
+    def _missing(self, key: str) -> str:
+        if not self._data and self.skipped:
+            return (
+                f"{key!r}: no outputs, every image was skipped ({len(self.skipped)}, see "
+                ".skipped); check .kept before reading outputs"
+            )
+        return f"{key!r}: not an output of this model; outputs: {', '.join(self._data)}"
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -144,7 +186,10 @@ class BatchFeature(Mapping[str, np.ndarray]):
         return len(self._data)
 
     def __repr__(self) -> str:
-        items = ", ".join(f"{k}: {v.dtype}{list(v.shape)}" for k, v in self._data.items())
+        items = ", ".join(
+            f"{k}: {v.dtype}{list(v.shape)}" if hasattr(v, "shape") else f"{k}: {v!r:.40}"
+            for k, v in self._data.items()
+        )
         return f"BatchFeature({items})"
 
 
@@ -162,7 +207,10 @@ Prepared = tuple[BatchInput, ImagePlan] | BaseException
 
 
 def prepare_batch(
-    samples: Sequence[Sequence[ImageInput]], config: ModelConfig, threads: int
+    samples: Sequence[Sequence[ImageInput]],
+    config: ModelConfig,
+    threads: int,
+    input_data_format: str | None = None,
 ) -> list[Prepared]:
     """:func:`prepare` for every image, in order, or the error it raised (see
     ``IMAGE_ERRORS``). Bytes and paths are decoded in parallel on ``threads`` threads:
@@ -170,7 +218,7 @@ def prepare_batch(
 
     def one(image: ImageInput, sample_size: int) -> Prepared:
         try:
-            return prepare(image, config, sample_size)
+            return prepare(image, config, sample_size, input_data_format)
         except IMAGE_ERRORS as exc:
             return exc
 
@@ -220,7 +268,10 @@ def relabelled(error: BaseException, message: str) -> BaseException:
 
 
 def prepare(
-    image: ImageInput, config: ModelConfig, sample_size: int = 1
+    image: ImageInput,
+    config: ModelConfig,
+    sample_size: int = 1,
+    input_data_format: str | None = None,
 ) -> tuple[BatchInput, ImagePlan]:
     """One input image → what the core reads, and its plan (for an image in a sample of
     ``sample_size`` images).
@@ -229,8 +280,9 @@ def prepare(
     (``config.pil_convert``; no EXIF orientation: HF's processors apply none to PIL input)
     and handed over as its Arrow export, so the core packs its pixels on the batch's
     threads. Bytes and paths go through :func:`mmfast.decode_image`, which applies EXIF
-    orientation like ``transformers.image_utils.load_image``. Arrays must be (H, W, 3) or
-    (H, W) uint8.
+    orientation like ``transformers.image_utils.load_image``. uint8 arrays and torch tensors
+    are read as transformers reads them (:func:`mmfast.image.array_to_rgb`, with
+    ``input_data_format``).
     """
     if isinstance(image, Image.Image):
         plan = config.plan_in_sample(image.height, image.width, sample_size)
@@ -251,26 +303,17 @@ def prepare(
     if isinstance(image, ENCODED):
         decoded = decode_image(image)
         return decoded, config.plan_in_sample(decoded.shape[0], decoded.shape[1], sample_size)
-    if isinstance(image, np.ndarray):
-        if (
-            image.dtype != np.uint8
-            or image.ndim not in (2, 3)
-            or (image.ndim == 3 and image.shape[2] != 3)
-        ):
-            raise MmfastError(
-                "images: expected uint8 arrays of shape (height, width, 3) or (height, width), "
-                f"got dtype {image.dtype} with shape {image.shape}"
-            )
-        if image.size == 0:
-            raise MmfastError(f"images: expected a non-empty image, got shape {image.shape}")
-        plan = config.plan_in_sample(image.shape[0], image.shape[1], sample_size)
-        if image.ndim == 2:
-            if not plan.do_convert_rgb:
-                raise _not_converted("a (height, width) grayscale array")
-            image = np.repeat(image[..., None], 3, axis=2)
-        return image, plan
+    if isinstance(image, np.ndarray) or type(image).__module__.startswith("torch"):
+        rgb = array_to_rgb(
+            image,
+            input_data_format=input_data_format,
+            do_convert_rgb=getattr(config, "do_convert_rgb", True),
+            backend=config.backend,
+        )
+        return rgb, config.plan_in_sample(rgb.shape[0], rgb.shape[1], sample_size)
     raise MmfastError(
-        f"images: expected PIL images, uint8 arrays, bytes or paths, got {type(image).__qualname__}"
+        "images: expected PIL images, uint8 arrays or tensors, bytes or paths, got "
+        f"{type(image).__qualname__}"
     )
 
 
@@ -306,15 +349,51 @@ def _resize_then_rgb(image: Image.Image, plan: ImagePlan) -> tuple[BatchInput, I
     return pil_source(rgb), replace(plan, height=rgb.height, width=rgb.width, views=views)
 
 
+# transformers' call arguments that change nothing here, and the values that do not: how a
+# value is accepted, and what the error says was expected.
+CALL_ONLY: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "data_format": (lambda v: v in (None, "channels_first"), "'channels_first' or None"),
+    "device": (lambda v: v is None or str(v) == "cpu", "'cpu' or None (outputs are on the CPU)"),
+    "disable_grouping": (lambda v: v in (None, True, False), "True, False or None"),
+}
+# Configs a processor keeps for the settings its calls pass.
+MAX_CACHED_CONFIGS = 64
+
+
+def as_tensors(outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The outputs as torch tensors sharing their memory (bfloat16 through its bits); lists
+    stay lists."""
+    torch = importlib.import_module("torch")
+    tensors: dict[str, Any] = {}
+    for key, value in outputs.items():
+        if isinstance(value, np.ndarray):
+            bf16 = value.dtype.name == "bfloat16"
+            tensor = torch.from_numpy(value.view(np.uint16) if bf16 else value)
+            value = tensor.view(torch.bfloat16) if bf16 else tensor
+        tensors[key] = value
+    return tensors
+
+
 class ImageProcessor:
     """Preprocessing for one model, equal to transformers' image processor for it.
 
     Build it with :meth:`from_pretrained`; call it on one image or a list.
     """
 
-    def __init__(self, config: ModelConfig, video_config: VideoConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: ModelConfig,
+        video_config: VideoConfig | None = None,
+        *,
+        reload: Callable[..., ModelConfig] | None = None,
+    ) -> None:
+        """``reload(backend=..., call=settings)`` rebuilds the config with a call's settings
+        (:meth:`from_pretrained` passes :func:`~mmfast.models.load_config` with its arguments;
+        without it a call's settings raise)."""
         self.config = config
         self.video_config = video_config
+        self._reload = reload
+        self._configs: dict[str, ModelConfig] = {}
 
     @classmethod
     def from_pretrained(
@@ -341,7 +420,7 @@ class ImageProcessor:
             if video_overrides:
                 raise
             video = None
-        return cls(config, video)
+        return cls(config, video, reload=functools.partial(load_config, name_or_path, **overrides))
 
     def __repr__(self) -> str:
         return f"ImageProcessor({self.config!r})"
@@ -362,14 +441,20 @@ class ImageProcessor:
         dtype: Dtype | None = None,
         backend: str | None = None,
         on_error: str = "raise",
+        input_data_format: str | None = None,
+        return_tensors: str | None = None,
+        **settings: Any,
     ) -> BatchFeature:
         """Preprocess ``images`` (one, a list, or a list of lists: the images of each prompt)
         into a :class:`BatchFeature`.
 
-        Bytes and paths are decoded in parallel on the call's threads. An image that cannot
-        be used (undecodable, too large, a missing file, a size the model refuses) raises its
-        error with its position (and file name) in the message; with ``on_error="skip"`` it
-        is left out instead, and the result's ``kept`` and ``skipped`` say which images the
+        Images are PIL images, uint8 arrays or torch tensors (read as transformers reads them:
+        the channel axis from ``input_data_format`` or the shape, one channel repeated and
+        RGBA composited onto white; a 4-D array is a batch of images), bytes or paths,
+        decoded in parallel on the call's threads. An image that cannot be used
+        (undecodable, too large, a missing file, a size the model refuses) raises its error
+        with its position (and file name) in the message; with ``on_error="skip"`` it is
+        left out instead, and the result's ``kept`` and ``skipped`` say which images the
         outputs hold (none: no outputs at all).
 
         ``threads`` defaults to :func:`default_threads`. ``dtype`` is ``pixel_values``': by
@@ -381,18 +466,30 @@ class ImageProcessor:
         byte, and for zero-padded batches ``pixel_rows_mask``:
         :func:`mmfast.reference.normalize_uint8` turns them into the float32 output.
         ``backend`` overrides the processor's (see :meth:`from_pretrained`) for this call.
+        ``return_tensors`` is ``"np"`` or None (numpy arrays) or ``"pt"`` (torch tensors of
+        the same memory).
+
+        ``settings`` are the transformers class's keyword arguments for this call
+        (``size=``, ``max_pixels=``, ``do_normalize=``, ...): they apply as they would in
+        :meth:`from_pretrained`. transformers' other call arguments are taken where they
+        change nothing here: ``data_format="channels_first"``, ``device="cpu"`` or None, and
+        ``disable_grouping``. Anything else raises :class:`MmfastError` naming it.
         """
         # Arguments first: nothing is decoded for a call that cannot run.
         threads = check_threads(default_threads() if threads is None else threads)
         check_dtype(dtype)
         if on_error not in ON_ERROR:
             raise MmfastError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
-        config = self.config if backend is None else self.with_backend(backend)
+        if return_tensors not in (None, "np", "pt"):
+            raise MmfastError(
+                f"return_tensors: expected 'np', 'pt' or None, got {return_tensors!r}"
+            )
+        config = self._config_for(backend, settings)
         samples = as_samples(images, config.flat_is_one_sample)
         nested = isinstance(images, (list, tuple)) and all(
             isinstance(item, (list, tuple)) for item in images
         )
-        results = iter(prepare_batch(samples, config, threads))
+        results = iter(prepare_batch(samples, config, threads, input_data_format))
         inputs: list[BatchInput] = []
         plans: list[ImagePlan] = []
         sizes: list[int] = []
@@ -416,7 +513,33 @@ class ImageProcessor:
         if not plans:
             return BatchFeature({}, kept, skipped)
         out = run_plans(config, inputs, plans, sizes, threads, dtype)
-        return BatchFeature(out, kept, skipped)
+        data = as_tensors(out) if return_tensors == "pt" else out
+        return BatchFeature(data, kept, skipped, out.image_rows)
+
+    def _config_for(self, backend: str | None, settings: dict[str, Any]) -> ModelConfig:
+        """The config of a call: the processor's, with ``backend`` and ``settings`` (see
+        :meth:`__call__`) applied."""
+        for name, (accepted, expected) in CALL_ONLY.items():
+            if name in settings and not accepted(value := settings.pop(name)):
+                raise MmfastError(f"{name}: expected {expected}, got {value!r}")
+        if not settings:
+            return self.config if backend is None else self.with_backend(backend)
+        if self._reload is None:
+            raise MmfastError(
+                f"{', '.join(settings)}: this processor was built from a config object, which "
+                "call settings cannot change; build it with ImageProcessor.from_pretrained"
+            )
+        backend = self.config.backend if backend is None else backend
+        try:
+            key = json.dumps([backend, settings], sort_keys=True)
+        except (TypeError, ValueError):
+            return self._reload(backend=backend, call=settings)
+        config = self._configs.get(key)
+        if config is None:
+            if len(self._configs) >= MAX_CACHED_CONFIGS:
+                self._configs.clear()
+            config = self._configs[key] = self._reload(backend=backend, call=settings)
+        return config
 
     async def acall(
         self,
@@ -426,12 +549,15 @@ class ImageProcessor:
         dtype: Dtype | None = None,
         backend: str | None = None,
         on_error: str = "raise",
+        **kwargs: Any,
     ) -> BatchFeature:
         """:meth:`__call__` on a worker thread, for event loops: the pixel work runs with the
-        GIL released, so the loop keeps serving other tasks meanwhile."""
-        return await asyncio.to_thread(
-            self.__call__, images, threads=threads, dtype=dtype, backend=backend, on_error=on_error
+        GIL released, so the loop keeps serving other tasks meanwhile. ``kwargs`` are
+        :meth:`__call__`'s other arguments."""
+        call = functools.partial(
+            self.__call__, threads=threads, dtype=dtype, backend=backend, on_error=on_error
         )
+        return await asyncio.to_thread(call, images, **kwargs)
 
     def with_backend(self, backend: str) -> ModelConfig:
         """This processor's config matching transformers' ``backend`` class."""
@@ -506,7 +632,7 @@ class ImageProcessor:
         with np.errstate(all="ignore"):  # as for images
             tables, view, lut = output_tables(fused_tables(config), dtype)
         shape = (offset // (3 * t * config.patch_size**2), 3 * t * config.patch_size**2)
-        out = _native.run_batch(inputs, jobs, tables, shape, threads, default_threads())
+        out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
         grid = [(p.grid_t, p.grid_h, p.grid_w) for p in plans]
         outputs: dict[str, Any] = {
             "pixel_values_videos": out if view is None else out.view(view),
@@ -583,8 +709,11 @@ def as_samples(
 
     A list of lists is taken as samples (one may be empty: a text-only prompt). A flat list
     is one sample per image, or, for processors that read it as one prompt's images
-    (``flat_is_one_sample``: Idefics3, SmolVLM), a single sample; one image is one sample.
+    (``flat_is_one_sample``: Idefics3, SmolVLM), a single sample; one image is one sample,
+    and a 4-D array or tensor is a flat list of images.
     """
+    if getattr(images, "ndim", None) == 4:
+        images = list(images)  # type: ignore[arg-type]
     if not isinstance(images, (list, tuple)):
         return [[images]]  # type: ignore[list-item]
     if not images:
@@ -704,14 +833,22 @@ def run_plans(
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
-    out = _native.run_batch(inputs, jobs, tables, shape, threads, default_threads())
+    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
     outputs: dict[str, Any] = {"pixel_values": out if view is None else out.view(view)}
     outputs.update(config.batch_outputs(plans, sample_sizes))
     if lut is not None:
         outputs["pixel_lut"] = lut
         if config.layout() in ("pad_images", "pad_samples"):
             outputs["pixel_rows_mask"] = written_rows(shape, offsets, plans)
-    return BatchFeature(outputs)
+    layout = config.layout()
+    rows = (
+        [plan.output_shapes["pixel_values"][0] for plan in plans]
+        if layout == "concat"
+        else [1] * len(plans)
+        if layout in ("stack", "pad_images")
+        else []
+    )
+    return BatchFeature(outputs, image_rows=rows)
 
 
 def output_tables(
@@ -725,7 +862,7 @@ def output_tables(
     float32 values rounded to nearest even, as torch's ``.to(dtype)`` rounds them.
     """
     bf16 = native.dtype == np.uint16
-    values = (native.view(ml_dtypes.bfloat16) if bf16 else native).astype(np.float32)
+    values = bfloat16_values(native) if bf16 else native.astype(np.float32)
     if dtype is None:
         dtype = "uint8" if native.dtype == np.uint8 else "float32"
         if dtype == "uint8":
@@ -733,7 +870,9 @@ def output_tables(
     if dtype == "float32":
         return values, None, None
     if dtype == "bfloat16":
-        bits = native if bf16 else values.astype(ml_dtypes.bfloat16).view(np.uint16)
+        import ml_dtypes  # 0.5-1 s to import: only when bfloat16 arrays are asked for
+
+        bits = native if bf16 else bfloat16_bits(values)
         return np.ascontiguousarray(bits), ml_dtypes.bfloat16, None
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None

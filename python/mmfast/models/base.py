@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar, Final, TypeAlias
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "BICUBIC",
     "BILINEAR",
     "BOX",
+    "DEFAULT_MAX_PIXELS",
     "DEFAULT_RESCALE",
     "HALF",
     "HAMMING",
@@ -43,6 +45,8 @@ __all__ = [
     "Resize",
     "TileGrid",
     "View",
+    "bfloat16_bits",
+    "bfloat16_values",
     "check_image_size",
     "float32_tables",
     "fused_tables",
@@ -73,6 +77,9 @@ OPENAI_CLIP_STD: Final[RGB] = (0.26862954, 0.26130258, 0.27577711)
 IMAGENET_STANDARD_MEAN: Final[RGB] = (0.5, 0.5, 0.5)
 IMAGENET_STANDARD_STD: Final[RGB] = (0.5, 0.5, 0.5)
 HALF: Final[RGB] = (0.5, 0.5, 0.5)
+# Twice Pillow's Image.MAX_IMAGE_PIXELS: where Pillow itself refuses to open an image. Also the
+# largest intermediate image a plan may ask the core for.
+DEFAULT_MAX_PIXELS: Final = 178_956_970
 # BaseImageProcessor.rescale_factor; the configs store it as 0.00392156862745098, the same double.
 DEFAULT_RESCALE: Final = 1 / 255
 
@@ -253,6 +260,20 @@ class Normalization:
         return factor, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
 
 
+def bfloat16_bits(values: NDArray[np.float32]) -> NDArray[np.uint16]:
+    """float32 values rounded to bfloat16 as torch rounds them (``c10::BFloat16``): to nearest,
+    ties to even, any NaN to 0x7FC0. The bit patterns, as uint16 (numpy has no bfloat16 of
+    its own, and ml_dtypes costs up to a second to import)."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+    rounded = ((bits + (0x7FFF + ((bits >> 16) & 1))) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+
+
+def bfloat16_values(bits: NDArray[np.uint16]) -> NDArray[np.float32]:
+    """bfloat16 bit patterns widened to float32, exactly (a 16-bit shift)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 def float32_tables(plan: ImagePlan) -> NDArray[np.float32]:
     """(3, 256): the normalised float32 value of every uint8 in each channel.
 
@@ -339,6 +360,11 @@ class ModelConfig:
     # Whether the HF processor reads a flat list of images as one sample (Idefics3, SmolVLM)
     # rather than one sample per image.
     flat_is_one_sample: ClassVar[bool] = False
+    # What transformers returns for an output key with return_tensors=None, where it is not
+    # the batched array (which "np" and "pt" give): "rows", the array's entries along its
+    # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
+    # ints or tuples of ints. The lists of these joined along the first axis are the arrays.
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     @property
     def pil_convert(self) -> str:

@@ -323,7 +323,11 @@ BACKENDS: Final = ("pil", "torchvision")
 
 
 def load_config(
-    name_or_path: str | os.PathLike[str], *, backend: str = "pil", **overrides: Any
+    name_or_path: str | os.PathLike[str],
+    *,
+    backend: str = "pil",
+    call: Mapping[str, Any] | None = None,
+    **overrides: Any,
 ) -> ModelConfig:
     """Load a model's image-processing config.
 
@@ -345,6 +349,10 @@ def load_config(
     ``pixel_shuffle_ratio``, ``num_additional_image_tokens``, ``vision_feature_select_strategy``)
     go to the processor config. An unknown override key raises :class:`MmfastError`.
 
+    ``call`` holds keyword arguments given to one call, applied last as transformers'
+    ``preprocess`` applies them over the instance's settings (Qwen: a call's ``size``
+    replaces the instance's, min/max pixels included; see ``Family.call_settings``).
+
     Raises :class:`UnsupportedModelError` for an unknown model or processor type and
     :class:`MmfastError`, naming the field, for a malformed config.
     """
@@ -363,6 +371,15 @@ def load_config(
             raise MmfastError(
                 f"override {key!r} is not a {processor_type} argument; valid: {', '.join(valid)}"
             )
+    for key in call or {}:
+        if key not in IMAGES_KWARGS | family.kwargs:
+            valid = sorted(IMAGES_KWARGS | family.kwargs)
+            raise MmfastError(
+                f"{key}: not a {processor_type} argument for a call; valid: {', '.join(valid)}"
+            )
+    if call:
+        merge = family.call_settings or (lambda values, given: {**values, **given})
+        preprocessor = merge(preprocessor, call)
     config = family.build(
         source,
         processor_type,

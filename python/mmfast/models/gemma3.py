@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -104,6 +104,9 @@ class Gemma3Config(PilBackendConfig):
     image_seq_length: int
 
     batch_layout: ClassVar[str] = "concat"
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_values": "rows", "num_crops": "ints"}
+    )
 
     def count_tokens(self, height: int, width: int) -> int:
         """Soft tokens for one view."""

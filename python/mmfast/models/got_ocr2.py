@@ -9,7 +9,7 @@ one tile) when there is more than one; without it, the image is squashed to one 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from types import MappingProxyType
@@ -100,6 +100,9 @@ class GotOcr2Config(PilBackendConfig):
     tokens_per_tile: int
 
     batch_layout: ClassVar[str] = "concat"
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_values": "rows", "num_patches": "ints"}
+    )
 
     def tiles(self, height: int, width: int) -> tuple[int, int]:
         """(columns, rows) of the tile grid."""

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
-import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
@@ -32,6 +31,8 @@ from mmfast.models.base import (
     Resize,
     TileGrid,
     View,
+    bfloat16_bits,
+    bfloat16_values,
     check_image_size,
     fused_tables,
     plan_constants,
@@ -204,6 +205,10 @@ class Llama4Config(ModelConfig):
     # Which transformers backend the plan matches: "pil" or "torchvision".
     backend: str = field(default="pil", kw_only=True)
 
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_values": "images", "aspect_ratios": "rows"}
+    )
+
     def tokens_per_tile(self) -> int:
         """``<|patch|>`` tokens per tile: ``Llama4Processor.replace_image_token``'s
         ``(tile // patch_size) ** 2 // round(1 / pixel_shuffle_ratio ** 2)`` (144 for Scout)."""
@@ -309,14 +314,17 @@ def bfloat16_tables(plan: ImagePlan) -> NDArray[np.uint16]:
     operation rounded to bfloat16 (torch's CPU kernels for bfloat16 tensors and a
     Python scalar). Verified bit-exact against HF's outputs on every shared image.
     """
-    bf16 = ml_dtypes.bfloat16
-    x = np.arange(256, dtype=np.float32).astype(bf16)  # exact: every uint8 is a bfloat16
+    x = np.arange(256, dtype=np.float32)  # exact: every uint8 is a bfloat16
+
+    def bf16(value: Any) -> NDArray[np.float32]:
+        return bfloat16_values(bfloat16_bits(np.asarray(value, np.float32)))
+
     rows = []
     for mean, std in zip(plan.image_mean, plan.image_std, strict=True):
-        y = (x.astype(np.float32) * np.float32(plan.rescale_factor)).astype(bf16)
-        y = (y.astype(np.float32) - bf16(mean).astype(np.float32)).astype(bf16)
-        y = (y.astype(np.float32) / bf16(std).astype(np.float32)).astype(bf16)
-        rows.append(y.view(np.uint16))
+        y = bf16(x * np.float32(plan.rescale_factor))
+        y = bf16(y - bf16(mean))
+        y = bf16(y / bf16(std))
+        rows.append(bfloat16_bits(y))
     return np.stack(rows)
 
 

@@ -11,18 +11,18 @@ zeros to the batch's largest.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from mmfast.errors import MmfastError
-from mmfast.image import DEFAULT_MAX_PIXELS
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
+    DEFAULT_MAX_PIXELS,
     OPENAI_CLIP_MEAN,
     OPENAI_CLIP_STD,
     ImagePlan,
@@ -80,6 +80,10 @@ class LlavaNextConfig(PilBackendConfig):
     patch_size: int
     num_additional_image_tokens: int
     vision_feature_select_strategy: str | None
+
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_values": "rows", "image_sizes": "tuples"}
+    )
 
     def layout(self) -> str:
         """Zero-padded per image with ``do_pad``; stacked (equal patch counts) without."""

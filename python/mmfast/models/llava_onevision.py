@@ -10,9 +10,10 @@ padded to a square with the mean colour instead, then squashed to one 384 tile. 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -56,6 +57,10 @@ class LlavaOnevisionConfig(LlavaNextConfig):
 
     tile_tokens: int
     max_num_patches: int
+
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_values": "rows", "image_sizes": "tuples", "batch_num_images": "ints"}
+    )
 
     def features(self, height: int, width: int, out_height: int, out_width: int) -> int:
         """``LlavaOnevisionProcessor._get_number_of_features``: a ``sqrt(tile_tokens)`` grid per

@@ -14,6 +14,7 @@ from mmfast.models.base import BICUBIC, HALF, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD,
 from mmfast.models.config import Fields, Source
 from mmfast.models.qwen2_vl import (
     QwenVLConfig,
+    call_over_legacy_pixels,
     check_positive,
     fit_pixel_budget,
     patch_fields,
@@ -103,6 +104,7 @@ registry.register(
         ),
         hf_pil="paddleocr_vl.image_processing_pil_paddleocr_vl.PaddleOCRVLImageProcessorPil",
         hf_torchvision="paddleocr_vl.image_processing_paddleocr_vl.PaddleOCRVLImageProcessor",
+        call_settings=call_over_legacy_pixels,
     )
 )
 

@@ -147,6 +147,7 @@ class PilBackendConfig(ModelConfig):
     backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "stack"
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"pixel_values": "rows"})
 
     def resize_size(self, height: int, width: int) -> tuple[int, int]:
         """Target size; mirrors the size-dict dispatch in ``PilBackend.resize``."""

@@ -290,6 +290,16 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     )
 
 
+def call_over_legacy_pixels(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's settings over a config whose class folds ``min_pixels``/``max_pixels`` into
+    ``size`` in its ``__init__``: a call's ``size`` replaces that folded size (so the file's
+    min/max pixels no longer apply), and the call's own ``min_pixels``/``max_pixels`` then
+    override its edges (``_standardize_kwargs``)."""
+    if "size" in call:
+        values = {k: v for k, v in values.items() if k not in ("min_pixels", "max_pixels")}
+    return {**values, **call}
+
+
 registry.register(
     registry.Family(
         name="qwen2_vl",
@@ -317,6 +327,7 @@ registry.register(
         },
         hf_pil="qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
         hf_torchvision="qwen2_vl.image_processing_qwen2_vl.Qwen2VLImageProcessor",
+        call_settings=call_over_legacy_pixels,
     )
 )
 

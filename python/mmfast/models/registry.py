@@ -49,7 +49,9 @@ class Family:
     passes on every call (its ``images_kwargs``), which win over the checkpoint's file.
     ``backends``: the transformers backends mmfast matches for the family.
     ``processor_classes``: HF processor class -> model type, for configs read without
-    ``config.json``.
+    ``config.json``. ``call_settings(values, call)`` puts a call's keyword arguments over a
+    config's values as transformers' ``preprocess`` puts them over the instance's attributes
+    (by default they replace the values they name).
     """
 
     name: str
@@ -63,6 +65,7 @@ class Family:
     processor_defaults: Mapping[str, Any] = field(default_factory=dict)
     backends: tuple[str, ...] = ("pil", "torchvision")
     processor_classes: Mapping[str, str] = field(default_factory=dict)
+    call_settings: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
