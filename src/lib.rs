@@ -35,9 +35,7 @@ mod _native {
     use std::ffi::{c_char, c_void, CStr};
 
     use ndarray::{Array, ArrayView3, CowArray, Ix3, IxDyn};
-    use numpy::{
-        IntoPyArray, PyArray2, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
-    };
+    use numpy::{IntoPyArray, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
     use pyo3::exceptions::PyMemoryError;
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
@@ -465,10 +463,11 @@ mod _native {
     }
 
     /// One job tuple from Python: `(image_index, source_job, crop, resize, pad, layout,
-    /// offset, frames)`, each optional part `None` or:
+    /// offset, frames, table)`, each optional part `None` or:
     /// crop `(top, left, height, width)`; resize `(kind, filter, (height, width))`;
     /// pad `((height, width), (top, left), (r, g, b))`; layout `(kind, params)`; frames the
-    /// image indices of a video's further time slots (empty for a still image).
+    /// image indices of a video's further time slots (empty for a still image); table the
+    /// index of the normalisation table its values come from.
     type JobSpec<'py> = (
         usize,
         Option<usize>,
@@ -478,6 +477,7 @@ mod _native {
         Option<(String, Bound<'py, PyAny>)>,
         usize,
         Vec<usize>,
+        usize,
     );
 
     /// A batch input: an (H, W, 3) uint8 array, or a Pillow image's Arrow export as
@@ -539,8 +539,22 @@ mod _native {
         })
     }
 
+    /// `(top, left, height, width)` tuples as windows.
+    fn windows(params: &Bound<'_, PyAny>, expected: &str) -> PyResult<Vec<Window>> {
+        let boxes: Vec<(isize, isize, usize, usize)> = extract("jobs", expected, params)?;
+        Ok(boxes
+            .into_iter()
+            .map(|(top, left, height, width)| Window {
+                top,
+                left,
+                height,
+                width,
+            })
+            .collect())
+    }
+
     fn parse_job(spec: &JobSpec<'_>) -> PyResult<Job> {
-        let (image, source, crop, resize, pad, layout, offset, frames) = spec;
+        let (image, source, crop, resize, pad, layout, offset, frames, table) = spec;
         let resize = match resize {
             None => Resize::Keep,
             Some((kind, filter, to)) => resize_kind("jobs", kind, *filter, *to)?,
@@ -557,22 +571,30 @@ mod _native {
                         merge_size,
                     })
                 }
-                "windows" => {
-                    let boxes: Vec<(isize, isize, usize, usize)> =
-                        extract("jobs", "a list of (top, left, height, width)", params)?;
-                    Layout::Windows(
-                        boxes
-                            .into_iter()
-                            .map(|(top, left, height, width)| Window {
-                                top,
-                                left,
-                                height,
-                                width,
-                            })
-                            .collect(),
-                    )
+                "windows" => Layout::Windows(windows(params, "a list of (top, left, height, width)")?),
+                "hwc_patches" => {
+                    let (patch_size, boxes): (usize, Bound<'_, PyAny>) =
+                        extract("jobs", "(patch_size, [(top, left, height, width), ...])", params)?;
+                    Layout::HwcPatches {
+                        patch_size,
+                        windows: windows(&boxes, "a list of (top, left, height, width)")?,
+                    }
                 }
-                other => return Err(fail("jobs", "layout 'patches' or 'windows'", other)),
+                "canvas" => {
+                    let (row, plane) = extract("jobs", "(row, plane) strides", params)?;
+                    Layout::Canvas { row, plane }
+                }
+                "strip" => {
+                    let (patch_size, stride) = extract("jobs", "(patch_size, stride)", params)?;
+                    Layout::Strip { patch_size, stride }
+                }
+                other => {
+                    return Err(fail(
+                        "jobs",
+                        "layout 'patches', 'windows', 'hwc_patches', 'canvas' or 'strip'",
+                        other,
+                    ))
+                }
             }),
         };
         Ok(Job {
@@ -592,6 +614,7 @@ mod _native {
             }),
             layout,
             offset: *offset,
+            table: *table,
             frames: frames.clone(),
         })
     }
@@ -605,23 +628,38 @@ mod _native {
         threads: (usize, usize),
     ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
         let tables = tables
-            .cast::<PyArray2<T>>()
-            .map_err(|_| fail("tables", "a (3, 256) array", describe(tables)))?
+            .cast::<PyArrayDyn<T>>()
+            .map_err(|_| fail("tables", "a (3, 256) or (k, 3, 256) array", describe(tables)))?
             .readonly();
         let tables = tables.as_array();
-        if tables.shape() != [3, 256] {
-            return Err(fail("tables", "shape (3, 256)", format!("{:?}", tables.shape())));
-        }
-        let mut lut = [[tables[[0, 0]]; 256]; 3];
-        for (c, row) in lut.iter_mut().enumerate() {
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = tables[[c, x]];
+        let k = match tables.shape() {
+            [3, 256] => 1,
+            &[k, 3, 256] if k > 0 => k,
+            other => {
+                return Err(fail(
+                    "tables",
+                    "shape (3, 256) or (k, 3, 256)",
+                    format!("{other:?}"),
+                ))
             }
-        }
-        let norm = Normalize::from_tables(lut);
+        };
+        let tables = tables
+            .to_shape((k, 3, 256))
+            .expect("the element count checked above");
+        let norms: Vec<Normalize<T>> = (0..k)
+            .map(|t| {
+                let mut lut = [[tables[[t, 0, 0]]; 256]; 3];
+                for (c, row) in lut.iter_mut().enumerate() {
+                    for (x, v) in row.iter_mut().enumerate() {
+                        *v = tables[[t, c, x]];
+                    }
+                }
+                Normalize::from_tables(lut)
+            })
+            .collect();
         let mut out = alloc::zeroed::<T>("shape", array_len::<T>(shape)?)?;
         detach(py, || {
-            pipeline::run_batch(images, jobs, &norm, &mut out, threads.0, threads.1)
+            pipeline::run_batch(images, jobs, &norms, &mut out, threads.0, threads.1)
         })??;
         Ok(Array::from_shape_vec(IxDyn(shape), out)
             .expect("length checked by run_batch")
@@ -635,8 +673,9 @@ mod _native {
     /// ``(schema_capsule, array_capsule, (height, width))`` of RGB or L images, read in
     /// place. Each job (see ``JobSpec``) takes one of them or an earlier job's pixels,
     /// crops, resizes and pads it, and writes its layout at its offset into the output,
-    /// whose dtype is that of ``tables`` (float32, uint16 bfloat16 bits or uint8):
-    /// ``tables[c, x]`` is the output for value ``x`` in channel ``c``. Values no job
+    /// whose dtype is that of ``tables`` (float32, uint16 bfloat16 bits or uint8), (3, 256)
+    /// or (k, 3, 256): ``tables[t, c, x]`` is the output for value ``x`` in channel ``c``
+    /// of a job whose table is ``t``. Values no job
     /// writes are zero. Images run in parallel on at most ``threads`` threads of the
     /// process's worker pool, the calling thread included; the first call that needs the
     /// pool builds it with ``pool_threads`` threads (later values are ignored; a forked
@@ -656,9 +695,9 @@ mod _native {
         let images = inputs.iter().map(Input::pixels).collect::<PyResult<Vec<_>>>()?;
         let jobs = jobs.iter().map(parse_job).collect::<PyResult<Vec<_>>>()?;
         let shape: Vec<usize> = extract("shape", "a sequence of non-negative integers", shape)?;
-        Ok(if tables.cast::<PyArray2<u16>>().is_ok() {
+        Ok(if tables.cast::<PyArrayDyn<u16>>().is_ok() {
             run_typed::<u16>(py, &images, &jobs, tables, &shape, threads)?.into_any()
-        } else if tables.cast::<PyArray2<u8>>().is_ok() {
+        } else if tables.cast::<PyArrayDyn<u8>>().is_ok() {
             run_typed::<u8>(py, &images, &jobs, tables, &shape, threads)?.into_any()
         } else {
             run_typed::<f32>(py, &images, &jobs, tables, &shape, threads)?.into_any()

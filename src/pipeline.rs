@@ -14,7 +14,10 @@ use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use crate::resize::{resize_rgb, Filter};
 use crate::torch_resize::{resize_torch_rgb, TorchMode};
-use crate::transforms::{checked_len, crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
+use crate::transforms::{
+    checked_len, crop_and_normalize, normalize_into_canvas, normalize_to_hwc_patches, normalize_to_patches,
+    normalize_to_strip, Normalize, Patches, Window,
+};
 use crate::workers;
 
 /// How a job's source is resized.
@@ -58,6 +61,30 @@ pub enum Layout {
     Patches(Patches),
     /// One CHW tensor per window, back to back (a crop, a padded canvas, or tiles).
     Windows(Vec<Window>),
+    /// Channel-last patch rows of each window, back to back (`SigLIP` 2, Gemma 4, Molmo2).
+    HwcPatches {
+        /// Side of a square patch.
+        patch_size: usize,
+        /// Windows inside the pixels, sides multiples of `patch_size`.
+        windows: Vec<Window>,
+    },
+    /// The pixels' CHW planes at the top-left of a larger CHW canvas whose rows are `row`
+    /// values apart and planes `plane` apart; the rest of the canvas is left as it is
+    /// (Pixtral's and Idefics2's zeros after normalising).
+    Canvas {
+        /// Values from one canvas row to the next.
+        row: usize,
+        /// Values from one canvas plane to the next.
+        plane: usize,
+    },
+    /// MiniCPM-V's patch strip: `3 * patch_size` rows `stride` values apart, this image's
+    /// patches filling the next `h / patch_size * w` values of each.
+    Strip {
+        /// Side of a square patch.
+        patch_size: usize,
+        /// Values from one strip row to the next (the whole batch's strip length).
+        stride: usize,
+    },
 }
 
 /// An input image: HWC u8 pixels, `channels` bytes each (3: RGB, 4: Pillow's RGBX
@@ -87,8 +114,11 @@ pub struct Pad {
 /// Pixels of their own and their (height, width).
 type Owned = (Vec<u8>, (usize, usize));
 
-/// An image's index and its jobs in order, each with its output slot if it writes one.
-type Group<'d, T> = (usize, Vec<(usize, Option<&'d mut [T]>)>);
+/// An image's index and its jobs in order, each with the output ranges it writes.
+type Group<'d, T> = (usize, Vec<(usize, Vec<&'d mut [T]>)>);
+
+/// Each job's output ranges, with their places in its layout.
+type Slots<'d, T> = Vec<Vec<(usize, &'d mut [T])>>;
 
 /// One piece of work on an image: take the input image or an earlier job's pixels,
 /// crop, resize, pad (all u8 RGB), then normalise a layout into `offset..` of the output.
@@ -111,6 +141,8 @@ pub struct Job {
     pub layout: Option<Layout>,
     /// First output value this job writes.
     pub offset: usize,
+    /// Which of the batch's normalisation tables the job's values come from.
+    pub table: usize,
     /// A video's temporal group: the input images of time slots 1.., each cropped, resized
     /// and padded like `image`, whose size they share (patch layouts only; empty for a
     /// still image, which fills every time slot).
@@ -160,29 +192,59 @@ impl Job {
         Ok(size)
     }
 
-    /// Number of output values this job writes for pixels of `size`.
+    /// The output ranges this job writes for pixels of `size`, as `(start, length)` from
+    /// its `offset`, in the order its layout fills them (one range for most layouts).
     ///
     /// # Errors
-    /// Sizes whose product overflows.
-    pub fn output_len(&self, size: (usize, usize)) -> Result<usize, TransformError> {
-        match &self.layout {
-            None => Ok(0),
+    /// Sizes whose product overflows, or a canvas or strip its pixels do not fit.
+    pub fn segments(&self, size: (usize, usize)) -> Result<Vec<(usize, usize)>, TransformError> {
+        let overflow = || TransformError::Overflow {
+            arg: "jobs",
+            what: "the total output length".into(),
+        };
+        let total = |windows: &[Window]| {
+            windows.iter().try_fold(0usize, |acc, w| {
+                acc.checked_add(checked_len("jobs", &[3, w.height, w.width])?)
+                    .ok_or_else(overflow)
+            })
+        };
+        let (h, w) = size;
+        let len = match &self.layout {
+            None => return Ok(Vec::new()),
             Some(Layout::Patches(p)) => checked_len(
                 "jobs",
-                &[
-                    size.0 / p.patch_size.max(1),
-                    size.1 / p.patch_size.max(1),
-                    p.row_len()?,
-                ],
-            ),
-            Some(Layout::Windows(windows)) => windows.iter().try_fold(0usize, |acc, w| {
-                let len = checked_len("jobs", &[3, w.height, w.width])?;
-                acc.checked_add(len).ok_or(TransformError::Overflow {
-                    arg: "jobs",
-                    what: "the total output length".into(),
-                })
-            }),
-        }
+                &[h / p.patch_size.max(1), w / p.patch_size.max(1), p.row_len()?],
+            )?,
+            Some(Layout::Windows(windows) | Layout::HwcPatches { windows, .. }) => total(windows)?,
+            Some(Layout::Canvas { row, plane }) => {
+                let (row, plane) = (*row, *plane);
+                // Every pixel row must fit its canvas row, and every plane its plane.
+                if w > row || checked_len("jobs", &[h, row])? > plane {
+                    return Err(invalid(
+                        "jobs",
+                        format!("a canvas of rows {row} and planes {plane} apart holding the pixels"),
+                        format!("{size:?}"),
+                    ));
+                }
+                return Ok((0..3)
+                    .flat_map(|c| (0..h).map(move |y| (c * plane + y * row, w)))
+                    .collect());
+            }
+            Some(Layout::Strip { patch_size, stride }) => {
+                let (patch_size, stride) = (*patch_size, *stride);
+                let run = (h / patch_size.max(1)).checked_mul(w).ok_or_else(overflow)?;
+                if run > stride {
+                    return Err(invalid(
+                        "jobs",
+                        format!("strip rows of at least {run} values"),
+                        stride,
+                    ));
+                }
+                checked_len("jobs", &[3, patch_size, stride])?;
+                return Ok((0..3 * patch_size).map(|r| (r * stride, run)).collect());
+            }
+        };
+        Ok(vec![(0, len)])
     }
 
     /// Crop, resize and pad `src` (HWC RGB of `size`): `None` when nothing changes it.
@@ -223,20 +285,21 @@ impl Job {
         })
     }
 
-    /// Writes this job's layout of `pixels` (HWC RGB of `size`) into `dst`.
+    /// Writes this job's layout of `pixels` (HWC RGB of `size`) into its output ranges
+    /// `dst` (see [`Job::segments`]).
     fn write<T: Copy>(
         &self,
         frames: &[&[u8]],
         size: (usize, usize),
         norm: &Normalize<T>,
-        dst: &mut [T],
+        dst: &mut [&mut [T]],
     ) -> Result<(), TransformError> {
         let pixels = frames[0];
-        match &self.layout {
-            None => Ok(()),
-            Some(Layout::Patches(p)) => normalize_to_patches(frames, size, *p, norm, dst),
-            Some(Layout::Windows(windows)) => {
-                let mut rest = dst;
+        match (&self.layout, dst) {
+            (None, _) => Ok(()),
+            (Some(Layout::Patches(p)), [dst]) => normalize_to_patches(frames, size, *p, norm, dst),
+            (Some(Layout::Windows(windows)), [dst]) => {
+                let mut rest = &mut **dst;
                 for window in windows {
                     let (head, tail) = rest.split_at_mut(3 * window.height * window.width);
                     crop_and_normalize(pixels, size, *window, norm, head)?;
@@ -244,6 +307,14 @@ impl Job {
                 }
                 Ok(())
             }
+            (Some(Layout::HwcPatches { patch_size, windows }), [dst]) => {
+                normalize_to_hwc_patches(pixels, size, windows, *patch_size, norm, dst)
+            }
+            (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(pixels, size, norm, dst),
+            (Some(Layout::Strip { patch_size, .. }), dst) => {
+                normalize_to_strip(pixels, size, *patch_size, norm, dst)
+            }
+            (Some(_), dst) => Err(invalid("out", "one output range", dst.len())),
         }
     }
 }
@@ -262,18 +333,19 @@ enum Pixels {
 /// worker pool (built with `pool_threads` threads if this is the first parallel call; see
 /// [`crate::workers`]).
 ///
-/// Each job writes its own disjoint range of `dst`; values no job writes are left as
-/// they are (a zeroed output stays zero: HF's zero padding across a batch). An image's
-/// jobs run in order on one thread; images run in parallel, and so do the row bands
-/// of a large resize.
+/// Each job writes its own ranges of `dst` (see [`Job::segments`]), disjoint from every
+/// other job's, with the values of table `norms[job.table]`; values no job writes are left
+/// as they are (a zeroed output stays zero: HF's zero padding across a batch). An image's
+/// jobs run in order on one thread; images run in parallel, and so do the row bands of a
+/// large resize.
 ///
 /// # Errors
-/// A job that reads a missing image or a later job, overlapping or out-of-range
+/// A job that reads a missing image, table or later job, overlapping or out-of-range
 /// outputs, or a job that fails (the failure of the first such image in `images`).
 pub fn run_batch<T: Copy + Send + Sync>(
     images: &[Image<'_>],
     jobs: &[Job],
-    norm: &Normalize<T>,
+    norms: &[Normalize<T>],
     dst: &mut [T],
     threads: usize,
     pool_threads: usize,
@@ -315,49 +387,44 @@ pub fn run_batch<T: Copy + Send + Sync>(
                 ));
             }
         }
-        let len = job.output_len(size)?;
-        let end = job
-            .offset
-            .checked_add(len)
-            .filter(|&end| end <= dst.len())
-            .ok_or_else(|| {
-                invalid(
-                    "jobs",
-                    format!("outputs inside the {} output values", dst.len()),
-                    format!("{len} values at {}", job.offset),
-                )
-            })?;
-        sizes.push(size);
-        if len > 0 {
-            ranges.push((job.offset, end, j));
-        }
-    }
-    ranges.sort_unstable();
-    let mut slots: Vec<Option<&mut [T]>> = (0..jobs.len()).map(|_| None).collect();
-    let mut rest = dst;
-    let mut at = 0;
-    for (start, end, j) in ranges {
-        if start < at {
+        if job.table >= norms.len() {
             return Err(invalid(
                 "jobs",
-                "outputs that do not overlap",
-                format!("job {j} starting at {start}"),
+                format!("a table index below {}", norms.len()),
+                job.table,
             ));
         }
-        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - at);
-        let (slot, tail) = tail.split_at_mut(end - start);
-        slots[j] = Some(slot);
-        (rest, at) = (tail, end);
+        for (k, (start, len)) in job.segments(size)?.into_iter().enumerate() {
+            let end = job
+                .offset
+                .checked_add(start)
+                .and_then(|s| s.checked_add(len))
+                .filter(|&end| end <= dst.len())
+                .ok_or_else(|| {
+                    invalid(
+                        "jobs",
+                        format!("outputs inside the {} output values", dst.len()),
+                        format!("{len} values at {} + {start}", job.offset),
+                    )
+                })?;
+            if len > 0 {
+                ranges.push((end - len, end, j, k));
+            }
+        }
+        sizes.push(size);
     }
+    let slots = split_output(dst, ranges, jobs.len())?;
     // One group per image, its jobs in order.
     let mut groups: Vec<Group<'_, T>> = Vec::new();
     let mut group_of = HashMap::new();
-    for (j, slot) in slots.into_iter().enumerate() {
+    for (j, mut slot) in slots.into_iter().enumerate() {
         let g = *group_of.entry(jobs[j].image).or_insert_with(|| {
             groups.push((jobs[j].image, Vec::new()));
             groups.len() - 1
         });
-        groups[g].1.push((j, slot));
+        // In the layout's order (the output's order differs for a strip's rows).
+        slot.sort_unstable_by_key(|&(k, _)| k);
+        groups[g].1.push((j, slot.into_iter().map(|(_, s)| s).collect()));
     }
     // Each task takes its group once; the results are read in image order, so the error
     // reported does not depend on the threads.
@@ -367,12 +434,39 @@ pub fn run_batch<T: Copy + Send + Sync>(
         let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some((image, group)) = taken {
             *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
-                run_image(images, image, jobs, group, norm);
+                run_image(images, image, jobs, group, norms);
         }
     });
     results
         .into_iter()
         .try_for_each(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// `dst` cut into the ranges of each of `jobs` jobs, given as `(start, end, job, k)` with
+/// `k` the range's place in the job's layout, or an error for ranges that overlap.
+fn split_output<T>(
+    dst: &mut [T],
+    mut ranges: Vec<(usize, usize, usize, usize)>,
+    jobs: usize,
+) -> Result<Slots<'_, T>, TransformError> {
+    ranges.sort_unstable();
+    let mut slots: Slots<'_, T> = (0..jobs).map(|_| Vec::new()).collect();
+    let mut rest = dst;
+    let mut at = 0;
+    for (start, end, j, k) in ranges {
+        if start < at {
+            return Err(invalid(
+                "jobs",
+                "outputs that do not overlap",
+                format!("job {j} writing at {start}"),
+            ));
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - at);
+        let (slot, tail) = tail.split_at_mut(end - start);
+        slots[j].push((k, slot));
+        (rest, at) = (tail, end);
+    }
+    Ok(slots)
 }
 
 /// One image's jobs, in order: the image is packed into RGB once, each job's pixels
@@ -381,14 +475,14 @@ fn run_image<T: Copy>(
     images: &[Image<'_>],
     index: usize,
     jobs: &[Job],
-    group: Vec<(usize, Option<&mut [T]>)>,
-    norm: &Normalize<T>,
+    group: Vec<(usize, Vec<&mut [T]>)>,
+    norms: &[Normalize<T>],
 ) -> Result<(), TransformError> {
     let image = &images[index];
     let rgb = packed(image)?;
     let mut pixels: HashMap<usize, Pixels> = HashMap::new();
     let read_later: HashSet<usize> = group.iter().filter_map(|&(j, _)| jobs[j].source).collect();
-    for (j, slot) in group {
+    for (j, mut slot) in group {
         let job = &jobs[j];
         let (src, size) = resolve(&pixels, (&rgb, image.size), job.source);
         let prepared = job.prepare(src, size)?;
@@ -396,7 +490,7 @@ fn run_image<T: Copy>(
             Some((v, size)) => (v, *size),
             None => (src, size),
         };
-        if let Some(dst) = slot {
+        if !slot.is_empty() {
             // A video's further frames, prepared as the first one was.
             let mut others = Vec::with_capacity(job.frames.len());
             for &f in &job.frames {
@@ -409,7 +503,7 @@ fn run_image<T: Copy>(
             let frames: Vec<&[u8]> = std::iter::once(first)
                 .chain(others.iter().map(|f| &**f))
                 .collect();
-            job.write(&frames, size, norm, dst)?;
+            job.write(&frames, size, &norms[job.table], &mut slot)?;
         }
         if read_later.contains(&j) {
             let kept = match (prepared, job.source) {
@@ -473,8 +567,14 @@ mod tests {
             pad: None,
             layout: Some(layout),
             offset,
+            table: 0,
             frames: Vec::new(),
         }
+    }
+
+    /// Values a single-range job writes for pixels of `size`.
+    fn output_len(job: &Job, size: (usize, usize)) -> usize {
+        job.segments(size).unwrap().iter().map(|&(_, len)| len).sum()
     }
 
     fn window(top: isize, left: isize, height: usize, width: usize) -> Window {
@@ -501,8 +601,8 @@ mod tests {
             .prepare(src, size)
             .unwrap()
             .unwrap_or_else(|| (src.to_vec(), size));
-        let mut out = vec![f32::NAN; job.output_len(psize).unwrap()];
-        job.write(&[&pixels], psize, norm, &mut out).unwrap();
+        let mut out = vec![f32::NAN; output_len(job, psize)];
+        job.write(&[&pixels], psize, norm, &mut [&mut out[..]]).unwrap();
         out
     }
 
@@ -536,7 +636,7 @@ mod tests {
                 Layout::Windows(vec![window(0, 0, 4, 4), window(4, 4, 4, 4), window(-2, 5, 6, 9)])
             };
             let j = job(i, resize, layout, offset);
-            offset += j.output_len(j.pixel_size(*size).unwrap()).unwrap();
+            offset += output_len(&j, j.pixel_size(*size).unwrap());
             jobs.push(j);
         }
         let serial: Vec<f32> = jobs
@@ -545,19 +645,43 @@ mod tests {
             .collect();
         for threads in [1, 2, 3, 8] {
             let mut out = vec![f32::NAN; offset];
-            run_batch(&images, &jobs, &norm, &mut out, threads, POOL).unwrap();
+            run_batch(
+                &images,
+                &jobs,
+                std::slice::from_ref(&norm),
+                &mut out,
+                threads,
+                POOL,
+            )
+            .unwrap();
             assert_eq!(out, serial, "threads={threads}");
         }
         // Outputs must fit and must not overlap; a gap is left as it was.
-        assert!(run_batch(&images, &jobs, &norm, &mut vec![0f32; offset - 1], 2, POOL).is_err());
+        assert!(run_batch(
+            &images,
+            &jobs,
+            std::slice::from_ref(&norm),
+            &mut vec![0f32; offset - 1],
+            2,
+            POOL
+        )
+        .is_err());
         let mut gapped = jobs.clone();
         gapped[3].offset += 5;
         let mut out = vec![7f32; offset + 5];
-        run_batch(&images, &gapped, &norm, &mut out, 2, POOL).unwrap();
+        run_batch(&images, &gapped, std::slice::from_ref(&norm), &mut out, 2, POOL).unwrap();
         assert_eq!(out[jobs[3].offset..jobs[3].offset + 5], [7.0; 5]);
         assert_eq!(out[jobs[3].offset + 5..], serial[jobs[3].offset..]);
         gapped[3].offset = jobs[3].offset - 1;
-        assert!(run_batch(&images, &gapped, &norm, &mut vec![0f32; offset], 2, POOL).is_err());
+        assert!(run_batch(
+            &images,
+            &gapped,
+            std::slice::from_ref(&norm),
+            &mut vec![0f32; offset],
+            2,
+            POOL
+        )
+        .is_err());
     }
 
     #[test]
@@ -606,7 +730,7 @@ mod tests {
             source: Some(0),
             ..job(0, Resize::Keep, windows.clone(), 0)
         };
-        let second_len = second.output_len((8, 12)).unwrap();
+        let second_len = output_len(&second, (8, 12));
         let third = Job {
             offset: second_len,
             ..third
@@ -622,17 +746,41 @@ mod tests {
         want.extend(alone(&padded, (32, 20), &third, &norm));
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
-            run_batch(&[image], &jobs, &norm, &mut out, threads, POOL).unwrap();
+            run_batch(
+                &[image],
+                &jobs,
+                std::slice::from_ref(&norm),
+                &mut out,
+                threads,
+                POOL,
+            )
+            .unwrap();
             assert_eq!(out, want);
         }
         // A source must be an earlier job of the same image.
         let mut bad = jobs.clone();
         bad[1].source = Some(2);
-        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1, POOL).is_err());
+        assert!(run_batch(
+            &[image],
+            &bad,
+            std::slice::from_ref(&norm),
+            &mut vec![0f32; want.len()],
+            1,
+            POOL
+        )
+        .is_err());
         // A crop must lie inside its source.
         bad = jobs.clone();
         bad[0].crop = Some(Rect { top: 20, ..rect });
-        assert!(run_batch(&[image], &bad, &norm, &mut vec![0f32; want.len()], 1, POOL).is_err());
+        assert!(run_batch(
+            &[image],
+            &bad,
+            std::slice::from_ref(&norm),
+            &mut vec![0f32; want.len()],
+            1,
+            POOL
+        )
+        .is_err());
     }
 
     #[test]
@@ -673,14 +821,14 @@ mod tests {
             temporal_patch_size: 3,
             ..PATCHES
         };
-        let mut want = vec![0f32; video.output_len((8, 12)).unwrap()];
+        let mut want = vec![0f32; output_len(&video, (8, 12))];
         normalize_to_patches(&refs, (8, 12), p, &norm, &mut want).unwrap();
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
             run_batch(
                 &images,
                 std::slice::from_ref(&video),
-                &norm,
+                std::slice::from_ref(&norm),
                 &mut out,
                 threads,
                 POOL,
@@ -693,7 +841,15 @@ mod tests {
             frames: vec![1],
             ..video.clone()
         };
-        assert!(run_batch(&images, &[wrong], &norm, &mut vec![0f32; want.len()], 1, POOL).is_err());
+        assert!(run_batch(
+            &images,
+            &[wrong],
+            std::slice::from_ref(&norm),
+            &mut vec![0f32; want.len()],
+            1,
+            POOL
+        )
+        .is_err());
     }
 
     #[test]
@@ -714,8 +870,8 @@ mod tests {
             let jobs = [job(0, resize, Layout::Windows(vec![window(0, 0, h, w)]), 0)];
             let mut one = vec![0f32; 3 * h * w];
             let mut four = vec![0f32; 3 * h * w];
-            run_batch(&[image], &jobs, &norm, &mut one, 1, POOL).unwrap();
-            run_batch(&[image], &jobs, &norm, &mut four, 4, POOL).unwrap();
+            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut one, 1, POOL).unwrap();
+            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut four, 4, POOL).unwrap();
             assert_eq!(one, four, "{resize:?}");
         }
     }
@@ -742,11 +898,176 @@ mod tests {
                 channels,
                 size: (31, 45),
             };
-            let mut out = vec![0f32; jobs[0].output_len((20, 60)).unwrap()];
-            run_batch(&[image], &jobs, &norm, &mut out, 1, POOL).unwrap();
+            let mut out = vec![0f32; output_len(&jobs[0], (20, 60))];
+            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
             out
         };
         assert_eq!(run(&rgbx, 4), run(&rgb, 3));
         assert_eq!(run(&gray, 1), run(&gray_rgb, 3));
+    }
+
+    /// The normalised value of channel `c` of pixel (y, x) of an HWC image of width `w`.
+    fn value(src: &[u8], w: usize, (y, x, c): (usize, usize, usize), norm: &Normalize<f32>) -> f32 {
+        let mut one = [0f32; 3];
+        let px = &src[(y * w + x) * 3..(y * w + x + 1) * 3];
+        crop_and_normalize(px, (1, 1), window(0, 0, 1, 1), norm, &mut one).unwrap();
+        one[c]
+    }
+
+    const FILL: f32 = -7.0;
+
+    fn norms() -> [Normalize<f32>; 2] {
+        [
+            Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap(),
+            Normalize::new([0.1, 0.2, 0.3], [0.7, 0.8, 0.9], 1.0 / 255.0).unwrap(),
+        ]
+    }
+
+    /// `layout` of a 12x8 image with table `table`, run on 1 and 2 threads into `len`
+    /// values pre-filled with `FILL`: both results, checked equal.
+    fn run_layout(layout: Layout, table: usize, len: usize) -> (Vec<u8>, Vec<f32>) {
+        let src = pattern(12, 8, 5);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            size: (12, 8),
+        };
+        let one_job = [Job {
+            table,
+            ..job(0, Resize::Keep, layout, 0)
+        }];
+        let mut outs = [1, 2].map(|threads| {
+            let mut out = vec![FILL; len];
+            run_batch(&[image], &one_job, &norms(), &mut out, threads, POOL).unwrap();
+            out
+        });
+        assert_eq!(outs[0], outs[1]);
+        (src, std::mem::take(&mut outs[0]))
+    }
+
+    #[test]
+    fn hwc_patches_are_channel_last_rows_of_each_window() {
+        let (p, w) = (4, 8);
+        let windows = vec![window(0, 0, 8, 8), window(4, 4, 8, 4)];
+        let len = 3 * (64 + 32);
+        let layout = Layout::HwcPatches {
+            patch_size: p,
+            windows: windows.clone(),
+        };
+        let (src, got) = run_layout(layout, 1, len);
+        let mut want = Vec::new();
+        for win in &windows {
+            let (top, left) = (win.top as usize, win.left as usize);
+            for patch in 0..(win.height / p) * (win.width / p) {
+                let (py, px) = (patch / (win.width / p), patch % (win.width / p));
+                for (y, x, c) in (0..p).flat_map(|y| (0..p).flat_map(move |x| (0..3).map(move |c| (y, x, c))))
+                {
+                    want.push(value(
+                        &src,
+                        w,
+                        (top + py * p + y, left + px * p + x, c),
+                        &norms()[1],
+                    ));
+                }
+            }
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_canvas_holds_the_planes_at_its_top_left_and_leaves_the_rest() {
+        let (row, plane) = (10, 140);
+        let (src, got) = run_layout(Layout::Canvas { row, plane }, 0, 3 * plane);
+        let want: Vec<f32> = (0..3 * plane)
+            .map(|i| {
+                let (c, y, x) = (i / plane, i % plane / row, i % row);
+                if y < 12 && x < 8 {
+                    value(&src, 8, (y, x, c), &norms()[0])
+                } else {
+                    FILL
+                }
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_strip_runs_the_patches_along_its_rows() {
+        let (p, stride, w) = (4, 40, 8);
+        let run = 12 / p * w;
+        let (src, got) = run_layout(
+            Layout::Strip {
+                patch_size: p,
+                stride,
+            },
+            0,
+            3 * p * stride,
+        );
+        let want: Vec<f32> = (0..3 * p * stride)
+            .map(|i| {
+                let (c, ky, col) = (i / (p * stride), i % (p * stride) / stride, i % stride);
+                let (l, kx) = (col / p, col % p);
+                if col < run {
+                    value(
+                        &src,
+                        w,
+                        ((l / (w / p)) * p + ky, (l % (w / p)) * p + kx, c),
+                        &norms()[0],
+                    )
+                } else {
+                    FILL
+                }
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn strips_of_several_images_interleave_and_bad_jobs_are_refused() {
+        let (p, w) = (4, 8);
+        let src = pattern(12, w, 5);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            size: (12, w),
+        };
+        let run = 12 / p * w;
+        let pair = Layout::Strip {
+            patch_size: p,
+            stride: 2 * run,
+        };
+        let first = job(0, Resize::Keep, pair.clone(), 0);
+        let second = job(0, Resize::Keep, pair.clone(), run);
+        let mut both = vec![0f32; 3 * p * 2 * run];
+        run_batch(&[image], &[first.clone(), second], &norms(), &mut both, 2, POOL).unwrap();
+        let mut alone = vec![0f32; 3 * p * run];
+        let single = job(
+            0,
+            Resize::Keep,
+            Layout::Strip {
+                patch_size: p,
+                stride: run,
+            },
+            0,
+        );
+        run_batch(
+            &[image],
+            std::slice::from_ref(&single),
+            &norms(),
+            &mut alone,
+            1,
+            POOL,
+        )
+        .unwrap();
+        for (row, values) in both.chunks_exact(2 * run).zip(alone.chunks_exact(run)) {
+            assert_eq!(row, [values, values].concat());
+        }
+        // Overlapping strips, a missing table, a canvas too small.
+        let clash = job(0, Resize::Keep, pair, run - 1);
+        assert!(run_batch(&[image], &[first, clash], &norms(), &mut both, 1, POOL).is_err());
+        let bad_table = Job { table: 2, ..single };
+        assert!(run_batch(&[image], &[bad_table], &norms(), &mut alone, 1, POOL).is_err());
+        let small = job(0, Resize::Keep, Layout::Canvas { row: 7, plane: 140 }, 0);
+        assert!(run_batch(&[image], &[small], &norms(), &mut vec![0f32; 420], 1, POOL).is_err());
     }
 }

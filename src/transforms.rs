@@ -103,6 +103,19 @@ impl<T: Copy> Normalize<T> {
     }
 }
 
+impl<T: Copy> Normalize<T> {
+    /// Normalises `src` (interleaved RGB) into `dst` interleaved the same way, value by
+    /// value. The caller guarantees the lengths match.
+    fn run_interleaved(&self, src: &[u8], dst: &mut [T]) {
+        let [tr, tg, tb] = &self.tables;
+        for (px, out) in src.chunks_exact(3).zip(dst.chunks_exact_mut(3)) {
+            out[0] = tr[usize::from(px[0])];
+            out[1] = tg[usize::from(px[1])];
+            out[2] = tb[usize::from(px[2])];
+        }
+    }
+}
+
 /// `a * b * ...`, or an overflow error naming `arg`.
 ///
 /// The product of the non-zero sides must also fit in `isize`, as numpy and ndarray need
@@ -292,6 +305,147 @@ pub fn crop_and_normalize<T: Copy>(
         for (row, value) in [r_row, g_row, b_row].into_iter().zip(black) {
             row[..cols_in.start].fill(value);
             row[cols_in.end..].fill(value);
+        }
+    }
+    Ok(())
+}
+
+/// HWC u8 RGB of `size` → channel-last patch rows of `windows`, normalised.
+///
+/// Each window (inside the image, sides multiples of `patch_size`) is cut into
+/// `patch_size` squares in raster order; a row holds its square's pixels row by row,
+/// channels interleaved: (y, x, c). This is `SigLIP` 2's and Gemma 4's
+/// `convert_image_to_patches` (`reshape(C, nh, p, nw, p).permute(1, 3, 2, 4, 0)`), read
+/// straight from the image: each line of a row is one run of `3 * patch_size` bytes.
+/// Windows follow each other in `dst`.
+///
+/// # Errors
+/// A window outside the image or not a whole number of patches, or lengths that do not
+/// match.
+pub fn normalize_to_hwc_patches<T: Copy>(
+    src: &[u8],
+    size: (usize, usize),
+    windows: &[Window],
+    patch_size: usize,
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<(), TransformError> {
+    check_image(src, size)?;
+    let (h, w) = size;
+    let p = patch_size;
+    let mut total = 0usize;
+    for window in windows {
+        let inside = window.top >= 0
+            && window.left >= 0
+            && (window.top as usize)
+                .checked_add(window.height)
+                .is_some_and(|b| b <= h)
+            && (window.left as usize)
+                .checked_add(window.width)
+                .is_some_and(|r| r <= w);
+        if p == 0 || !inside || window.height % p != 0 || window.width % p != 0 {
+            return Err(invalid(
+                "windows",
+                format!("windows inside the ({h}, {w}) image, sides multiples of patch_size {p}"),
+                format!("{window:?}"),
+            ));
+        }
+        total = total
+            .checked_add(checked_len("windows", &[3, window.height, window.width])?)
+            .ok_or_else(|| invalid("windows", "a total that fits in memory", windows.len()))?;
+    }
+    check_out(dst, total)?;
+    let mut rest = dst;
+    for window in windows {
+        let (top, left) = (window.top as usize, window.left as usize);
+        let (out, tail) = rest.split_at_mut(3 * window.height * window.width);
+        // Line y of patch (py, px), in that order, is the next 3 * p output values.
+        let (nh, nw) = (window.height / p, window.width / p);
+        let starts = (0..nh * nw * p).map(|i| {
+            let (patch, y) = (i / p, i % p);
+            ((top + patch / nw * p + y) * w + left + patch % nw * p) * 3
+        });
+        for (at, line) in starts.zip(out.chunks_exact_mut(3 * p)) {
+            norm.run_interleaved(&src[at..at + 3 * p], line);
+        }
+        rest = tail;
+    }
+    Ok(())
+}
+
+/// HWC u8 RGB of `size` → its normalised CHW planes written into a larger CHW canvas
+/// whose rows are `row` values apart and planes `plane` apart, image at the top-left.
+///
+/// `dst` holds one slice per image row per channel, in order (channel, row), each `width`
+/// values long: the caller owns the canvas and leaves the rest as it is (Pixtral's and
+/// Idefics2's zero padding after normalising).
+///
+/// # Errors
+/// An empty image, or slices that do not match it.
+pub fn normalize_into_canvas<T: Copy>(
+    src: &[u8],
+    size: (usize, usize),
+    norm: &Normalize<T>,
+    dst: &mut [&mut [T]],
+) -> Result<(), TransformError> {
+    check_image(src, size)?;
+    let (h, w) = size;
+    if dst.len() != 3 * h || dst.iter().any(|line| line.len() != w) {
+        return Err(invalid("out", format!("{} rows of {w} values", 3 * h), dst.len()));
+    }
+    let (r, gb) = dst.split_at_mut(h);
+    let (g, b) = gb.split_at_mut(h);
+    for (y, ((r, g), b)) in r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut()).enumerate() {
+        norm.run(&src[y * w * 3..(y + 1) * w * 3], r, g, b);
+    }
+    Ok(())
+}
+
+/// HWC u8 RGB of `size` → MiniCPM-V's patch strip, normalised: the image cut into
+/// `patch_size` squares in raster order, square `l` filling columns `l * patch_size..` of
+/// each of the strip's `3 * patch_size` rows (channel, y): value `[c, ky, l * p + kx]` is
+/// pixel `(py * p + ky, px * p + kx)`, channel `c`.
+///
+/// `dst` holds this image's part of each strip row, in order: the strip of a batch runs
+/// every image's patches one after the other along its rows.
+///
+/// # Errors
+/// Sides that are not multiples of `patch_size`, or slices that do not match.
+pub fn normalize_to_strip<T: Copy>(
+    src: &[u8],
+    size: (usize, usize),
+    patch_size: usize,
+    norm: &Normalize<T>,
+    dst: &mut [&mut [T]],
+) -> Result<(), TransformError> {
+    check_image(src, size)?;
+    let (h, w) = size;
+    let p = patch_size;
+    if p == 0 || h % p != 0 || w % p != 0 {
+        return Err(invalid(
+            "size",
+            format!("sides that are multiples of patch_size {p}"),
+            format!("({h}, {w})"),
+        ));
+    }
+    if dst.len() != 3 * p || dst.iter().any(|line| line.len() != h / p * w) {
+        return Err(invalid(
+            "out",
+            format!("{} rows of {} values", 3 * p, h / p * w),
+            dst.len(),
+        ));
+    }
+    // One image row at a time, normalised into planar scratch, then each of its
+    // `w / p` patch lines copied to its place in the strip row of (channel, y % p).
+    let mut planes = vec![norm.black()[0]; 3 * w];
+    for y in 0..h {
+        let (r, gb) = planes.split_at_mut(w);
+        let (g, b) = gb.split_at_mut(w);
+        norm.run(&src[y * w * 3..(y + 1) * w * 3], r, g, b);
+        let (py, ky) = (y / p, y % p);
+        for c in 0..3 {
+            let line = &mut dst[c * p + ky][py * w..(py + 1) * w];
+            line.copy_from_slice(&planes[c * w..(c + 1) * w]);
         }
     }
     Ok(())

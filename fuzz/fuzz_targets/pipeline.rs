@@ -6,9 +6,11 @@
 //! inside their source, sometimes reaching outside), Pillow or torch resizes (any filter,
 //! sometimes to an empty size), pads with fills (sometimes too small), window or patch
 //! layouts (windows may start above/left of the image or run past it; patch parameters are
-//! usually small but sometimes absurd), offsets (usually back to back, sometimes with gaps,
-//! overlaps or past the end), video frames, and 1-3 threads, into an output of a random
-//! length around what the jobs need.
+//! usually small but sometimes absurd; channel-last patches of windows, a canvas with row
+//! and plane strides, a strip whose rows other jobs share), offsets (usually back to back,
+//! sometimes with gaps, overlaps or past the end), one of two tables (sometimes a missing
+//! one), video frames, and 1-3 threads, into an output of a random length around what the
+//! jobs need.
 //!
 //! It must return `Ok` or `Err`, never panic, never touch memory it does not own (the
 //! address sanitizer watches) and, when `Ok`:
@@ -17,7 +19,9 @@
 //! * give the bytes of the same plan run on one thread, and
 //! * give the values of a plain sequential reference built from the public kernels
 //!   (`to_rgb_oriented`, `crop_rgb`, `resize_rgb`, `resize_torch_rgb`, `pad_rgb`,
-//!   `crop_and_normalize`, `normalize_to_patches`), run step by step with no shortcuts.
+//!   `crop_and_normalize`, `normalize_to_patches`) run step by step with no shortcuts, and
+//!   the channel-last, canvas and strip layouts written value by value from their
+//!   definitions.
 #![no_main]
 
 use arbitrary::{Arbitrary, Result, Unstructured};
@@ -268,8 +272,39 @@ impl<'a> Arbitrary<'a> for Plan {
             } else {
                 Vec::new()
             };
-            let layout = match u.int_in_range(0u8..=4)? {
+            let layout = match u.int_in_range(0u8..=7)? {
                 0 => None,
+                5 => {
+                    let p = u.int_in_range(1..=6)?;
+                    let whole = (cropped.0 / p * p, cropped.1 / p * p);
+                    let windows = if whole.0 > 0 && whole.1 > 0 && !rare(u)? {
+                        (0..u.int_in_range(1..=3)?)
+                            .map(|_| patch_window(u, whole, p))
+                            .collect::<Result<_>>()?
+                    } else {
+                        windows(u, cropped)?
+                    };
+                    Some(Layout::HwcPatches {
+                        patch_size: p,
+                        windows,
+                    })
+                }
+                6 => {
+                    let row = cropped.1 + usize::from(u.int_in_range(0u8..=3)?);
+                    let plane = row * cropped.0 + usize::from(u.int_in_range(0u8..=9)?);
+                    let (row, plane) = if rare(u)? { (row / 2, plane) } else { (row, plane) };
+                    Some(Layout::Canvas { row, plane })
+                }
+                7 => {
+                    let p = u.int_in_range(1..=6)?;
+                    let run = cropped.0 / p * cropped.1;
+                    // Room for another image's part, or none (which a later job may claim).
+                    let stride = run + usize::from(u.int_in_range(0u8..=40)?);
+                    Some(Layout::Strip {
+                        patch_size: p,
+                        stride,
+                    })
+                }
                 1 | 2 => {
                     let p = patches(u, frames.len() + 1)?;
                     // Usually aim the resize at sides the patch layout accepts.
@@ -297,6 +332,7 @@ impl<'a> Arbitrary<'a> for Plan {
                 pad: None,
                 layout,
                 offset: 0,
+                table: if rare(u)? { 2 } else { u.int_in_range(0..=1)? },
                 frames,
             };
             let resized = job.pixel_size(from).ok();
@@ -312,7 +348,7 @@ impl<'a> Arbitrary<'a> for Plan {
             if job.layout.is_none() && u.ratio(2u8, 3u8)? {
                 job.layout = Some(Layout::Windows(windows(u, size.unwrap_or((1, 1)))?));
             }
-            let len = size.and_then(|s| job.output_len(s).ok());
+            let len = size.and_then(|s| output_len(&job, s).ok());
             job.offset = match u.int_in_range(0u8..=11)? {
                 0 => end.saturating_add(usize::from(u.arbitrary::<u8>()?)),
                 1 => end.saturating_sub(usize::from(u.arbitrary::<u8>()?)),
@@ -343,15 +379,35 @@ impl<'a> Arbitrary<'a> for Plan {
     }
 }
 
-fn tables() -> Normalize<f32> {
-    let mut t = [[0f32; 256]; 3];
-    for (c, row) in t.iter_mut().enumerate() {
-        for (x, v) in row.iter_mut().enumerate() {
-            // Distinct per channel and value, so a swapped channel or pixel shows.
-            *v = (c * 256 + x) as f32 + 0.25;
+/// A window inside `(h, w)` (multiples of `p`) whose sides are multiples of `p`.
+fn patch_window(u: &mut Unstructured<'_>, (h, w): (usize, usize), p: usize) -> Result<Window> {
+    let top = u.int_in_range(0..=h / p - 1)? * p;
+    let left = u.int_in_range(0..=w / p - 1)? * p;
+    Ok(Window {
+        top: top as isize,
+        left: left as isize,
+        height: u.int_in_range(1..=(h - top) / p)? * p,
+        width: u.int_in_range(1..=(w - left) / p)? * p,
+    })
+}
+
+/// Two tables, distinct per table, channel and value, so a swapped channel, pixel or table
+/// shows: table `t` maps `x` in channel `c` to `t * 768 + c * 256 + x + 0.25`.
+fn tables() -> [Normalize<f32>; 2] {
+    [0, 1].map(|table| {
+        let mut t = [[0f32; 256]; 3];
+        for (c, row) in t.iter_mut().enumerate() {
+            for (x, v) in row.iter_mut().enumerate() {
+                *v = (table * 768 + c * 256 + x) as f32 + 0.25;
+            }
         }
-    }
-    Normalize::from_tables(t)
+        Normalize::from_tables(t)
+    })
+}
+
+/// The table value of channel `c` of pixel `(y, x)` of HWC `pixels` `w` wide.
+fn value(table: usize, pixels: &[u8], w: usize, (y, x, c): (usize, usize, usize)) -> f32 {
+    (table * 768 + c * 256 + usize::from(pixels[(y * w + x) * 3 + c])) as f32 + 0.25
 }
 
 /// `image` as packed RGB, by the public kernel.
@@ -399,7 +455,7 @@ fn prepare(
 fn reference(
     images: &[Image<'_>],
     jobs: &[Job],
-    norm: &Normalize<f32>,
+    norms: &[Normalize<f32>],
     out: &mut [f32],
 ) -> std::result::Result<(), TransformError> {
     let mut kept: Vec<(Vec<u8>, (usize, usize))> = Vec::new();
@@ -414,7 +470,57 @@ fn reference(
             kept.push((pixels, size));
             continue;
         };
-        let len = job.output_len(size)?;
+        let norm = &norms[job.table];
+        let (h, w) = size;
+        let len = output_len(job, size)?;
+        match layout {
+            Layout::HwcPatches {
+                patch_size: p,
+                windows,
+            } => {
+                let mut at = job.offset;
+                for win in windows {
+                    let (top, left) = (win.top as usize, win.left as usize);
+                    for patch in 0..(win.height / p) * (win.width / p) {
+                        let (py, px) = (patch / (win.width / p), patch % (win.width / p));
+                        for (y, x, c) in
+                            (0..*p).flat_map(|y| (0..*p).flat_map(move |x| (0..3).map(move |c| (y, x, c))))
+                        {
+                            let at_pixel = (top + py * p + y, left + px * p + x, c);
+                            out[at] = value(job.table, &pixels, w, at_pixel);
+                            at += 1;
+                        }
+                    }
+                }
+                kept.push((pixels, size));
+                continue;
+            }
+            Layout::Canvas { row, plane } => {
+                for (c, y, x) in (0..3).flat_map(|c| (0..h).flat_map(move |y| (0..w).map(move |x| (c, y, x))))
+                {
+                    out[job.offset + c * plane + y * row + x] = value(job.table, &pixels, w, (y, x, c));
+                }
+                kept.push((pixels, size));
+                continue;
+            }
+            Layout::Strip {
+                patch_size: p,
+                stride,
+            } => {
+                let n = (h / p) * (w / p);
+                for (c, ky, l, kx) in (0..3).flat_map(|c| {
+                    (0..*p)
+                        .flat_map(move |ky| (0..n).flat_map(move |l| (0..*p).map(move |kx| (c, ky, l, kx))))
+                }) {
+                    let pixel = ((l / (w / p)) * p + ky, (l % (w / p)) * p + kx, c);
+                    out[job.offset + (c * p + ky) * stride + l * p + kx] =
+                        value(job.table, &pixels, w, pixel);
+                }
+                kept.push((pixels, size));
+                continue;
+            }
+            _ => {}
+        }
         let dst = &mut out[job.offset..job.offset + len];
         match layout {
             Layout::Windows(windows) => {
@@ -437,10 +543,18 @@ fn reference(
                     normalize_to_patches(&refs, size, *p, norm, dst)?;
                 }
             }
+            Layout::HwcPatches { .. } | Layout::Canvas { .. } | Layout::Strip { .. } => {
+                unreachable!("written above")
+            }
         }
         kept.push((pixels, size));
     }
     Ok(())
+}
+
+/// Values a job writes, in all its ranges.
+fn output_len(job: &Job, size: (usize, usize)) -> std::result::Result<usize, TransformError> {
+    Ok(job.segments(size)?.iter().map(|&(_, len)| len).sum())
 }
 
 fuzz_target!(|plan: Plan| {
@@ -453,13 +567,13 @@ fuzz_target!(|plan: Plan| {
             size: i.size,
         })
         .collect();
-    let norm = tables();
+    let norms = tables();
     let sentinel = f32::from_bits(SENTINEL);
     let mut out = vec![sentinel; plan.out_len];
-    let result = run_batch(&images, &plan.jobs, &norm, &mut out, plan.threads, 3);
+    let result = run_batch(&images, &plan.jobs, &norms, &mut out, plan.threads, 3);
     if plan.threads > 1 {
         let mut serial = vec![sentinel; plan.out_len];
-        let serial_result = run_batch(&images, &plan.jobs, &norm, &mut serial, 1, 3);
+        let serial_result = run_batch(&images, &plan.jobs, &norms, &mut serial, 1, 3);
         assert_eq!(
             result.is_ok(),
             serial_result.is_ok(),
@@ -480,16 +594,17 @@ fuzz_target!(|plan: Plan| {
         let from = job.source.map_or(images[job.image].size, |k| source_sizes[k]);
         let size = job.pixel_size(from).expect("run_batch accepted it");
         source_sizes.push(size);
-        let len = job.output_len(size).expect("run_batch accepted it");
-        for w in &mut written[job.offset..job.offset + len] {
-            assert!(!*w, "overlapping slots accepted");
-            *w = true;
+        for (start, len) in job.segments(size).expect("run_batch accepted it") {
+            for w in &mut written[job.offset + start..job.offset + start + len] {
+                assert!(!*w, "overlapping slots accepted");
+                *w = true;
+            }
         }
     }
     for (i, (v, w)) in out.iter().zip(&written).enumerate() {
         if *w {
             assert!(
-                v.is_finite() && (0.0..768.0).contains(v) && v.fract() == 0.25,
+                v.is_finite() && (0.0..1536.0).contains(v) && v.fract() == 0.25,
                 "slot value {i} = {v} is no table value"
             );
         } else {
@@ -501,7 +616,7 @@ fuzz_target!(|plan: Plan| {
     let honest = plan.images.iter().all(|i| i.honest);
     if honest {
         let mut want = vec![sentinel; plan.out_len];
-        let r = reference(&images, &plan.jobs, &norm, &mut want);
+        let r = reference(&images, &plan.jobs, &norms, &mut want);
         assert!(
             r.is_ok(),
             "run_batch accepted what the kernels refuse: {r:?} (video={})",

@@ -50,6 +50,7 @@ def run_batch(
             tuple[str, object] | None,
             int,
             Sequence[int],
+            int,
         ]
     ],
     tables: NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8],

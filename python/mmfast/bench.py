@@ -29,8 +29,10 @@ import itertools
 import os
 import platform
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -514,6 +516,122 @@ def batch_rows(
     )
 
 
+# A server's image mix: 1 to 4 megapixels (phone photos scaled down, screenshots, scans).
+SERVING_SIZES = ((768, 1366), (1080, 1440), (1080, 1920), (1200, 1600), (1536, 2048), (1728, 2304))
+SERVING_REQUESTS = 48
+
+
+def serving_rows(
+    backends: Backends,
+    sizes: Sequence[tuple[int, int]] = SERVING_SIZES,
+    requests: int = SERVING_REQUESTS,
+    model_id: str = BATCH_MODEL,
+    repeats: int = 3,
+) -> Iterator[Item]:
+    """A server's image-processor pool: ``requests`` calls of transformers' image processor
+    (one PIL image each, ``return_tensors="pt"``), the way vLLM's renderer and SGLang's
+    processor pool call it, spread over 1 and 2 worker threads; through :mod:`mmfast.hf`
+    against plain transformers (its torchvision class when torch is installed, else its PIL
+    class). Each call gets one core on both sides (``MMFAST_NUM_THREADS=1``,
+    ``torch.set_num_threads(1)``): the workers are the parallelism, so the requests/s of 2
+    workers over 1 shows whether the GIL serialises the calls. Then the latency of one
+    request at a time, alone and while a third thread spins a CPU-bound Python loop.
+    """
+    if not backends.transformers:
+        yield "  skipped: transformers is not installed"
+        return
+    from mmfast import hf as mmfast_hf
+
+    kind = "torch" if backends.torch else "pil"
+    tensors = "pt" if backends.torch else "np"
+    plain, backed = hf_processor(model_id, kind), mmfast_hf.wrap(hf_processor(model_id, kind))
+    assert plain is not None  # Qwen2-VL has both classes
+    images = [_pil(sizes[i % len(sizes)], seed=i) for i in range(requests)]
+    rates: dict[tuple[str, int], float] = {}
+    latency: dict[tuple[str, bool], float] = {}
+    previous = os.environ.get("MMFAST_NUM_THREADS")
+    os.environ["MMFAST_NUM_THREADS"] = "1"
+    try:
+        with _torch_threads(backends, 1):
+            for name, processor in (("mmfast", backed), ("transformers", plain)):
+                for image in images[: len(sizes)]:  # warm up: caches, first-touch pages
+                    processor(image, return_tensors=tensors)
+                for workers in (1, 2):
+                    rates[name, workers] = max(
+                        _requests_per_second(processor, images, tensors, workers)
+                        for _ in range(repeats)
+                    )
+                for busy in (False, True):
+                    latency[name, busy] = _latency(processor, images[: len(sizes)], tensors, busy)
+    finally:
+        if previous is None:
+            del os.environ["MMFAST_NUM_THREADS"]
+        else:
+            os.environ["MMFAST_NUM_THREADS"] = previous
+    label = f"{short_name(model_id)} {'torchvision' if kind == 'torch' else 'PIL'}"
+    for workers in (1, 2):
+        yield Row(
+            f"{label}, {workers} worker{'s' * (workers > 1)}",
+            None,
+            1 / rates["mmfast", workers],
+            {"transformers": 1 / rates["transformers", workers]},
+        )
+    megapixels = sum(h * w for h, w in sizes) / len(sizes) / 1e6
+    yield (
+        f"  {requests} requests, one image each ({megapixels:.1f} MP on average); times are "
+        "wall time per request"
+    )
+    for name in ("mmfast", "transformers"):
+        one, two = rates[name, 1], rates[name, 2]
+        yield f"  {name}: {one:.1f} req/s on 1 worker, {two:.1f} on 2 ({two / one:.2f}x)"
+    ratio = rates["mmfast", 2] / rates["transformers", 2]
+    yield f"  mmfast / transformers at 2 workers: {ratio:.2f}x the requests/s"
+    for name in ("mmfast", "transformers"):
+        alone, beside = latency[name, False], latency[name, True]
+        yield (
+            f"  {name} latency per request: {alone * 1e3:.1f} ms alone, {beside * 1e3:.1f} ms "
+            "beside a CPU-bound Python thread"
+        )
+    mmfast_stats = mmfast_hf.stats()["by_class"].get(type(backed).__name__, {})
+    fallbacks = sum(count for reason, count in mmfast_stats.items() if reason != "mmfast")
+    yield f"  calls that fell back to transformers: {fallbacks}"
+
+
+def _requests_per_second(
+    processor: Any, images: Sequence[Image.Image], tensors: str, workers: int
+) -> float:
+    """``len(images)`` calls on ``workers`` threads, one image each: requests per second."""
+    with ThreadPoolExecutor(workers) as pool:
+        start = time.perf_counter()
+        list(pool.map(lambda image: processor(image, return_tensors=tensors), images))
+        return len(images) / (time.perf_counter() - start)
+
+
+def _latency(processor: Any, images: Sequence[Image.Image], tensors: str, busy: bool) -> float:
+    """Median seconds of one call at a time, with a thread spinning a Python loop if
+    ``busy`` (it holds the GIL except when the interpreter switches threads)."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=spin) if busy else None
+    if spinner is not None:
+        spinner.start()
+    try:
+        times = []
+        for image in images:
+            start = time.perf_counter()
+            processor(image, return_tensors=tensors)
+            times.append(time.perf_counter() - start)
+    finally:
+        stop.set()
+        if spinner is not None:
+            spinner.join()
+    return float(np.median(times))
+
+
 # --------------------------------------------------------------------------------------------
 # The command
 # --------------------------------------------------------------------------------------------
@@ -616,6 +734,18 @@ def run(
                 "jpeg: proc(jpeg_bytes, threads=1) vs load_image(path) + HF PIL processor",
                 ["load_image+HF PIL"],
                 items,
+            )
+        elif name == "serving":
+            section(
+                "serving: requests through transformers' image processor on worker threads, "
+                "one core each, mmfast.hf vs plain transformers",
+                ["transformers"],
+                serving_rows(
+                    backends,
+                    [(60, 80), (90, 120)] if quick else SERVING_SIZES,
+                    requests=4 if quick else SERVING_REQUESTS,
+                    repeats=1 if quick else 3,
+                ),
             )
         elif name == "batch":
             mixed = [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else batch_sizes()

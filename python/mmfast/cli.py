@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # ``mmfast bench --only`` sections, in the order a full run takes them.
-BENCH_SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch")
+BENCH_SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch", "serving")
 # More images than this get a progress bar on stderr, when stderr is a terminal.
 PROGRESS_MIN_IMAGES = 8
 # Images per batched call.

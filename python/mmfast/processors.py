@@ -38,7 +38,11 @@ from mmfast.image import (
 )
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
 from mmfast.models.base import (
+    Canvas,
+    HwcPatches,
+    Output,
     Patchify,
+    Strip,
     bfloat16_bits,
     bfloat16_values,
     fused_tables,
@@ -626,7 +630,7 @@ class ImageProcessor:
             resize = ("torch", config.resample, plan.size) if config.do_resize else None
             for g in range(plan.grid_t):
                 group = slots[g * t : (g + 1) * t]
-                jobs.append((group[0], None, None, resize, None, layout, offset, group[1:]))
+                jobs.append((group[0], None, None, resize, None, layout, offset, group[1:], 0))
                 offset += plan.grid_h * plan.grid_w * 3 * t * config.patch_size**2
             plans.append(plan)
         with np.errstate(all="ignore"):  # as for images
@@ -792,15 +796,7 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
                         "(check the config's size values)"
                     )
         sizes.append(size)
-        layout: tuple[str, Any] | None = None
-        length = 0
-        if isinstance(out, Patchify):
-            layout = ("patches", (out.patch_size, out.temporal_patch_size, out.merge_size))
-            length = (size[0] // out.patch_size) * (size[1] // out.patch_size)
-            length *= 3 * out.temporal_patch_size * out.patch_size**2
-        elif out is not None:
-            layout = ("windows", [(b.top, b.left, b.height, b.width) for b in out])
-            length = sum(3 * b.height * b.width for b in out)
+        layout, length = native_layout(out, size)
         jobs.append(
             (
                 index,
@@ -811,10 +807,34 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
                 layout,
                 offset,
                 [],
+                view.table,
             )
         )
         offset += length
     return jobs
+
+
+def native_layout(out: Output | None, size: tuple[int, int]) -> tuple[tuple[str, Any] | None, int]:
+    """A view's output as the core's ``(kind, params)`` layout, and how far it moves the next
+    view's offset (a strip's rows belong to the batch: a strip moves it along its first row)."""
+    h, w = size
+    if out is None:
+        return None, 0
+    if isinstance(out, Patchify):
+        p, t = out.patch_size, out.temporal_patch_size
+        return ("patches", (p, t, out.merge_size)), (h // p) * (w // p) * 3 * t * p * p
+    if isinstance(out, HwcPatches):
+        boxes = [(b.top, b.left, b.height, b.width) for b in out.windows]
+        return ("hwc_patches", (out.patch_size, boxes)), sum(
+            3 * b.height * b.width for b in out.windows
+        )
+    if isinstance(out, Canvas):
+        ch, cw = out.size
+        return ("canvas", (cw, ch * cw)), 3 * ch * cw
+    if isinstance(out, Strip):
+        return ("strip", (out.patch_size, out.stride)), h // out.patch_size * w
+    boxes = [(b.top, b.left, b.height, b.width) for b in out]
+    return ("windows", boxes), sum(3 * b.height * b.width for b in out)
 
 
 def run_plans(

@@ -36,13 +36,17 @@ __all__ = [
     "RESAMPLE_CODES",
     "RGB",
     "TORCH_RESAMPLE",
+    "Canvas",
+    "HwcPatches",
     "ImagePlan",
     "ModelConfig",
     "Normalization",
+    "Output",
     "Pad",
     "PatchGrid",
     "Patchify",
     "Resize",
+    "Strip",
     "TileGrid",
     "View",
     "bfloat16_bits",
@@ -169,22 +173,58 @@ class Patchify:
 
 
 @dataclass(frozen=True)
+class HwcPatches:
+    """Channel-last patch rows of ``windows`` of the view's pixels (each inside them, sides
+    multiples of ``patch_size``), window after window: each window cut into ``patch_size``
+    squares in raster order, a row holding its square's pixels row by row with the channels
+    interleaved, (y, x, c). SigLIP 2's and Gemma 4's ``convert_image_to_patches``."""
+
+    patch_size: int
+    windows: tuple[CropBox, ...]
+
+
+@dataclass(frozen=True)
+class Canvas:
+    """The view's CHW planes at the top-left of a (3, height, width) canvas of ``size``,
+    whose other values stay zero: a pad after normalising (Pixtral, Idefics2)."""
+
+    size: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Strip:
+    """MiniCPM-V's patch strip: ``3 * patch_size`` rows ``stride`` values apart (the whole
+    batch's strip length), channel then line of a patch; the view's ``patch_size`` squares,
+    in raster order, fill the next ``height // patch_size * width`` values of each row."""
+
+    patch_size: int
+    stride: int
+
+
+Output = Patchify | tuple[CropBox, ...] | HwcPatches | Canvas | Strip
+
+
+@dataclass(frozen=True)
 class View:
     """One piece of pixel work on an image, in the order the engine runs them.
 
     The pixels of the input image (``source=None``) or of an earlier view of the same image
     (``source=k``: view k's pixels after its crop, resize and pad) are cropped to ``crop``
     (inside them), resized, padded, then normalised into the image's output slot, after the
-    previous views' values: as patch rows (:class:`Patchify`) or as one CHW tensor per window
+    previous views' values: as patch rows (:class:`Patchify`), as one CHW tensor per window
     (a :class:`~mmfast.models.geometry.CropBox` may reach past the pixels; outside them is the
-    normalised value of black). ``out=None``: the view only feeds later views.
+    normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
+    canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
+    share). ``out=None``: the view only feeds later views. ``table`` picks the config's
+    normalisation table for the view's values (families with one table use 0).
     """
 
     resize: Resize | None = None
-    out: Patchify | tuple[CropBox, ...] | None = None
+    out: Output | None = None
     source: int | None = None
     crop: CropBox | None = None
     pad: Pad | None = None
+    table: int = 0
 
     @property
     def windows(self) -> tuple[CropBox, ...]:
@@ -392,7 +432,8 @@ class ModelConfig:
         return self.plan(height, width).num_image_tokens
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
-        """(3, 256) output value of each uint8 per channel; its dtype is ``pixel_values``'
+        """(3, 256) output value of each uint8 per channel, or (k, 3, 256) for a family whose
+        views pick among k tables (:attr:`View.table`); its dtype is ``pixel_values``'
         (uint16 holds bfloat16 bits).
 
         The default is HF's PIL-backend float32 arithmetic (:func:`float32_tables`), a
