@@ -1,22 +1,19 @@
-"""Every model family against its reference, generated from one table.
+"""Every model family against its PIL-side reference, generated from the parity table.
 
-Each row names a built-in checkpoint, its reference and the overrides to try. The reference is
-transformers' PIL-backend class for the family (``Family.hf_pil``, built from the same config
-dict as the built-in, ``return_tensors="np"``) or, for the Kimi checkpoints, whose processors
-are remote code needing torch, the NumPy restatement in ``kimi_reference``. Every output key must
-match in order, dtype, shape and bits; where the reference raises ``ValueError``, mmfast must
-raise :class:`MmfastError`. Llama 4 (torch only) is tested against goldens in
-``test_processors``.
+The rows of ``parity_table.TABLE`` with a PIL-side reference: transformers' PIL-backend class
+for the family (``Family.hf_pil``, built from the same config dict as the built-in,
+``return_tensors="np"``) or, for the Kimi checkpoints, whose processors are remote code needing
+torch, the NumPy restatement in ``kimi_reference``. Every output key must match in order,
+dtype, shape and bits; where the reference raises ``ValueError``, mmfast must raise
+:class:`MmfastError`. The same table drives the torchvision side (``torchvision_cases``).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import kimi_reference
@@ -35,310 +32,21 @@ from conftest import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from parity_table import GLM_TYPES, TABLE, Row, hf_reference, kimi_vl_reference
 from PIL import Image, ImageOps
 
 import mmfast
 from mmfast import MmfastError, models
 
-Outputs = Mapping[str, np.ndarray]
-Reference = Callable[[list[Image.Image], dict[str, Any]], Outputs]
-
-
-def hf_class(model_id: str) -> Any:
-    """transformers' PIL class for the checkpoint's family."""
-    family, _ = models.config.select_family(models.config.read_source(model_id))
-    assert family.hf_pil is not None
-    module, name = family.hf_pil.rsplit(".", 1)
-    return getattr(importlib.import_module(f"transformers.models.{module}"), name)
-
-
-def hf_reference(model_id: str) -> Reference:
-    """transformers' PIL class for the checkpoint's family, from the built-in's config dict,
-    called with the image kwargs the model's processor passes (the family's
-    ``processor_defaults``, checked against the HF processors below)."""
-    cls = hf_class(model_id)
-    family, _ = models.config.select_family(models.config.read_source(model_id))
-
-    def run(images: list[Any], overrides: dict[str, Any]) -> Outputs:
-        processor = cls.from_dict(builtin_dict(model_id) | overrides)
-        kwargs = {k: v for k, v in family.processor_defaults.items() if k not in overrides}
-        return dict(processor(images, return_tensors="np", **kwargs))
-
-    return run
-
-
-def kimi_vl_reference(model_id: str) -> Reference:
-    def run(images: list[Image.Image], overrides: dict[str, Any]) -> Outputs:
-        return kimi_reference.kimi_vl(images, builtin_dict(model_id) | overrides)
-
-    return run
-
-
-def kimi_k25_reference(model_id: str) -> Reference:
-    def run(images: list[Image.Image], overrides: dict[str, Any]) -> Outputs:
-        return kimi_reference.kimi_k25(images, builtin_dict(model_id)["media_proc_cfg"] | overrides)
-
-    return run
-
-
-def merged_tokens(merge: int) -> Callable[[Outputs, dict[str, Any]], int]:
-    """Qwen-like processors: ``image_grid_thw.prod() // merge_size**2``."""
-
-    def count(out: Outputs, overrides: dict[str, Any]) -> int:
-        return int(np.prod(out["image_grid_thw"][0])) // merge**2
-
-    return count
-
-
-def gemma3_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
-    """Gemma3Processor: 256 soft tokens for the image and each pan-and-scan crop."""
-    return 256 * (1 + int(out["num_crops"][0]))
-
-
-def internvl_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
-    """InternVLProcessor: <img>, 256 context tokens per tile, </img>."""
-    return 2 + 256 * int(out["num_patches"][0])
-
-
-def aya_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
-    """AyaVisionProcessor._get_num_multimodal_tokens with (364 // (14 * 2)) ** 2 per tile."""
-    per_tile = (364 // 28) ** 2
-    return per_tile + 3 + (int(out["num_patches"][0]) - 1) * (per_tile + 1)
-
-
-def llava_next_tokens(
-    processor: str, **attributes: Any
-) -> Callable[[Outputs, dict[str, Any]], int]:
-    """``replace_image_token``'s count of a LLaVA-NeXT-style processor (``module.Class`` under
-    ``transformers.models``), run on a stand-in holding only the attributes it reads (the real
-    processor needs a tokenizer)."""
-    module, name = processor.rsplit(".", 1)
-    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
-
-    def count(out: Outputs, overrides: dict[str, Any]) -> int:
-        pinpoints = overrides.get("image_grid_pinpoints") or attributes["pinpoints"]
-        fake = SimpleNamespace(
-            image_processor=SimpleNamespace(image_grid_pinpoints=pinpoints),
-            **{k: v for k, v in attributes.items() if k != "pinpoints"},
-        )
-        fake._get_unpadded_features = lambda *a: cls._get_unpadded_features(fake, *a)
-        fake._get_number_of_features = lambda *a: cls._get_number_of_features(fake, *a)
-        inputs = {
-            "image_sizes": out["image_sizes"],
-            "pixel_values": out["pixel_values"],
-            "batch_num_images": out.get("batch_num_images", [1]),
-        }
-        return str(cls.replace_image_token(fake, inputs, 0)).count("<image>")
-
-    return count
-
-
-def idefics3_tokens(seq_len: int) -> Callable[[Outputs, dict[str, Any]], int]:
-    """Idefics3Processor._get_num_multimodal_tokens, "\n\n" read as one token."""
-
-    def count(out: Outputs, overrides: dict[str, Any]) -> int:
-        rows, cols = out["rows"][0][0], out["cols"][0][0]
-        return seq_len + 3 + rows * (cols * (seq_len + 2) + 1)
-
-    return count
-
-
-@dataclass(frozen=True)
-class Row:
-    model_id: str
-    reference: Reference
-    tokens: Callable[[Outputs, dict[str, Any]], int]
-    overrides: Sequence[Override] = field(default_factory=tuple)
-
-    def __str__(self) -> str:
-        return self.model_id.rsplit("/", 1)[-1]
-
-
-COMMON = (
-    Override({"do_normalize": False}),
-    Override({"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5]}),
-)
-PATCH_COMMON = (
-    *COMMON,
-    Override({"resample": 0}),
-    Override({"resample": 1}),
-    Override({"do_rescale": False}),
-)
-
-GLM_TYPES = "zai-org/GLM-4.1V-9B-Thinking", "zai-org/GLM-OCR"
-TABLE = [
-    Row(
-        "Qwen/Qwen2.5-Omni-7B",
-        hf_reference("Qwen/Qwen2.5-Omni-7B"),
-        merged_tokens(2),
-        (*PATCH_COMMON, Override({"max_pixels": 28 * 28 * 64})),
-    ),
-    Row(
-        "Qwen/Qwen3-Omni-30B-A3B-Instruct",
-        hf_reference("Qwen/Qwen3-Omni-30B-A3B-Instruct"),
-        merged_tokens(2),
-        (Override({"min_pixels": 32 * 32 * 300}),),
-    ),
-    *(
-        Row(
-            model_id,
-            hf_reference(model_id),
-            merged_tokens(2),
-            (
-                *PATCH_COMMON,
-                Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
-                Override({"patch_size": 16}),
-                Override({"temporal_patch_size": 3}),
-            ),
-        )
-        for model_id in GLM_TYPES
-    ),
-    Row(
-        "PaddlePaddle/PaddleOCR-VL",
-        hf_reference("PaddlePaddle/PaddleOCR-VL"),
-        merged_tokens(2),
-        (
-            *PATCH_COMMON,
-            Override({"max_pixels": 28 * 28 * 100}),
-            Override({"min_pixels": 28 * 28 * 400, "max_pixels": 28 * 28 * 900}),
-            Override({"temporal_patch_size": 2}),
-        ),
-    ),
-    Row(
-        "moonshotai/Kimi-VL-A3B-Instruct",
-        kimi_vl_reference("moonshotai/Kimi-VL-A3B-Instruct"),
-        lambda out, overrides: (
-            int(np.prod(out["image_grid_hws"][0]))
-            // int(np.prod(overrides.get("merge_kernel_size", [2, 2])))
-        ),
-        (
-            Override({"in_token_limit": 64}),
-            Override({"pad_input": False}),
-            Override({"pad_input": False, "in_token_limit": 100}),
-            Override({"merge_kernel_size": [1, 3], "in_token_limit": 300}),
-            Override({"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5]}),
-        ),
-    ),
-    Row(
-        "moonshotai/Kimi-K2.5",
-        kimi_k25_reference("moonshotai/Kimi-K2.5"),
-        lambda out, overrides: (
-            int(np.prod(out["grid_thws"][0])) // overrides.get("merge_kernel_size", 2) ** 2
-        ),
-        (
-            Override({"in_patch_limit": 64}),
-            Override({"patch_limit_on_one_side": 20}),
-            Override({"merge_kernel_size": 3, "in_patch_limit": 500}),
-            Override({"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5]}),
-        ),
-    ),
-    Row(
-        "google/gemma-3-4b-it",
-        hf_reference("google/gemma-3-4b-it"),
-        gemma3_tokens,
-        (
-            *COMMON,
-            Override({"do_pan_and_scan": True}),
-            Override({"do_pan_and_scan": True, "pan_and_scan_min_crop_size": 32}),
-            Override({"do_pan_and_scan": True, "pan_and_scan_max_num_crops": 2}),
-            Override({"size": {"height": 224, "width": 160}, "resample": 3}),
-        ),
-    ),
-    Row(
-        "google/siglip-so400m-patch14-384",
-        hf_reference("google/siglip-so400m-patch14-384"),
-        lambda out, overrides: 0,
-        (*COMMON, Override({"do_rescale": False, "do_normalize": False})),
-    ),
-    Row(
-        "google/paligemma2-3b-pt-224",
-        hf_reference("google/paligemma2-3b-pt-224"),
-        lambda out, overrides: 256,
-        (Override({"size": {"height": 448, "width": 448}, "resample": 2}),),
-    ),
-    Row(
-        "OpenGVLab/InternVL3-8B-hf",
-        hf_reference("OpenGVLab/InternVL3-8B-hf"),
-        internvl_tokens,
-        (
-            *COMMON,
-            Override({"crop_to_patches": False}),
-            Override({"max_patches": 4}),
-            Override({"min_patches": 3, "max_patches": 6}),
-            Override({"size": {"height": 224, "width": 224}, "resample": 2}),
-        ),
-    ),
-    Row(
-        "CohereLabs/aya-vision-8b",
-        hf_reference("CohereLabs/aya-vision-8b"),
-        aya_tokens,
-        (Override({"max_patches": 2}),),
-    ),
-    Row(
-        "llava-hf/llava-v1.6-mistral-7b-hf",
-        hf_reference("llava-hf/llava-v1.6-mistral-7b-hf"),
-        llava_next_tokens(
-            "llava_next.processing_llava_next.LlavaNextProcessor",
-            pinpoints=builtin_dict("llava-hf/llava-v1.6-mistral-7b-hf")["image_grid_pinpoints"],
-            patch_size=14,
-            num_additional_image_tokens=1,
-            vision_feature_select_strategy="default",
-            image_token="<image>",
-        ),
-        (
-            *COMMON,
-            Override({"image_grid_pinpoints": [[336, 336], [336, 1008], [1344, 336]]}),
-            Override({"size": {"shortest_edge": 224}, "crop_size": 224}),
-            Override({"size": {"shortest_edge": 400}}),
-            Override({"resample": 2}),
-        ),
-    ),
-    Row(
-        "llava-hf/llava-onevision-qwen2-7b-ov-hf",
-        hf_reference("llava-hf/llava-onevision-qwen2-7b-ov-hf"),
-        llava_next_tokens(
-            "llava_onevision.processing_llava_onevision.LlavaOnevisionProcessor",
-            pinpoints=builtin_dict("llava-hf/llava-onevision-qwen2-7b-ov-hf")[
-                "image_grid_pinpoints"
-            ],
-            num_image_tokens=729,
-            vision_aspect_ratio="anyres_max_9",
-            vision_feature_select_strategy="full",
-            image_token="<image>",
-        ),
-        (
-            *COMMON,
-            Override({"image_grid_pinpoints": [[384, 384], [384, 768], [768, 768]]}),
-            Override({"size": {"height": 224, "width": 224}}),
-        ),
-    ),
-    *(
-        Row(
-            model_id,
-            hf_reference(model_id),
-            idefics3_tokens(seq_len),
-            (
-                *COMMON,
-                Override({"do_image_splitting": False}),
-                Override({"size": {"longest_edge": 700}}),
-                Override({"max_image_size": {"longest_edge": 200}}),
-                Override({"do_resize": False}),
-                Override({"resample": 3}),
-            ),
-        )
-        for model_id, seq_len in [
-            ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", 81),
-            ("HuggingFaceM4/Idefics3-8B-Llama3", 169),
-        ]
-    ),
-]
-ROWS = {str(row): row for row in TABLE}
+# The rows with a PIL-side reference (families transformers has a PIL class for).
+PIL_TABLE = [row for row in TABLE if row.reference is not None]
 SHARED_IMAGES = sorted(p.name for p in (SHARED / "images").glob("*")) if SHARED.exists() else []
 
 
 def check(row: Row, ours: Sequence[Any], theirs: list[Image.Image], override: Override) -> None:
     """mmfast on ``ours`` equals the reference on ``theirs``, or both refuse them."""
     proc = mmfast.ImageProcessor.from_pretrained(row.model_id, **override.ours)
+    assert row.reference is not None
     try:
         want = row.reference(theirs, override.reference)
     except ValueError as exc:
@@ -348,7 +56,7 @@ def check(row: Row, ours: Sequence[Any], theirs: list[Image.Image], override: Ov
         return
     got = proc(list(ours))
     assert_same_outputs(got, want)
-    if len(theirs) == 1:
+    if len(theirs) == 1 and row.tokens is not None:
         tokens = row.tokens(want, override.reference)
         assert proc.num_image_tokens(theirs[0].height, theirs[0].width) == tokens
 
@@ -361,14 +69,14 @@ def opened(path: Path) -> Image.Image:
 
 
 @pytest.mark.parametrize("name", SHARED_IMAGES or ["(shared images absent)"])
-@pytest.mark.parametrize("row", TABLE, ids=str)
+@pytest.mark.parametrize("row", PIL_TABLE, ids=str)
 def test_shared_images(row: Row, name: str) -> None:
     """Every awkward file, as a PIL image in its own mode (CMYK, RGBA, P, I;16, 12 MP, ...)."""
     image = opened(shared_path("images", name))
     check(row, [image], [image], Override({}))
 
 
-@pytest.mark.parametrize("row", TABLE, ids=str)
+@pytest.mark.parametrize("row", PIL_TABLE, ids=str)
 def test_input_kinds(row: Row, tmp_path: Path) -> None:
     """PIL, (H, W, 3) and (H, W) arrays, bytes and paths give the reference's output on the
     image each decodes to (``load_image`` for files)."""
@@ -391,7 +99,7 @@ def test_input_kinds(row: Row, tmp_path: Path) -> None:
 SIZES = st.tuples(st.integers(1, 900), st.integers(1, 900))
 
 
-@pytest.mark.parametrize("row", TABLE, ids=str)
+@pytest.mark.parametrize("row", PIL_TABLE, ids=str)
 @settings(max_examples=12, deadline=None)
 @given(size=SIZES, seed=st.integers(0, 2**16), kind=st.sampled_from(["noise", "smooth"]))
 def test_random_sizes(row: Row, size: tuple[int, int], seed: int, kind: str) -> None:
@@ -420,7 +128,7 @@ EDGE_SIZES = [
 
 
 @pytest.mark.parametrize("size", EDGE_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("row", TABLE, ids=str)
+@pytest.mark.parametrize("row", PIL_TABLE, ids=str)
 def test_edge_sizes(row: Row, size: tuple[int, int]) -> None:
     image = Image.fromarray(smooth(*size, seed=size[0] + size[1]))
     check(row, [image], [image], Override({}))
@@ -428,7 +136,7 @@ def test_edge_sizes(row: Row, size: tuple[int, int]) -> None:
 
 OVERRIDE_CASES = [
     pytest.param(row, override, id=f"{row}-{json.dumps(override.ours, sort_keys=True)}")
-    for row in TABLE
+    for row in PIL_TABLE
     for override in row.overrides
 ]
 
@@ -440,13 +148,14 @@ def test_overrides(row: Row, override: Override) -> None:
         check(row, [image], [image], override)
 
 
-@pytest.mark.parametrize("row", TABLE, ids=str)
+@pytest.mark.parametrize("row", PIL_TABLE, ids=str)
 def test_batches_and_threads(row: Row) -> None:
     """A batch of mixed sizes equals the reference's batch, on 1, 2 and 5 threads."""
     images = [
         Image.fromarray(make_image("smooth" if i % 2 else "noise", h, w, i))
         for i, (h, w) in enumerate([(300, 200), (45, 700), (1000, 37), (336, 336), (2, 5)])
     ]
+    assert row.reference is not None
     want = row.reference(images, {})
     proc = mmfast.ImageProcessor.from_pretrained(row.model_id)
     for threads in (1, 2, 5):

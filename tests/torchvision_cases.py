@@ -1,7 +1,8 @@
 """The cases that compare ``backend="torchvision"`` with transformers' torchvision classes.
 
-Each case is a built-in checkpoint, its overrides (mmfast's, and transformers' where they are
-spelt differently) and a batch of named images. ``goldens/make_torchvision_goldens.py`` runs
+Each case is a row of the parity table (``parity_table.TABLE``) whose family has a torchvision
+class, one of its overrides (mmfast's, and transformers' where they are spelt differently) and a
+batch of named images. ``goldens/make_torchvision_goldens.py`` runs
 transformers on every case where torch is installed and stores a digest of its outputs in
 ``goldens/torchvision.json``; ``test_torchvision`` checks mmfast against those digests without
 torch, and against transformers itself when torch is installed.
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from conftest import SHARED, Override, builtin_dict, make_image
+from parity_table import TABLE, tv_overrides
 from PIL import Image, ImageOps
 
 import mmfast
@@ -54,8 +56,6 @@ SHARED_IMAGES = [
     "tiny_palette.gif",
 ]
 
-BOTH_OFF = {"do_rescale": False, "do_normalize": False}
-
 
 @dataclass(frozen=True)
 class Model:
@@ -63,84 +63,8 @@ class Model:
     overrides: Sequence[Override] = field(default_factory=tuple)
 
 
-def o(**ours: Any) -> Override:
-    return Override(ours)
-
-
-QWEN_LIKE = (o(do_normalize=False), o(**BOTH_OFF))
-MODELS = [
-    Model(
-        "Qwen/Qwen2-VL-7B-Instruct",
-        (
-            *QWEN_LIKE,
-            o(do_rescale=False),
-            o(resample=0),
-            o(resample=1),
-            o(resample=2),
-            o(max_pixels=28 * 28 * 64),
-        ),
-    ),
-    Model("Qwen/Qwen2.5-VL-7B-Instruct", QWEN_LIKE),
-    Model("Qwen/Qwen3-VL-8B-Instruct", QWEN_LIKE),
-    Model("Qwen/Qwen2.5-Omni-7B"),
-    Model("Qwen/Qwen3-Omni-30B-A3B-Instruct"),
-    Model("zai-org/GLM-OCR", QWEN_LIKE),
-    Model("zai-org/GLM-4.1V-9B-Thinking", (o(resample=1),)),
-    Model("zai-org/GLM-4.5V"),
-    Model("zai-org/GLM-4.6V", QWEN_LIKE),
-    Model("PaddlePaddle/PaddleOCR-VL", (*QWEN_LIKE, o(resample=0))),
-    Model(
-        "moonshotai/Kimi-K2.5",
-        (
-            Override({"in_patch_limit": 64}, {"max_patches": 64}),
-            Override({"merge_kernel_size": 3}, {"merge_size": 3}),
-            Override(
-                {"patch_limit_on_one_side": 20}, {"size": {"max_height": 20, "max_width": 20}}
-            ),
-        ),
-    ),
-    Model("moonshotai/Kimi-K2.6"),
-    Model(
-        "google/gemma-3-4b-it",
-        (
-            o(do_pan_and_scan=True),
-            o(do_pan_and_scan=True, do_resize=False),
-            o(do_pan_and_scan=True, pan_and_scan_min_crop_size=32),
-        ),
-    ),
-    Model("google/siglip-so400m-patch14-384", (o(resample=0), o(**BOTH_OFF))),
-    Model("google/siglip2-base-patch16-224"),
-    Model("google/paligemma2-3b-pt-224"),
-    Model(
-        "llava-hf/llava-1.5-7b-hf",
-        (
-            # Crops larger than the resized image by an odd excess, and inside it.
-            o(crop_size={"height": 231, "width": 229}),
-            o(crop_size={"height": 223, "width": 221}, size={"shortest_edge": 224}),
-            o(resample=1),
-        ),
-    ),
-    Model(
-        "OpenGVLab/InternVL3-8B-hf",
-        (
-            o(max_patches=4),
-            # The torchvision class tiles whenever crop_to_patches is on.
-            o(max_patches=1, do_resize=False),
-            o(crop_to_patches=False, do_resize=False),
-        ),
-    ),
-    Model("OpenGVLab/InternVL3_5-8B-HF"),
-    Model("CohereLabs/aya-vision-8b"),
-    Model("llava-hf/llava-v1.6-mistral-7b-hf", (o(resample=2), o(**BOTH_OFF))),
-    Model("llava-hf/llava-onevision-qwen2-7b-ov-hf", (o(resample=0),)),
-    Model("HuggingFaceTB/SmolVLM-Instruct", (o(**BOTH_OFF), o(do_image_splitting=False))),
-    Model("HuggingFaceTB/SmolVLM2-2.2B-Instruct"),
-    Model("HuggingFaceM4/Idefics3-8B-Llama3", (o(resample=3),)),
-    Model(
-        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
-        (o(resample=0), o(resample=1), o(resample=3), o(do_normalize=False), o(**BOTH_OFF)),
-    ),
-]
+# Every row of the parity table whose family transformers has a torchvision class for.
+MODELS = [Model(row.model_id, tuple(tv_overrides(row))) for row in TABLE if row.torchvision]
 
 
 @dataclass(frozen=True)

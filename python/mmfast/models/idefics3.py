@@ -34,6 +34,7 @@ from mmfast.models.base import (
     View,
     check_image_size,
     float32_tables,
+    identity_table,
     plan_constants,
     resizer,
 )
@@ -205,11 +206,11 @@ class Idefics3Config(ModelConfig):
         )
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
-        """Float32 values even with rescale and normalise off: the torchvision class pads
-        into a float32 batch."""
+        """With rescale and normalise off, the PIL class keeps the uint8 pixels while the
+        torchvision class pads them into a float32 batch."""
         if plan.do_rescale or plan.do_normalize:
             return super().tables(plan)
-        return float32_tables(plan)
+        return identity_table() if plan.backend == "pil" else float32_tables(plan)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
