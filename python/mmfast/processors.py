@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
-import itertools
 import json
 import math
 import os
@@ -737,41 +736,6 @@ def as_samples(
     return [[image] for image in images]
 
 
-def batch_shape(
-    config: ModelConfig, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
-) -> tuple[tuple[int, ...], list[int]]:
-    """The batch's ``pixel_values`` shape and each image's first value in it.
-
-    ``config.layout()``: "concat" joins the images' outputs along their first axis,
-    "stack" adds a batch axis, "pad_images" / "pad_samples" stack each image's (or each
-    sample's) rows, zero-padded to the longest, as HF pads across a batch.
-    """
-    shapes = [plan.output_shapes["pixel_values"] for plan in plans]
-    layout = config.layout()
-    stack = layout == "stack"
-    if any(shape[not stack :] != shapes[0][not stack :] for shape in shapes):
-        raise MmfastError(
-            "images: this config gives images of different output sizes, which cannot be "
-            "stacked; pass them one at a time"
-        )
-    sizes = [math.prod(shape) for shape in shapes]
-    if stack:
-        return (len(shapes), *shapes[0]), [0, *itertools.accumulate(sizes)][:-1]
-    rest = shapes[0][1:]
-    if layout == "concat":
-        rows = sum(shape[0] for shape in shapes)
-        return (rows, *rest), [0, *itertools.accumulate(sizes)][:-1]
-    groups = [1] * len(plans) if layout == "pad_images" else list(sample_sizes)
-    starts = [0, *itertools.accumulate(groups)]
-    group_rows = [sum(s[0] for s in shapes[a:b]) for a, b in itertools.pairwise(starts)]
-    width = max(group_rows)
-    row = math.prod(rest)
-    offsets: list[int] = []
-    for g, (a, b) in enumerate(itertools.pairwise(starts)):
-        offsets += [g * width * row + o for o in itertools.accumulate([0, *sizes[a:b]])][:-1]
-    return (len(groups), width, *rest), offsets
-
-
 def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tuple[Any, ...]]:
     """One image's views as the core's job tuples.
 
@@ -849,7 +813,8 @@ def run_plans(
     ``sample_sizes`` counts the images of each sample, in order."""
     with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
         tables, view, lut = output_tables(config.tables(plans[0]), dtype)
-    shape, offsets = batch_shape(config, plans, sample_sizes)
+    plans = list(config.finish_batch(plans, sample_sizes))
+    shape, offsets = config.batch_shape(plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))

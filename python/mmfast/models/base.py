@@ -7,6 +7,8 @@ processor it mirrors would.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -441,6 +443,48 @@ class ModelConfig:
         which leaves the uint8 pixels as they are when both steps are off.
         """
         return float32_tables(plan) if plan.backend == "pil" else fused_tables(plan)
+
+    def finish_batch(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> Sequence[ImagePlan]:
+        """The plans of a batch once all are known: a family whose layout depends on the
+        other images (a canvas as large as the largest, a strip as long as all of them) fixes
+        it here. By default the plans as they are."""
+        return plans
+
+    def batch_shape(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> tuple[tuple[int, ...], list[int]]:
+        """The batch's ``pixel_values`` shape and each image's first value in it.
+
+        :meth:`layout`: "concat" joins the images' outputs along their first axis, "stack"
+        adds a batch axis, "pad_images" / "pad_samples" stack each image's (or each sample's)
+        rows, zero-padded to the longest, as HF pads across a batch.
+        """
+        shapes = [plan.output_shapes["pixel_values"] for plan in plans]
+        layout = self.layout()
+        stack = layout == "stack"
+        if any(shape[not stack :] != shapes[0][not stack :] for shape in shapes):
+            raise MmfastError(
+                "images: this config gives images of different output sizes, which cannot be "
+                "stacked; pass them one at a time"
+            )
+        sizes = [math.prod(shape) for shape in shapes]
+        if stack:
+            return (len(shapes), *shapes[0]), [0, *itertools.accumulate(sizes)][:-1]
+        rest = shapes[0][1:]
+        if layout == "concat":
+            rows = sum(shape[0] for shape in shapes)
+            return (rows, *rest), [0, *itertools.accumulate(sizes)][:-1]
+        groups = [1] * len(plans) if layout == "pad_images" else list(sample_sizes)
+        starts = [0, *itertools.accumulate(groups)]
+        group_rows = [sum(s[0] for s in shapes[a:b]) for a, b in itertools.pairwise(starts)]
+        width = max(group_rows)
+        row = math.prod(rest)
+        offsets: list[int] = []
+        for g, (a, b) in enumerate(itertools.pairwise(starts)):
+            offsets += [g * width * row + o for o in itertools.accumulate([0, *sizes[a:b]])][:-1]
+        return (len(groups), width, *rest), offsets
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
