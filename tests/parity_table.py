@@ -42,7 +42,8 @@ def hf_reference(model_id: str) -> Reference:
 
     def run(images: list[Any], overrides: dict[str, Any]) -> Outputs:
         processor = cls.from_dict(builtin_dict(model_id) | overrides)
-        kwargs = {k: v for k, v in family.processor_defaults.items() if k not in overrides}
+        defaults = models.registry.builtin_processor_defaults(model_id, family)
+        kwargs = {k: v for k, v in defaults.items() if k not in overrides}
         return dict(processor(images, return_tensors="np", **kwargs))
 
     return run

@@ -32,7 +32,7 @@ from conftest import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parity_table import GLM_TYPES, TABLE, Row, hf_reference, kimi_vl_reference
+from parity_table import GLM_TYPES, TABLE, Row, hf_class, hf_reference, kimi_vl_reference
 from PIL import Image, ImageOps
 
 import mmfast
@@ -273,23 +273,59 @@ def test_token_counts_match_get_number_of_image_patches(
     assert proc.num_image_tokens(height, width) == patches // processor.merge_size**2
 
 
-# Families whose HF processors pass image kwargs of their own on every call.
-PROCESSOR_DEFAULTS = [
-    ("google/gemma-3-4b-it", "gemma3.processing_gemma3.Gemma3Processor"),
-    ("OpenGVLab/InternVL3-8B-hf", "internvl.processing_internvl.InternVLProcessor"),
-    ("CohereLabs/aya-vision-8b", "aya_vision.processing_aya_vision.AyaVisionProcessor"),
-    ("llava-hf/llava-v1.6-mistral-7b-hf", "llava_next.processing_llava_next.LlavaNextProcessor"),
-    ("HuggingFaceM4/Idefics3-8B-Llama3", "idefics3.processing_idefics3.Idefics3Processor"),
-    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "smolvlm.processing_smolvlm.SmolVLMProcessor"),
+PROCESSORS = [
+    pytest.param(family, name, id=name)
+    for family in models.registry.FAMILIES.values()
+    for name in sorted({*family.processor_classes, *family.processor_defaults})
 ]
 
 
-@pytest.mark.parametrize(("model_id", "processor"), PROCESSOR_DEFAULTS)
-def test_processor_defaults_are_hfs(model_id: str, processor: str) -> None:
-    module, name = processor.rsplit(".", 1)
-    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
-    family, _ = models.config.select_family(models.config.read_source(model_id))
-    assert dict(family.processor_defaults) == cls.images_kwargs
+@pytest.mark.parametrize(("family", "name"), PROCESSORS)
+def test_processor_defaults_are_hfs(family: models.Family, name: str) -> None:
+    """Every processor class a family names passes, on every call, the image kwargs the family
+    says (its ``images_kwargs``; ``return_tensors`` is a call argument, not a setting)."""
+    auto = importlib.import_module("transformers.models.auto.processing_auto")
+    cls = auto.processor_class_from_name(name)
+    if cls is None:
+        pytest.skip(f"{name}: transformers builds it only with torch and torchvision")
+    given = getattr(cls, "images_kwargs", {})
+    images_kwargs = {k: v for k, v in given.items() if k != "return_tensors"}
+    assert dict(family.processor_defaults.get(name, {})) == images_kwargs
+
+
+@pytest.mark.parametrize(
+    ("config", "tiles"),
+    [
+        ({}, 1),  # no processor: the image processor's own default, no tiling
+        ({"processor_class": "GotOcr2Processor"}, 1),
+        ({"processor_class": "InternVLProcessor"}, 3),  # two tiles and the thumbnail
+        ({"processor_class": "AyaVisionProcessor"}, 3),
+    ],
+)
+def test_processor_defaults_follow_the_checkpoints_processor(
+    tmp_path: Path, config: dict[str, Any], tiles: int
+) -> None:
+    """A bare GotOcr2ImageProcessor config tiles only where its processor says so."""
+    data = {"image_processor_type": "GotOcr2ImageProcessor", **config}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(data))
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    out = proc(Image.fromarray(noise(400, 900, 1)))
+    hf = hf_class("OpenGVLab/InternVL3-8B-hf").from_dict({})
+    defaults = models.registry.processor_defaults(proc_family(tmp_path), data, {}, None)
+    want = hf([Image.fromarray(noise(400, 900, 1))], return_tensors="np", **defaults)
+    assert_same_outputs(out, want)
+    assert len(out.pixel_values) == tiles
+    # The model type says it where the config does not.
+    (tmp_path / "preprocessor_config.json").write_text(
+        json.dumps({"image_processor_type": "GotOcr2ImageProcessor"})
+    )
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "internvl"}))
+    internvl = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    assert len(internvl(noise(400, 900, 1)).pixel_values) == 3
+
+
+def proc_family(path: Path) -> models.Family:
+    return models.config.select_family(models.config.read_source(path))[0]
 
 
 NESTED_MODELS = [

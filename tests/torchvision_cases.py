@@ -136,7 +136,8 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
     reference = dict(case.override.reference)
     processor = cls.from_dict(builtin_dict(case.model.model_id) | reference)
-    kwargs = {k: v for k, v in family.processor_defaults.items() if k not in reference}
+    defaults = models.registry.builtin_processor_defaults(case.model.model_id, family)
+    kwargs = {k: v for k, v in defaults.items() if k not in reference}
     images = [load_image(name) for name in case.images]
     out = processor(images, return_tensors="pt", **kwargs)
     result: dict[str, Any] = {}

@@ -209,7 +209,8 @@ def hf_processor(model_id: str, backend: str) -> Any | None:
         return None
     module, name = where.rsplit(".", 1)
     # The model's processor passes its image defaults on every call (InternVL's tiling, ...).
-    config = {**models.registry.BUILTINS[model_id].preprocessor, **family.processor_defaults}
+    defaults = models.registry.builtin_processor_defaults(model_id, family)
+    config = {**models.registry.BUILTINS[model_id].preprocessor, **defaults}
     return getattr(importlib.import_module(f"transformers.models.{module}"), name).from_dict(config)
 
 

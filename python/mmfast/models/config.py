@@ -359,7 +359,11 @@ def load_config(
     source = read_source(name_or_path)
     family, processor_type = select_family(source)
     # The model's processor passes its image defaults on every call, over the file's values.
-    preprocessor = {**source.preprocessor, **family.processor_defaults}
+    model_type = registry.model_type_of(source.preprocessor, source.model_type)
+    defaults = registry.processor_defaults(
+        family, source.preprocessor, source.processor, model_type
+    )
+    preprocessor = {**source.preprocessor, **defaults}
     processor = dict(source.processor)
     for key, value in overrides.items():
         if key in family.processor_kwargs:

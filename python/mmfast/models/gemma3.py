@@ -205,16 +205,17 @@ registry.register(
             }
         ),
         processor_kwargs=frozenset({"image_seq_length"}),
+        processor_classes={"Gemma3Processor": "gemma3"},
         # Gemma3Processor.images_kwargs: the values the checkpoints leave null.
-        processor_defaults=MappingProxyType(
-            {
+        processor_defaults={
+            "Gemma3Processor": {
                 "do_convert_rgb": True,
                 "do_pan_and_scan": False,
                 "pan_and_scan_min_crop_size": 256,
                 "pan_and_scan_max_num_crops": 4,
                 "pan_and_scan_min_ratio_to_activate": 1.2,
             }
-        ),
+        },
         hf_pil="gemma3.image_processing_pil_gemma3.Gemma3ImageProcessorPil",
         hf_torchvision="gemma3.image_processing_gemma3.Gemma3ImageProcessor",
     )

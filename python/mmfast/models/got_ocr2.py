@@ -211,8 +211,16 @@ registry.register(
         processor_kwargs=frozenset(
             {"image_seq_length", "img_size", "patch_size", "downsample_factor"}
         ),
-        # InternVLProcessor and AyaVisionProcessor both pass crop_to_patches=True.
-        processor_defaults=MappingProxyType({"crop_to_patches": True}),
+        processor_classes={
+            "InternVLProcessor": "internvl",
+            "AyaVisionProcessor": "aya_vision",
+            "GotOcr2Processor": "got_ocr2",
+        },
+        processor_defaults={
+            "InternVLProcessor": {"crop_to_patches": True},
+            "AyaVisionProcessor": {"crop_to_patches": True},
+            "GotOcr2Processor": {"crop_to_patches": False, "min_patches": 1, "max_patches": 12},
+        },
         hf_pil="got_ocr2.image_processing_pil_got_ocr2.GotOcr2ImageProcessorPil",
         hf_torchvision="got_ocr2.image_processing_got_ocr2.GotOcr2ImageProcessor",
     )

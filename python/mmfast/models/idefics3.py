@@ -274,7 +274,11 @@ registry.register(
         kwargs=frozenset({"do_image_splitting", "max_image_size", "return_row_col_info"}),
         processor_kwargs=frozenset({"image_seq_len"}),
         # Idefics3Processor and SmolVLMProcessor always ask for the tile grid.
-        processor_defaults=MappingProxyType({"return_row_col_info": True}),
+        processor_classes={"Idefics3Processor": "idefics3", "SmolVLMProcessor": "smolvlm"},
+        processor_defaults={
+            "Idefics3Processor": {"return_row_col_info": True},
+            "SmolVLMProcessor": {"return_row_col_info": True},
+        },
         hf_pil="idefics3.image_processing_pil_idefics3.Idefics3ImageProcessorPil",
         hf_torchvision="idefics3.image_processing_idefics3.Idefics3ImageProcessor",
     )

@@ -279,7 +279,11 @@ registry.register(
         processor_kwargs=frozenset(
             {"patch_size", "num_additional_image_tokens", "vision_feature_select_strategy"}
         ),
-        processor_defaults=MappingProxyType({"do_pad": True}),
+        processor_classes={
+            "LlavaNextProcessor": "llava_next",
+            "LlavaNextVideoProcessor": "llava_next_video",
+        },
+        processor_defaults={"LlavaNextProcessor": {"do_pad": True}},
         hf_pil="llava_next.image_processing_pil_llava_next.LlavaNextImageProcessorPil",
         hf_torchvision="llava_next.image_processing_llava_next.LlavaNextImageProcessor",
     )

@@ -45,8 +45,10 @@ class Family:
     (token counts). ``build(source, processor_type, preprocessor_fields, processor_fields)``
     makes the config. ``hf_pil`` and ``hf_torchvision`` name transformers' classes for the
     family (``module.Class`` under ``transformers.models``), where they exist, for parity
-    tests and the bench. ``processor_defaults`` are the image kwargs the model's HF processor
-    passes on every call (its ``images_kwargs``), which win over the checkpoint's file.
+    tests and the bench. ``processor_defaults``: HF processor class -> the image kwargs it
+    passes on every call (its ``images_kwargs``), which win over the checkpoint's file; the
+    checkpoint's processor is its ``processor_class``, else its model type's (from
+    ``processor_classes``), else none (the image processor class's own defaults apply).
     ``backends``: the transformers backends mmfast matches for the family.
     ``processor_classes``: HF processor class -> model type, for configs read without
     ``config.json``. ``call_settings(values, call)`` puts a call's keyword arguments over a
@@ -62,7 +64,7 @@ class Family:
     processor_kwargs: frozenset[str] = field(default_factory=frozenset)
     hf_pil: str | None = None
     hf_torchvision: str | None = None
-    processor_defaults: Mapping[str, Any] = field(default_factory=dict)
+    processor_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     backends: tuple[str, ...] = ("pil", "torchvision")
     processor_classes: Mapping[str, str] = field(default_factory=dict)
     call_settings: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
@@ -148,6 +150,24 @@ def model_type_of(values: Mapping[str, Any], model_type: str | None) -> str | No
     if model_type is not None or not isinstance(processor_class, str):
         return model_type
     return PROCESSOR_MODEL_TYPES.get(processor_class)
+
+
+def processor_defaults(
+    family: Family, values: Mapping[str, Any], processor: Mapping[str, Any], model_type: str | None
+) -> Mapping[str, Any]:
+    """The image kwargs the checkpoint's HF processor passes on every call: its class from
+    ``processor_config.json``'s or the image config's ``processor_class``, else the one
+    ``family.processor_classes`` gives its model type; none for a checkpoint with neither."""
+    name = processor.get("processor_class") or values.get("processor_class")
+    if not isinstance(name, str):
+        name = next((p for p, m in family.processor_classes.items() if m == model_type), "")
+    return family.processor_defaults.get(name, {})
+
+
+def builtin_processor_defaults(model_id: str, family: Family) -> Mapping[str, Any]:
+    """:func:`processor_defaults` of a built-in checkpoint."""
+    builtin = BUILTINS[model_id]
+    return processor_defaults(family, builtin.preprocessor, builtin.processor, builtin.model_type)
 
 
 def by_processor_type(base_name: str) -> Family | None:
