@@ -18,6 +18,7 @@ from mmfast.errors import (
     ImageTooLargeError,
     MmfastError,
     UnsupportedModelError,
+    VideoDecodeError,
 )
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from mmfast.image import decode_image, image_size, resize
     from mmfast.models import supported_models
     from mmfast.processors import BatchFeature, ImageProcessor, warmup
+    from mmfast.video import VideoMetadata, load_video
 
 __all__ = [
     "BatchFeature",
@@ -38,10 +40,13 @@ __all__ = [
     "ImageTooLargeError",
     "MmfastError",
     "UnsupportedModelError",
+    "VideoDecodeError",
+    "VideoMetadata",
     "decode_image",
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
     "image_size",
+    "load_video",
     "pad_and_normalize_to_tensor",
     "resize",
     "serialize_pixel_values",
@@ -62,6 +67,8 @@ _LAZY = {
     "BatchFeature": "mmfast.processors",
     "ImageProcessor": "mmfast.processors",
     "warmup": "mmfast.processors",
+    "VideoMetadata": "mmfast.video",
+    "load_video": "mmfast.video",
 }
 
 

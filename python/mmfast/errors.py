@@ -9,6 +9,7 @@ __all__ = [
     "ImageTooLargeError",
     "MmfastError",
     "UnsupportedModelError",
+    "VideoDecodeError",
 ]
 
 
@@ -29,3 +30,7 @@ class ImageTooLargeError(MmfastError):
 
 class UnsupportedModelError(MmfastError):
     """A model id or ``image_processor_type`` mmfast has no processor for."""
+
+
+class VideoDecodeError(MmfastError):
+    """A video file that is corrupt, truncated, has no video stream or cannot be sampled."""

@@ -1,0 +1,292 @@
+"""``mmfast.load_video`` against transformers' PyAV reader, bit for bit, on clips made here.
+
+Every clip is encoded by the test with PyAV (libx264, mpeg4 and VP9; short and long groups of
+pictures; with and without B-frames; odd sizes), nothing is downloaded. The reference is
+``transformers.video_utils.load_video(path, backend="pyav", ...)``: the same frames (uint8,
+every bit), the same metadata, for every sampling.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import noise, smooth
+
+import mmfast
+from mmfast import ImageTooLargeError, MmfastError, VideoDecodeError, video
+
+av = pytest.importorskip("av")
+hf_video = pytest.importorskip("transformers.video_utils")
+
+
+@dataclass(frozen=True)
+class Clip:
+    """An encoding: codec, frames, (height, width), rate, group of pictures, B-frames."""
+
+    codec: str
+    frames: int
+    size: tuple[int, int]
+    rate: int = 25
+    gop: int = 12
+    bframes: int = 0
+    container: str = "mp4"
+
+    @property
+    def id(self) -> str:
+        h, w = self.size
+        return f"{self.codec}-{self.frames}f-{w}x{h}-g{self.gop}-b{self.bframes}.{self.container}"
+
+
+def frame(t: int, size: tuple[int, int]) -> np.ndarray:
+    """Moving waves with noise: every frame differs, and motion makes P- and B-frames work."""
+    h, w = size
+    image = np.roll(smooth(h, w, seed=1), 3 * t, axis=1)
+    image[::5, ::3] = noise(h, w, seed=t)[::5, ::3]
+    return image
+
+
+def encode(clip: Clip, path: Path, pts: Callable[[int], int] | None = None) -> Path:
+    """``clip`` written to ``path``; ``pts(t)`` gives frame t's timestamp in 1/rate units
+    (a variable frame rate when they are uneven)."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(clip.codec, rate=clip.rate)
+        stream.height, stream.width = clip.size
+        stream.pix_fmt = "yuv420p"
+        stream.codec_context.gop_size = clip.gop
+        stream.codec_context.max_b_frames = clip.bframes
+        if clip.codec == "libx264":
+            stream.codec_context.options = {"sc_threshold": "0"}  # keyframes only every gop
+        for t in range(clip.frames):
+            picture = av.VideoFrame.from_ndarray(frame(t, clip.size), format="rgb24")
+            if pts is not None:
+                picture.pts = pts(t)
+                picture.time_base = Fraction(1, clip.rate)
+            for packet in stream.encode(picture):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+CLIPS = [
+    Clip("libx264", 60, (64, 96), gop=12, bframes=0),
+    Clip("libx264", 90, (120, 160), gop=10, bframes=3),
+    Clip("libx264", 75, (72, 128), gop=250, bframes=2),
+    Clip("mpeg4", 50, (66, 90), gop=8, bframes=2),
+    Clip("libvpx-vp9", 40, (64, 80), gop=9),
+    Clip("libx264", 33, (58, 74), rate=30, gop=5, bframes=1),
+]
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("clips")
+    return {clip.id: encode(clip, folder / clip.id) for clip in CLIPS}
+
+
+def reference(path: Path, **kwargs: Any) -> tuple[np.ndarray, Any] | tuple[type, str]:
+    try:
+        return hf_video.load_video(str(path), backend="pyav", **kwargs)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+def assert_same(got: tuple[np.ndarray, video.VideoMetadata], want: tuple[np.ndarray, Any]) -> None:
+    frames, metadata = got
+    want_frames, want_metadata = want
+    assert frames.dtype == np.uint8 and frames.shape == want_frames.shape
+    assert np.array_equal(frames, want_frames)
+    for name in ("total_num_frames", "fps", "width", "height", "duration", "video_backend"):
+        assert getattr(metadata, name) == getattr(want_metadata, name), name
+    assert metadata.frames_indices == [int(i) for i in want_metadata.frames_indices]
+
+
+SAMPLINGS = [
+    {},
+    {"num_frames": 1},
+    {"num_frames": 4},
+    {"num_frames": 16},
+    {"fps": 1},
+    {"fps": 2.5},
+    {"num_frames": 10**6},  # more than the clip: both refuse
+]
+
+
+@pytest.mark.parametrize("sampling", SAMPLINGS, ids=lambda s: repr(s))
+@pytest.mark.parametrize("clip", CLIPS, ids=lambda c: c.id)
+def test_frames_equal_transformers(
+    clips: dict[str, Path], clip: Clip, sampling: dict[str, Any]
+) -> None:
+    path = clips[clip.id]
+    want = reference(path, **sampling)
+    if isinstance(want[0], type):
+        with pytest.raises(MmfastError):
+            mmfast.load_video(path, **sampling)
+        return
+    assert_same(mmfast.load_video(path, **sampling), want)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "indices",
+    [[5, 5, 3, 20], [0, 7, 7, 7, 30], [29], [3, 40, 12]],
+    ids=lambda i: "-".join(map(str, i)),
+)
+def test_custom_samplers_read_as_transformers_reads_them(
+    clips: dict[str, Path], indices: list[int]
+) -> None:
+    """Repeats come back once; an unsorted list stops at its last index (the reference reads
+    ``indices[-1]`` as the end); the metadata keeps the list as given."""
+    path = clips[CLIPS[1].id]
+
+    def sampler(metadata: Any, **kwargs: Any) -> list[int]:
+        return indices
+
+    want = hf_video.load_video(str(path), backend="pyav", sample_indices_fn=sampler)
+    assert_same(mmfast.load_video(path, sample_indices_fn=sampler), want)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_sources_and_threads_agree(clips: dict[str, Path], threads: int) -> None:
+    """A path, its bytes and an open file give the same frames on any number of threads."""
+    path = clips[CLIPS[2].id]
+    want = reference(path, num_frames=6)
+    assert_same(mmfast.load_video(str(path), num_frames=6, threads=threads), want)  # type: ignore[arg-type]
+    data = path.read_bytes()
+    assert_same(mmfast.load_video(data, num_frames=6, threads=threads), want)  # type: ignore[arg-type]
+    with path.open("rb") as file:
+        assert_same(mmfast.load_video(file, num_frames=6, threads=threads), want)  # type: ignore[arg-type]
+    assert_same(mmfast.load_video(io.BytesIO(data), num_frames=6), want)  # type: ignore[arg-type]
+
+
+def test_variable_frame_rate_follows_transformers(tmp_path: Path) -> None:
+    """Uneven timestamps: the header's average rate and frame count, frames by position."""
+    clip = Clip("libx264", 40, (64, 64), gop=8, bframes=2)
+    path = encode(clip, tmp_path / "vfr.mp4", pts=lambda t: t * 2 + (t % 3 == 0) + t // 7)
+    for sampling in ({"num_frames": 9}, {"fps": 3}, {}):
+        want = reference(path, **sampling)
+        assert_same(mmfast.load_video(path, **sampling), want)  # type: ignore[arg-type]
+
+
+def test_rotation_metadata_is_ignored_as_transformers_ignores_it(tmp_path: Path) -> None:
+    """A display matrix (phone videos) turns nothing: frames come in coded orientation."""
+    path = tmp_path / "rotated.mp4"
+    clip = Clip("libx264", 20, (48, 80), gop=5)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.height, stream.width = clip.size
+        stream.pix_fmt = "yuv420p"
+        stream.metadata["rotate"] = "90"
+        for t in range(clip.frames):
+            picture = av.VideoFrame.from_ndarray(frame(t, clip.size), format="rgb24")
+            for packet in stream.encode(picture):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    frames, metadata = mmfast.load_video(path, num_frames=5)
+    assert frames.shape == (5, 48, 80, 3) and (metadata.height, metadata.width) == (48, 80)
+    assert_same((frames, metadata), reference(path, num_frames=5))  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: a clear error naming the file, never a crash or a hang
+
+
+def audio_only(path: Path) -> Path:
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("aac", rate=16000)
+        samples = np.zeros((1, 1024), np.float32)
+        for _ in range(10):
+            audio = av.AudioFrame.from_ndarray(samples, format="fltp", layout="mono")
+            audio.sample_rate = 16000
+            for packet in stream.encode(audio):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def test_bad_files_raise_naming_the_file(clips: dict[str, Path], tmp_path: Path) -> None:
+    good = clips[CLIPS[0].id]
+    data = good.read_bytes()
+    cases: list[tuple[Any, type[Exception], str]] = []
+    truncated = tmp_path / "truncated.mp4"
+    truncated.write_bytes(data[: len(data) // 3])
+    cases.append((truncated, VideoDecodeError, "truncated.mp4"))
+    header_only = tmp_path / "header.mp4"
+    header_only.write_bytes(data[:200])
+    cases.append((header_only, VideoDecodeError, "header.mp4"))
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(np.random.default_rng(0).bytes(5000))
+    cases.append((garbage, VideoDecodeError, "garbage.mp4"))
+    cases.append(
+        (audio_only(tmp_path / "audio.mp4"), VideoDecodeError, "no video stream|found none")
+    )
+    mkv = tmp_path / "clip.mkv"
+    mkv_clip = Clip("libx264", 10, (32, 32), container="mkv")
+    cases.append((encode(mkv_clip, mkv), VideoDecodeError, "clip.mkv.*no frame count"))
+    cases.append((b"", VideoDecodeError, "empty bytes"))
+    cases.append((b"\x00" * 64, VideoDecodeError, "64 bytes"))
+    for source, error, match in cases:
+        with pytest.raises(error, match=match):
+            mmfast.load_video(source, num_frames=2)
+    with pytest.raises(FileNotFoundError):
+        mmfast.load_video(tmp_path / "missing.mp4")
+    with pytest.raises(MmfastError, match="does not fetch URLs"):
+        mmfast.load_video("https://example.com/a.mp4")
+
+
+def test_oversized_frames_are_refused_before_decoding(clips: dict[str, Path]) -> None:
+    with pytest.raises(ImageTooLargeError, match=r"max_pixels=1000.*96x64"):
+        mmfast.load_video(clips[CLIPS[0].id], max_pixels=1000)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"num_frames": 2, "fps": 1}, "num_frames, fps: expected one of them"),
+        ({"num_frames": 0}, "num_frames: expected a positive integer"),
+        ({"fps": float("nan")}, "fps: expected a finite number > 0"),
+        ({"fps": -1}, "fps: expected a finite number > 0"),
+        ({"threads": 0}, "threads: expected an integer"),
+        ({"sample_indices_fn": lambda metadata: []}, "expected the sampler to return"),
+        ({"sample_indices_fn": lambda metadata: [0.5]}, "expected the sampler to return"),
+    ],
+)
+def test_bad_arguments_name_them(
+    clips: dict[str, Path], kwargs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(MmfastError, match=match):
+        mmfast.load_video(clips[CLIPS[0].id], **kwargs)
+
+
+def test_decoding_releases_the_gil(tmp_path: Path) -> None:
+    """A ticker thread keeps ticking while a clip decodes (each tick needs the GIL back)."""
+    path = encode(Clip("libx264", 240, (240, 320), gop=48, bframes=2), tmp_path / "long.mp4")
+    ticks = 0
+    stop = threading.Event()
+
+    def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    try:
+        start = time.perf_counter()
+        mmfast.load_video(path, num_frames=8, threads=1)
+        elapsed = time.perf_counter() - start
+    finally:
+        stop.set()
+        thread.join()
+    assert ticks >= 20, (ticks, elapsed)
