@@ -646,8 +646,14 @@ BAD_VIDEOS: dict[str, tuple[Any, str]] = {
     "5d": (CLIP[None], "(1, 4, 30, 40, 3)"),
     "4_channels": (np.zeros((2, 8, 8, 4), np.uint8), "with 3 channels"),
     "None_frame": ([CLIP[0], None], "NoneType"),
-    "path": ("clip.mp4", "'clip.mp4'"),
     "aspect_ratio": (np.zeros((2, 1, 400, 3), np.uint8), "aspect ratio"),
+    "url": ("https://example.com/clip.mp4", "does not fetch URLs"),
+}
+# Video files, decoded by mmfast.load_video, which names them (test_video has the rest).
+BAD_VIDEO_FILES: dict[str, tuple[Any, str]] = {
+    "garbage_bytes": (b"\x00" * 300, "video (300 bytes): cannot read the video"),
+    "empty_bytes": (b"", "video: expected video data, got empty bytes"),
+    "png_bytes": (png(30, 20), "counts its frames"),
 }
 
 
@@ -656,6 +662,17 @@ BAD_VIDEOS: dict[str, tuple[Any, str]] = {
 def test_bad_videos(model_id: str, name: str) -> None:
     videos, message = BAD_VIDEOS[name]
     raises(MmfastError, lambda: load(model_id).videos(videos), message)
+
+
+@pytest.mark.parametrize("name", BAD_VIDEO_FILES)
+def test_bad_video_files(name: str) -> None:
+    source, message = BAD_VIDEO_FILES[name]
+    raises(mmfast.VideoDecodeError, lambda: load(QWEN3).videos(source), message)
+
+
+def test_missing_video_files_raise_like_missing_images(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"clip\.mp4"):
+        load(QWEN).videos(tmp_path / "clip.mp4")
 
 
 # (model, message): keyword arguments its videos() refuses (regression: Qwen3-VL's rates and

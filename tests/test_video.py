@@ -232,7 +232,7 @@ def test_bad_files_raise_naming_the_file(clips: dict[str, Path], tmp_path: Path)
     )
     mkv = tmp_path / "clip.mkv"
     mkv_clip = Clip("libx264", 10, (32, 32), container="mkv")
-    cases.append((encode(mkv_clip, mkv), VideoDecodeError, "clip.mkv.*no frame count"))
+    cases.append((encode(mkv_clip, mkv), VideoDecodeError, "clip.mkv.*counts its frames"))
     cases.append((b"", VideoDecodeError, "empty bytes"))
     cases.append((b"\x00" * 64, VideoDecodeError, "64 bytes"))
     for source, error, match in cases:
@@ -290,3 +290,37 @@ def test_decoding_releases_the_gil(tmp_path: Path) -> None:
         stop.set()
         thread.join()
     assert ticks >= 20, (ticks, elapsed)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "options"),
+    [
+        ("Qwen/Qwen2-VL-7B-Instruct", {"do_sample_frames": True, "fps": 2}),
+        ("Qwen/Qwen2-VL-7B-Instruct", {}),
+        ("Qwen/Qwen3-VL-8B-Instruct", {}),
+        ("Qwen/Qwen3-VL-8B-Instruct", {"num_frames": 6}),
+    ],
+)
+def test_processors_take_video_files(
+    clips: dict[str, Path], model_id: str, options: dict[str, Any]
+) -> None:
+    """proc.videos(path) decodes only the frames the processor samples, from the file's own
+    metadata: the same outputs as the frames transformers' reader returns for that sampling,
+    given to the processor with that metadata."""
+    path = clips[CLIPS[1].id]
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    config = proc.video_config
+    assert config is not None
+    sample = options.get("do_sample_frames", config.do_sample_frames)
+
+    def sampler(metadata: Any, **kwargs: Any) -> list[int]:
+        if not sample:
+            return list(range(metadata.total_num_frames))
+        return config.sample(metadata, options.get("fps"), options.get("num_frames"))
+
+    frames, _ = hf_video.load_video(str(path), backend="pyav", sample_indices_fn=sampler)
+    want = proc.videos(frames, do_sample_frames=False)
+    for source in (path, path.read_bytes()):
+        got = proc.videos(source, **options)
+        for key in want:
+            assert np.array_equal(got[key], want[key]), key

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, Literal, cast
+from typing import IO, Any, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,13 +42,14 @@ from mmfast.models.base import (
     Output,
     Patchify,
     Strip,
+    VideoConfig,
+    VideoPlan,
+    View,
     bfloat16_bits,
     bfloat16_values,
-    fused_tables,
     identity_table,
 )
 from mmfast.models.config import is_finite_number, is_int_in, load_video_config, with_backend
-from mmfast.models.qwen2_vl import Qwen2VLVideoConfig as VideoConfig
 
 __all__ = [
     "BatchFeature",
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 ImageInput = Image.Image | NDArray[np.uint8] | ImageSource
-VideoInput = NDArray[np.uint8] | Sequence[Image.Image | NDArray[np.uint8]]
+VideoInput = NDArray[np.uint8] | Sequence[Image.Image | NDArray[np.uint8]] | ImageSource | IO[bytes]
 Dtype = Literal["float32", "bfloat16", "float16", "uint8"]
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "uint8")
 
@@ -582,16 +583,20 @@ class ImageProcessor:
         threads: int | None = None,
         dtype: Dtype | None = None,
     ) -> BatchFeature:
-        """Preprocess video clips into ``pixel_values_videos`` and ``video_grid_thw``,
-        bit-identical to the model's transformers video processor (a torchvision class).
+        """Preprocess video clips into the model's video outputs (``pixel_values_videos``
+        and its grid or counts), bit-identical to its transformers video processor (a
+        torchvision class).
 
-        A clip is a (T, H, W, 3) or (T, H, W) uint8 array or a list of frames (arrays or PIL
-        images); pass one clip or a list of clips. Decoding video files is left to the caller.
-        ``video_fps`` is each clip's own frame rate (the metadata HF samples by);
-        ``fps``/``num_frames`` and ``do_sample_frames`` choose frames as the processor's
-        ``sample_frames`` does (defaults from its config). ``threads`` and ``dtype`` work as
-        for images.
+        A clip is a video file (a path, its bytes or a binary file object, decoded by
+        :func:`mmfast.load_video`, which decodes only the frames the processor samples), a
+        (T, H, W, 3) or (T, H, W) uint8 array, or a list of frames (arrays or PIL images);
+        pass one clip or a list of clips. ``video_fps`` is each array clip's own frame rate
+        (the metadata HF samples by; a file's comes from its header); ``fps``/``num_frames``
+        and ``do_sample_frames`` choose frames as the processor's ``sample_frames`` does
+        (defaults from its config). ``threads`` and ``dtype`` work as for images.
         """
+        from mmfast.video import VideoMetadata, load_video
+
         config = self._video()
         threads = check_threads(default_threads() if threads is None else threads)
         check_dtype(dtype)
@@ -613,34 +618,38 @@ class ImageProcessor:
                 f"num_frames: expected an integer from 1 to {MAX_FRAMES}, got {num_frames!r}"
             )
         sample = config.do_sample_frames if do_sample_frames is None else do_sample_frames
+
+        def sampler(metadata: VideoMetadata) -> list[int]:
+            if sample:
+                return config.sample(metadata, fps, num_frames)
+            return list(range(metadata.total_num_frames))
+
         inputs: list[BatchInput] = []
-        jobs: list[tuple[Any, ...]] = []
-        plans = []
-        offset = 0
-        t = config.temporal_patch_size
-        layout = ("patches", (config.patch_size, t, config.merge_size))
+        plans: list[VideoPlan] = []
+        firsts: list[int] = []
         for clip, rate in zip(clips, rates, strict=True):
-            total, height, width = clip.shape[:3]
-            indices = config.sample(total, rate, fps, num_frames) if sample else list(range(total))
-            plan = config.plan(indices, height, width)
-            first = len(inputs)
-            inputs += [clip[i] for i in indices]
-            slots = [first + i for i in plan.padded(t)]
-            resize = ("torch", config.resample, plan.size) if config.do_resize else None
-            for g in range(plan.grid_t):
-                group = slots[g * t : (g + 1) * t]
-                jobs.append((group[0], None, None, resize, None, layout, offset, group[1:], 0))
-                offset += plan.grid_h * plan.grid_w * 3 * t * config.patch_size**2
-            plans.append(plan)
+            if isinstance(clip, np.ndarray):
+                total, height, width = clip.shape[:3]
+                frames = clip[sampler(VideoMetadata(total, rate, width, height))]
+            else:
+                frames, _ = load_video(clip, sample_indices_fn=sampler, threads=threads)
+            firsts.append(len(inputs))
+            inputs += list(frames)
+            plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
         with np.errstate(all="ignore"):  # as for images
-            tables, view, lut = output_tables(fused_tables(config), dtype)
-        shape = (offset // (3 * t * config.patch_size**2), 3 * t * config.patch_size**2)
+            tables, view, lut = output_tables(config.tables(), dtype)
+        shape, offsets = config.batch_shape(plans)
+        jobs: list[tuple[Any, ...]] = []
+        for plan, first, offset in zip(plans, firsts, offsets, strict=True):
+            at = offset
+            for positions, clip_view in plan.views:
+                size = (plan.height, plan.width)
+                job, length = view_job(first + positions[0], clip_view, size, at, None)
+                jobs.append((*job[:7], [first + p for p in positions[1:]], job[8]))
+                at += length
         out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-        grid = [(p.grid_t, p.grid_h, p.grid_w) for p in plans]
-        outputs: dict[str, Any] = {
-            "pixel_values_videos": out if view is None else out.view(view),
-            "video_grid_thw": np.array(grid, np.int64).reshape(-1, 3),
-        }
+        outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
+        outputs.update(config.batch_outputs(plans))
         if lut is not None:
             outputs["pixel_lut"] = lut
         return BatchFeature(outputs)
@@ -654,10 +663,17 @@ class ImageProcessor:
         return self.video_config
 
 
-def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[NDArray[np.uint8]]:
-    """Each clip as a (T, H, W, 3) uint8 array: one clip or a list of clips, a clip being an
-    array of frames or a list of (H, W, 3) / (H, W) arrays or PIL images (converted like
-    ``convert_to_rgb``)."""
+def is_video_file(clip: object) -> bool:
+    """A path, the bytes of a file, or a binary file object."""
+    return isinstance(clip, ENCODED) or hasattr(clip, "read")
+
+
+def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[Any]:
+    """Each clip as a (T, H, W, 3) uint8 array, or a video file as given: one clip or a list
+    of clips, a clip being a file, an array of frames or a list of (H, W, 3) / (H, W) arrays
+    or PIL images (converted like ``convert_to_rgb``)."""
+    if is_video_file(videos):
+        return [videos]
     if isinstance(videos, np.ndarray):
         return [_clip_array(videos)]
     if not isinstance(videos, (list, tuple)) or not videos:
@@ -670,7 +686,7 @@ def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[NDArray[np.uint8
         for v in videos
     ):
         return [_clip_array(videos)]
-    return [_clip_array(v) for v in videos]
+    return [v if is_video_file(v) else _clip_array(v) for v in videos]
 
 
 def _clip_array(clip: Any) -> NDArray[np.uint8]:
@@ -747,35 +763,50 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
     sizes: list[tuple[int, int]] = []
     for view in plan.views:
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
-        crop, resize, pad, out = view.crop, view.resize, view.pad, view.out
-        size = size if crop is None else (crop.height, crop.width)
-        for stage in (resize, pad):
-            if stage is not None:
-                size = stage.size
-                if size[0] * size[1] > DEFAULT_MAX_PIXELS:
-                    # Before the core allocates it: a config asking for this is wrong.
-                    raise MmfastError(
-                        f"size: expected intermediate images of at most {DEFAULT_MAX_PIXELS} "
-                        f"pixels, got a {type(stage).__name__.lower()} to {size[0]}x{size[1]} "
-                        "(check the config's size values)"
-                    )
-        sizes.append(size)
-        layout, length = native_layout(out, size)
-        jobs.append(
-            (
-                index,
-                None if view.source is None else first + view.source,
-                None if crop is None else (crop.top, crop.left, crop.height, crop.width),
-                None if resize is None else (resize.kernel, resize.resample, resize.size),
-                None if pad is None else (pad.size, (pad.top, pad.left), pad.fill),
-                layout,
-                offset,
-                [],
-                view.table,
-            )
-        )
+        source = None if view.source is None else first + view.source
+        job, length = view_job(index, view, size, offset, source)
+        jobs.append(job)
+        sizes.append(job_size(view, size))
         offset += length
     return jobs
+
+
+def job_size(view: View, size: tuple[int, int]) -> tuple[int, int]:
+    """The size of a view's pixels (after its crop, resize and pad) from its source's
+    ``size``; :class:`MmfastError` for an intermediate image over the pixel cap."""
+    size = size if view.crop is None else (view.crop.height, view.crop.width)
+    for stage in (view.resize, view.pad):
+        if stage is not None:
+            size = stage.size
+            if size[0] * size[1] > DEFAULT_MAX_PIXELS:
+                # Before the core allocates it: a config asking for this is wrong.
+                raise MmfastError(
+                    f"size: expected intermediate images of at most {DEFAULT_MAX_PIXELS} "
+                    f"pixels, got a {type(stage).__name__.lower()} to {size[0]}x{size[1]} "
+                    "(check the config's size values)"
+                )
+    return size
+
+
+def view_job(
+    index: int, view: View, size: tuple[int, int], offset: int, source: int | None
+) -> tuple[tuple[Any, ...], int]:
+    """A view of input ``index`` (or of job ``source``, whose pixels are ``size``) as the
+    core's job tuple at ``offset``, and the output values it moves the next view along."""
+    crop, resize, pad = view.crop, view.resize, view.pad
+    layout, length = native_layout(view.out, job_size(view, size))
+    job: tuple[Any, ...] = (
+        index,
+        source,
+        None if crop is None else (crop.top, crop.left, crop.height, crop.width),
+        None if resize is None else (resize.kernel, resize.resample, resize.size),
+        None if pad is None else (pad.size, (pad.top, pad.left), pad.fill),
+        layout,
+        offset,
+        [],
+        view.table,
+    )
+    return job, length
 
 
 def native_layout(out: Output | None, size: tuple[int, int]) -> tuple[tuple[str, Any] | None, int]:

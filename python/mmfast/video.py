@@ -208,8 +208,9 @@ class _Reader:
         rate: Fraction | None = stream.average_rate
         if not total:
             raise VideoDecodeError(
-                f"{self.name}: the video header gives no frame count (as in Matroska and WebM "
-                "files), which transformers' PyAV reader samples by; remux the video into MP4 "
+                f"{self.name}: expected a video whose header counts its frames (as MP4 and "
+                "MOV do), which transformers' PyAV reader samples by; this one gives none (as "
+                "Matroska and WebM files, and still images, do): remux it into MP4 "
                 "(ffmpeg -i clip.webm -c copy clip.mp4)"
             )
         if not rate:

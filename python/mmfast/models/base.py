@@ -50,7 +50,10 @@ __all__ = [
     "Resize",
     "Strip",
     "TileGrid",
+    "VideoConfig",
+    "VideoPlan",
     "View",
+    "batch_layout_shape",
     "bfloat16_bits",
     "bfloat16_values",
     "check_image_size",
@@ -277,6 +280,40 @@ class ImagePlan:
     backend: str = field(default="pil", kw_only=True)
 
 
+def batch_layout_shape(
+    shapes: Sequence[tuple[int, ...]], layout: str, sample_sizes: Sequence[int]
+) -> tuple[tuple[int, ...], list[int]]:
+    """A batch's output shape from each item's output ``shapes``, and each item's first value
+    in it.
+
+    ``layout``: "concat" joins the items' outputs along their first axis, "stack" adds a batch
+    axis, "pad_images" / "pad_samples" stack each item's (or each sample's, of
+    ``sample_sizes`` items) rows, zero-padded to the longest, as HF pads across a batch.
+    """
+    stack = layout == "stack"
+    if any(shape[not stack :] != shapes[0][not stack :] for shape in shapes):
+        raise MmfastError(
+            "images: this config gives images of different output sizes, which cannot be "
+            "stacked; pass them one at a time"
+        )
+    sizes = [math.prod(shape) for shape in shapes]
+    if stack:
+        return (len(shapes), *shapes[0]), [0, *itertools.accumulate(sizes)][:-1]
+    rest = shapes[0][1:]
+    if layout == "concat":
+        rows = sum(shape[0] for shape in shapes)
+        return (rows, *rest), [0, *itertools.accumulate(sizes)][:-1]
+    groups = [1] * len(shapes) if layout == "pad_images" else list(sample_sizes)
+    starts = [0, *itertools.accumulate(groups)]
+    group_rows = [sum(s[0] for s in shapes[a:b]) for a, b in itertools.pairwise(starts)]
+    width = max(group_rows)
+    row = math.prod(rest)
+    offsets: list[int] = []
+    for g, (a, b) in enumerate(itertools.pairwise(starts)):
+        offsets += [g * width * row + o for o in itertools.accumulate([0, *sizes[a:b]])][:-1]
+    return (len(groups), width, *rest), offsets
+
+
 def check_image_size(height: int, width: int) -> None:
     """A plan's input size: two positive ints, else :class:`MmfastError`."""
     for name, side in (("height", height), ("width", width)):
@@ -455,40 +492,83 @@ class ModelConfig:
     def batch_shape(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> tuple[tuple[int, ...], list[int]]:
-        """The batch's ``pixel_values`` shape and each image's first value in it.
-
-        :meth:`layout`: "concat" joins the images' outputs along their first axis, "stack"
-        adds a batch axis, "pad_images" / "pad_samples" stack each image's (or each sample's)
-        rows, zero-padded to the longest, as HF pads across a batch.
-        """
+        """The batch's ``pixel_values`` shape and each image's first value in it
+        (:func:`batch_layout_shape` of :meth:`layout`)."""
         shapes = [plan.output_shapes["pixel_values"] for plan in plans]
-        layout = self.layout()
-        stack = layout == "stack"
-        if any(shape[not stack :] != shapes[0][not stack :] for shape in shapes):
-            raise MmfastError(
-                "images: this config gives images of different output sizes, which cannot be "
-                "stacked; pass them one at a time"
-            )
-        sizes = [math.prod(shape) for shape in shapes]
-        if stack:
-            return (len(shapes), *shapes[0]), [0, *itertools.accumulate(sizes)][:-1]
-        rest = shapes[0][1:]
-        if layout == "concat":
-            rows = sum(shape[0] for shape in shapes)
-            return (rows, *rest), [0, *itertools.accumulate(sizes)][:-1]
-        groups = [1] * len(plans) if layout == "pad_images" else list(sample_sizes)
-        starts = [0, *itertools.accumulate(groups)]
-        group_rows = [sum(s[0] for s in shapes[a:b]) for a, b in itertools.pairwise(starts)]
-        width = max(group_rows)
-        row = math.prod(rest)
-        offsets: list[int] = []
-        for g, (a, b) in enumerate(itertools.pairwise(starts)):
-            offsets += [g * width * row + o for o in itertools.accumulate([0, *sizes[a:b]])][:-1]
-        return (len(groups), width, *rest), offsets
+        return batch_layout_shape(shapes, self.layout(), sample_sizes)
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, Any]:
         """The outputs after ``pixel_values``, in HF's key order (``sample_sizes``: the
         images of each sample)."""
+        return {}
+
+
+@dataclass(frozen=True)
+class VideoPlan:
+    """What happens to one clip of ``frames`` sampled frames of ``height`` x ``width``.
+
+    ``views`` pairs each :class:`View` with the positions (among the sampled frames) of the
+    frames it reads: one frame, or, for patch rows with time slots (a :class:`Patchify` with
+    ``temporal_patch_size`` > 1), the frame of each slot. Each view writes after the previous
+    one in the clip's output. ``output_shapes`` gives the clip's shape of each output key;
+    ``num_video_tokens`` is what the model's processor inserts for it.
+    """
+
+    height: int
+    width: int
+    frames: int
+    views: tuple[tuple[tuple[int, ...], View], ...]
+    output_shapes: Mapping[str, tuple[int, ...]]
+    num_video_tokens: int
+
+
+class VideoConfig:
+    """A video family's settings, read from a checkpoint's video processor config; subclasses
+    are frozen dataclasses. Every transformers video processor is a torchvision class.
+
+    :meth:`sample` mirrors the class's ``sample_frames``, :meth:`plan` its ``_preprocess`` for
+    one clip; the other methods say how the clips of a call become HF's outputs.
+    """
+
+    __slots__ = ()
+
+    model_id: str | None
+    video_processor_type: str
+    do_sample_frames: bool
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+
+    # The key of the pixels, and how clips join: as ModelConfig.batch_layout.
+    output_key: ClassVar[str] = "pixel_values_videos"
+    batch_layout: ClassVar[str] = "concat"
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """The frame indices the class's ``sample_frames`` keeps for a clip of ``metadata``
+        (a :class:`~mmfast.video.VideoMetadata`), with a call's ``fps``/``num_frames``."""
+        raise NotImplementedError
+
+    def plan(self, frames: int, height: int, width: int) -> VideoPlan:
+        """What happens to a clip of ``frames`` sampled frames of ``height`` x ``width``."""
+        raise NotImplementedError
+
+    def num_video_tokens(self, frames: int, height: int, width: int) -> int:
+        """Placeholder tokens the model's processor inserts for such a clip."""
+        return self.plan(frames, height, width).num_video_tokens
+
+    def tables(self) -> NDArray[Any]:
+        """(3, 256): the torchvision class's rescale/normalise arithmetic of every uint8."""
+        return fused_tables(self)
+
+    def batch_shape(self, plans: Sequence[VideoPlan]) -> tuple[tuple[int, ...], list[int]]:
+        """The call's pixel output shape and each clip's first value in it."""
+        shapes = [plan.output_shapes[self.output_key] for plan in plans]
+        return batch_layout_shape(shapes, self.batch_layout, [1] * len(plans))
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """The outputs after the pixels, in HF's key order."""
         return {}

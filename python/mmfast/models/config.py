@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import registry
@@ -28,11 +28,9 @@ from mmfast.models.base import (
     TORCH_RESAMPLE,
     ModelConfig,
     Normalization,
+    VideoConfig,
 )
 from mmfast.models.registry import Family
-
-if TYPE_CHECKING:
-    from mmfast.models.qwen2_vl import Qwen2VLVideoConfig
 
 __all__ = [
     "BACKENDS",
@@ -413,7 +411,7 @@ def with_backend(config: ModelConfig, backend: str, family: Family | None = None
     return changed
 
 
-def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> Qwen2VLVideoConfig:
+def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> VideoConfig:
     """Load a model's video-processing config, as ``AutoVideoProcessor`` would.
 
     The checkpoint's video settings (nested in ``processor_config.json`` or in

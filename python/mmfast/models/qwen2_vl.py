@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +29,9 @@ from mmfast.models.base import (
     ModelConfig,
     PatchGrid,
     Patchify,
+    Resize,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     plan_constants,
@@ -470,26 +473,14 @@ registry.register_builtin(
 
 
 @dataclass(frozen=True)
-class VideoPlan:
-    """What happens to one video: the frames kept (indices into the input), each resized to
-    ``size`` (height, width), then grouped ``temporal_patch_size`` at a time into patch rows,
-    the last frame repeated to fill the last group (``padded``)."""
+class QwenVideoPlan(VideoPlan):
+    """A Qwen clip's plan, with its patch grid (``video_grid_thw``)."""
 
-    indices: tuple[int, ...]
-    size: tuple[int, int]
-    grid_t: int
-    grid_h: int
-    grid_w: int
-    num_video_tokens: int
-
-    def padded(self, temporal_patch_size: int) -> tuple[int, ...]:
-        """Positions in :attr:`indices` of each time slot, the last repeated to a whole group."""
-        kept = len(self.indices)
-        return tuple(min(i, kept - 1) for i in range(self.grid_t * temporal_patch_size))
+    grid: tuple[int, int, int]
 
 
 @dataclass(frozen=True)
-class Qwen2VLVideoConfig:
+class Qwen2VLVideoConfig(VideoConfig):
     """Settings of ``Qwen2VLVideoProcessor`` (Qwen2-VL, Qwen2.5-VL, Qwen-Omni).
 
     ``num_video_tokens`` is the count of ``<|video_pad|>`` tokens the processor inserts:
@@ -519,10 +510,9 @@ class Qwen2VLVideoConfig:
     cap_pixels_per_frame: bool
     max_video_tokens: int
 
-    def sample(
-        self, total: int, video_fps: float | None, fps: float | None, num_frames: int | None
-    ) -> list[int]:
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``Qwen2VLVideoProcessor.sample_frames``: the frame indices to keep."""
+        total, video_fps = metadata.total_num_frames, metadata.fps
         if fps is not None and num_frames is not None:
             raise MmfastError("fps, num_frames: expected one of them, got both")
         num_frames = self.num_frames if num_frames is None else num_frames
@@ -569,10 +559,11 @@ class Qwen2VLVideoConfig:
         factor = self.patch_size * self.merge_size
         return smart_resize(height, width, factor, self.min_pixels, self.pixel_budget(num_frames))
 
-    def plan(self, indices: Sequence[int], height: int, width: int) -> VideoPlan:
-        """The plan of a clip of ``height`` x ``width`` frames keeping ``indices``."""
+    def plan(self, frames: int, height: int, width: int) -> QwenVideoPlan:
+        """A clip of ``frames`` sampled frames of ``height`` x ``width``: each frame resized
+        (torchvision's uint8 kernel), then ``temporal_patch_size`` frames at a time into patch
+        rows, the last frame repeated to fill the last group."""
         check_image_size(height, width)
-        frames = len(indices)
         size = self.resized_size(frames, height, width) if self.do_resize else (height, width)
         unit = self.patch_size * self.merge_size
         if size[0] % unit or size[1] % unit:
@@ -580,20 +571,32 @@ class Qwen2VLVideoConfig:
                 f"video size: with do_resize=False both sides must be multiples of {unit}, "
                 f"got {height}x{width}"
             )
-        grid_t = -(-frames // self.temporal_patch_size)
+        t = self.temporal_patch_size
+        grid_t = -(-frames // t)
         grid_h, grid_w = size[0] // self.patch_size, size[1] // self.patch_size
-        return VideoPlan(
-            tuple(indices),
-            size,
-            grid_t,
-            grid_h,
-            grid_w,
-            grid_t * grid_h * grid_w // self.merge_size**2,
+        resize = Resize(size, self.resample, "torch") if self.do_resize else None
+        out = Patchify(self.patch_size, t, self.merge_size)
+        slots = [min(i, frames - 1) for i in range(grid_t * t)]
+        views = tuple(
+            (tuple(slots[g * t : (g + 1) * t]), View(resize=resize, out=out)) for g in range(grid_t)
+        )
+        rows = grid_t * grid_h * grid_w
+        return QwenVideoPlan(
+            height=height,
+            width=width,
+            frames=frames,
+            views=views,
+            output_shapes=MappingProxyType(
+                {"pixel_values_videos": (rows, 3 * t * self.patch_size**2)}
+            ),
+            num_video_tokens=rows // self.merge_size**2,
+            grid=(grid_t, grid_h, grid_w),
         )
 
-    def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
-        """``<|video_pad|>`` tokens for a clip of ``num_frames`` frames after sampling."""
-        return self.plan(range(num_frames), height, width).num_video_tokens
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """``video_grid_thw`` (clips, 3) int64."""
+        grids = [cast("QwenVideoPlan", plan).grid for plan in plans]
+        return {"video_grid_thw": np.array(grids, np.int64).reshape(-1, 3)}
 
 
 def video_fields(

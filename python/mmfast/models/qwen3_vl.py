@@ -8,6 +8,8 @@ pixel budget on the whole clip: ``max_pixels`` counts every frame.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from mmfast.errors import MmfastError
@@ -23,10 +25,9 @@ __all__ = ["Qwen3VLVideoConfig"]
 class Qwen3VLVideoConfig(Qwen2VLVideoConfig):
     """Settings of ``Qwen3VLVideoProcessor``."""
 
-    def sample(
-        self, total: int, video_fps: float | None, fps: float | None, num_frames: int | None
-    ) -> list[int]:
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``Qwen3VLVideoProcessor.sample_frames``."""
+        total, video_fps = metadata.total_num_frames, metadata.fps
         if fps is not None and num_frames is not None:
             raise MmfastError("fps, num_frames: expected one of them, got both")
         fps = self.fps if fps is None else fps

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mmfast.models.base import ModelConfig
+    from mmfast.models.base import ModelConfig, VideoConfig
     from mmfast.models.config import Fields, Source
-    from mmfast.models.qwen2_vl import Qwen2VLVideoConfig
 
 __all__ = [
     "BUILTINS",
@@ -87,7 +86,7 @@ class VideoFamily:
 
     processor_type: str
     model_types: tuple[str, ...]
-    build: Callable[[str | None, Fields], Qwen2VLVideoConfig]
+    build: Callable[[str | None, Fields], VideoConfig]
     kwargs: frozenset[str]
 
 
