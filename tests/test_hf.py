@@ -391,6 +391,60 @@ def test_ragged_idefics3_processor(tensors: str, tmp_path: Path, mmfast_calls: l
 
 
 # --------------------------------------------------------------------------------------------
+# Video processors
+
+VIDEO_IDS = [m for m in mmfast.supported_models() if registry.BUILTINS[m].video is not None] + [
+    m
+    for m in mmfast.supported_models()
+    if registry.BUILTINS[m].video is None
+    and registry.video_family(None, registry.BUILTINS[m].model_type) is not None
+]
+
+
+def write_video_checkpoint(directory: Path, model_id: str) -> Path:
+    """A checkpoint with the built-in's video processor settings (its image settings where
+    it has none), as video_preprocessor_config.json."""
+    builtin = registry.BUILTINS[model_id]
+    family = registry.video_family(None, builtin.model_type)
+    assert family is not None
+    config = dict(builtin.video if builtin.video is not None else builtin.preprocessor)
+    config["video_processor_type"] = family.processor_type
+    (directory / "video_preprocessor_config.json").write_text(json.dumps(config))
+    (directory / "config.json").write_text(json.dumps({"model_type": builtin.model_type}))
+    return directory
+
+
+def clip(frames: int, height: int, width: int, seed: int = 0) -> np.ndarray:
+    return np.stack([noise(height, width, seed + t) for t in range(frames)])
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+@pytest.mark.parametrize("model_id", sorted(set(VIDEO_IDS)))
+def test_video_processor_matches_transformers(
+    model_id: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """AutoVideoProcessor after install(): a backed subclass whose outputs (arrays and
+    tensors) are transformers' bit for bit, sampled by transformers, computed by mmfast."""
+    auto = transformers.AutoVideoProcessor
+    directory = write_video_checkpoint(tmp_path, model_id)
+    plain, backed = load_pair(auto, directory)
+    assert isinstance(backed, hf.MmfastBackedVideo) and isinstance(backed, type(plain))
+    assert type(backed).__name__ in hf.supported_classes()
+    videos = [clip(8, 90, 120, 1), clip(5, 60, 200, 2)]
+    metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": 5, "fps": 10.0}]
+    before = hf.stats()["mmfast"]
+    for tensors in TENSORS:
+        for kwargs in ({}, {"do_sample_frames": False}):
+            call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
+            want = outcome(plain, videos, **call)
+            got = outcome(backed, videos, **call)
+            assert_same(got, want)
+    assert hf.stats()["mmfast"] > before
+
+
+# --------------------------------------------------------------------------------------------
+# What runs on transformers' code
+# --------------------------------------------------------------------------------------------
 # What runs on transformers' code
 
 

@@ -1,39 +1,37 @@
-"""transformers drop-in: transformers' own image processors, with mmfast computing the pixels.
+"""transformers drop-in: transformers' own image and video processors, with mmfast computing
+the pixels.
 
 For each transformers image-processor class mmfast matches bit for bit (``XImageProcessorPil``
-and, where mmfast matches it too, the torchvision ``XImageProcessor``), :func:`backed_class`
-makes a subclass, once. It keeps everything of the original that serving code reads
-(``merge_size``, ``patch_size``, ``get_number_of_image_patches``, ``to_dict``,
-``save_pretrained``, the class name and every ``isinstance`` answer) and replaces one step:
-after transformers' ``preprocess`` has validated the call's keyword arguments and merged them
-with the instance's settings, an :class:`mmfast.ImageProcessor` built from those settings
-(``backend="pil"`` for a PIL class, ``"torchvision"`` for a torchvision one; cached per
-settings) computes the outputs, returned as transformers' ``BatchFeature`` with
-``return_tensors`` applied. Anything mmfast cannot reproduce exactly runs transformers' own code
-instead, so an output never differs from transformers':
+and, where mmfast matches it too, the torchvision ``XImageProcessor``) and each video-processor
+class, :func:`backed_class` makes a subclass, once, with the class's name and module. It keeps
+everything of the original that serving code reads (``merge_size``, ``patch_size``,
+``get_number_of_image_patches``, ``to_dict``, ``save_pretrained``, pickling and every
+``isinstance`` answer) and replaces one step. For images: after transformers' ``preprocess``
+has validated the call's keyword arguments and merged them with the instance's settings, an
+:class:`mmfast.ImageProcessor` built from those settings (``backend="pil"`` for a PIL class,
+``"torchvision"`` for a torchvision one; cached per settings) computes the outputs; inputs that
+are not PIL images or plain (H, W, 3) uint8 arrays first go through the class's own input
+preparation, so they are read exactly as transformers reads them. For videos: after
+transformers has sampled, decoded and prepared the clips, mmfast computes ``_preprocess``.
+Outputs come back as transformers' ``BatchFeature``, with the types transformers gives for the
+call's ``return_tensors`` (``None``: its per-family arrays, tensors or lists).
 
-- ``return_tensors`` other than ``"np"`` or ``"pt"`` (``None`` returns per-family lists);
-- inputs other than PIL images and uint8 (H, W, 3) arrays (torch tensors, float or (H, W)
-  arrays, URLs and paths, channels-first or ambiguous arrays such as (3, W, 3), reversed
-  views);
-- ``input_data_format``, ``device``, a ``data_format`` other than channels-first, extra
-  positional arguments or image-like inputs (segmentation maps, ...);
-- a setting mmfast does not read for the class, or one that is None where transformers and
-  mmfast would not both read it as off (``do_convert_rgb=None`` is off for both, as are the
-  class defaults ``do_pad``, ``do_center_crop`` or ``do_pan_and_scan`` None, with their sizes);
-- any :class:`~mmfast.MmfastError` from building or running the processor (an aspect ratio
-  over 200, a PIL mode that is not RGB with ``do_convert_rgb`` off, ...): transformers then
-  runs and raises or returns what it would have.
+Anything mmfast cannot reproduce exactly runs transformers' own code instead, so an output
+never differs from transformers': float inputs, paths and URLs, ``data_format`` other than
+channels-first, extra positional arguments or image-like inputs (segmentation maps, ...), a
+device other than the CPU (unless ``MMFAST_HF_CUDA=cpu``), a setting mmfast does not read for
+the class or one that is None where transformers and mmfast would not read it alike, any
+:class:`~mmfast.MmfastError` from building or running the processor (transformers then raises
+or returns what it would have) and any other error inside mmfast (logged at WARNING).
+:func:`stats` counts who computed each call, by class and reason; the ``mmfast.hf`` logger
+says at INFO the first time a class computes on mmfast or falls back for a reason, and at
+DEBUG why each call ran on transformers.
 
-The ``mmfast.hf`` logger says at DEBUG level why a call ran on transformers.
-
-Ways in: :func:`wrap` an image processor (or a processor holding one) you already have;
-:func:`from_pretrained` as ``AutoImageProcessor.from_pretrained``; :func:`install`, after
-which every supported image processor transformers loads (``AutoImageProcessor``,
-``AutoProcessor``, a processor class's ``from_pretrained``, an image-processor class's
-``from_pretrained`` or ``from_dict``) is mmfast-backed; and ``MMFAST_HF_INSTALL=1``
-(:func:`install_from_env`). Qwen's video processors (``Qwen2VLVideoProcessor``,
-``Qwen3VLVideoProcessor``) stay transformers'. transformers, numpy and Pillow are imported
+Ways in: :func:`wrap` a processor you already have; :func:`from_pretrained` as
+``AutoImageProcessor.from_pretrained``; :func:`install`, after which every supported image
+and video processor transformers loads (``AutoImageProcessor``, ``AutoVideoProcessor``,
+``AutoProcessor``, a class's ``from_pretrained`` or ``from_dict``) is mmfast-backed; and
+``MMFAST_HF_INSTALL=1`` (:func:`install_from_env`). transformers, numpy and Pillow are imported
 only when one of these runs, so importing this module is cheap (the ``.pth`` hook does it at
 every interpreter start when the variable is set).
 """
@@ -61,8 +59,8 @@ from mmfast.errors import MmfastError, UnsupportedModelError
 if TYPE_CHECKING:
     import numpy as np
 
-    from mmfast.models.base import ModelConfig
-    from mmfast.models.registry import Family
+    from mmfast.models.base import ModelConfig, VideoConfig
+    from mmfast.models.registry import Family, VideoFamily
     from mmfast.processors import BatchFeature, ImageProcessor
 
 __all__ = [
@@ -119,13 +117,15 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
 )
 # The module whose ImageProcessingMixin install() patches; install_from_env() waits for it.
 _BASE_MODULE = "transformers.image_processing_base"
+# The module whose VideoProcessorMixin install() patches too.
+_VIDEO_MODULE = "transformers.video_processing_utils"
 
 _lock = threading.RLock()
 _classes: dict[type, type] = {}
 # Calls served, by class and by who computed them (see stats()).
 _calls: Counter[tuple[str, str | None]] = Counter()
-# The from_dict classmethod install() replaced, while installed.
-_original_from_dict: Any = None
+# The from_dict classmethods install() replaced, by module, while installed.
+_original_from_dict: dict[str, Any] = {}
 
 
 class _Fallback(Exception):
@@ -197,9 +197,25 @@ def _warn_once(message: str) -> None:
     logger.warning("%s", message)
 
 
+@functools.cache
+def _supported_videos() -> dict[str, VideoFamily]:
+    """transformers video-processor class name -> its mmfast video family, for every class
+    AutoVideoProcessor maps a model type to and mmfast matches (every transformers video
+    processor is a torchvision class)."""
+    from mmfast.models import registry
+
+    auto = importlib.import_module("transformers.models.auto.video_processing_auto")
+    names = {
+        name
+        for classes in auto.VIDEO_PROCESSOR_MAPPING_NAMES.values()
+        for name in (classes.values() if isinstance(classes, dict) else [classes])
+    }
+    return {name: family for name, family in registry.VIDEO_FAMILIES.items() if name in names}
+
+
 def supported_classes() -> list[str]:
-    """Names of the transformers image-processor classes mmfast can back."""
-    return sorted(_supported())
+    """Names of the transformers image- and video-processor classes mmfast can back."""
+    return sorted({*_supported(), *_supported_videos()})
 
 
 class MmfastBacked:
@@ -237,6 +253,33 @@ class MmfastBacked:
         return _unpickle, (self._mmfast_hf_class,), self.__dict__
 
 
+class MmfastBackedVideo(MmfastBacked):
+    """Base of the video-processor classes :func:`backed_class` makes."""
+
+    def _preprocess(self, videos: Any, **kwargs: Any) -> Any:
+        """transformers' step after it has sampled, decoded and prepared the clips (TCHW
+        tensors) and resolved the settings: mmfast's outputs when they match transformers'
+        exactly, else transformers' own code."""
+        name = type(self).__name__
+        try:
+            out = _run_video(self, videos, kwargs)
+        except _Fallback as reason:
+            _count(name, reason.kind)
+            logger.debug("%s: running transformers' code: %s", name, reason)
+        except Exception as exc:  # a bug in mmfast: transformers' result, not an error
+            _count(name, "an error in mmfast")
+            logger.warning(
+                "%s: mmfast failed where transformers runs (please report it); running "
+                "transformers' code",
+                name,
+                exc_info=exc,
+            )
+        else:
+            _count(name, None)
+            return out
+        return cast("Any", super())._preprocess(videos=videos, **kwargs)
+
+
 def _unpickle(hf_class: type) -> Any:
     """An empty instance of the backed class of ``hf_class``, for :meth:`__reduce_ex__`."""
     backed = backed_class(hf_class)
@@ -252,16 +295,17 @@ def backed_class(hf_class: type) -> type | None:
     if (
         issubclass(hf_class, MmfastBacked)
         or not hf_class.__module__.startswith("transformers.models.")
-        or hf_class.__name__ not in _supported()
+        or hf_class.__name__ not in {*_supported(), *_supported_videos()}
     ):
         return None
     with _lock:
         backed = _classes.get(hf_class)
         if backed is None:
             name = hf_class.__name__
+            base = MmfastBackedVideo if name in _supported_videos() else MmfastBacked
             backed = type(
                 name,
-                (MmfastBacked, hf_class),
+                (base, hf_class),
                 {
                     "__module__": hf_class.__module__,
                     "__qualname__": hf_class.__qualname__,
@@ -436,6 +480,69 @@ def _channels_last(image: Any) -> np.ndarray:
     return np.moveaxis(array, 0, -1)
 
 
+# Video settings that only choose frames: transformers has sampled the clips already.
+_SAMPLING = frozenset({"fps", "num_frames", "min_frames", "max_frames"})
+
+
+def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> Any:
+    """A video processor's call on mmfast, as transformers' ``BatchFeature``; raises
+    :class:`_Fallback`."""
+    import numpy as np
+
+    from mmfast.models.config import VIDEOS_KWARGS
+    from mmfast.processors import default_threads, run_videos
+
+    hf_class = type(processor)._mmfast_hf_class
+    family = _supported_videos()[hf_class.__name__]
+    return_tensors = kwargs.get("return_tensors")
+    if return_tensors not in (None, "np", "pt"):
+        raise _Fallback("return_tensors", f"return_tensors={return_tensors!r}")
+    clips = []
+    for video in videos:
+        frames = video if isinstance(video, np.ndarray) else video.numpy()
+        if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[1] != 3:
+            raise _Fallback(
+                "not uint8 RGB", f"a prepared clip of dtype {frames.dtype} and shape {frames.shape}"
+            )
+        clips.append(np.moveaxis(frames, 1, -1))
+    known = VIDEOS_KWARGS | family.kwargs
+    values: dict[str, Any] = {}
+    for name, value in kwargs.items():
+        skip = name in family.ignores or (
+            value is None and (name in _SAMPLING or name in family.none_is_default)
+        )
+        if name == "return_tensors" or skip:
+            continue
+        if name not in known:
+            raise _Fallback(
+                f"setting {name}", f"{name!r} is not a {hf_class.__name__} setting mmfast reads"
+            )
+        if value is None:
+            raise _Fallback(f"{name}=None", f"{name}=None, which mmfast would read as its default")
+        values[name] = _plain(value)
+    try:
+        settings = json.dumps(values, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _Fallback("unreadable setting", f"a setting mmfast cannot read: {exc}") from exc
+    try:
+        out = run_videos(_video_config(hf_class, settings), clips, default_threads(), None)
+    except MmfastError as exc:
+        raise _Fallback("mmfast refused the call", str(exc)) from exc
+    data = _nested_map(_as_tensor, dict(out)) if return_tensors != "np" else dict(out)
+    base = importlib.import_module(_BASE_MODULE)
+    return base.BatchFeature(data=data, tensor_type=return_tensors)
+
+
+@functools.lru_cache(maxsize=128)
+def _video_config(hf_class: type, settings: str) -> VideoConfig:
+    """The mmfast video config equal to ``hf_class`` with ``settings``."""
+    from mmfast.models.config import Fields
+
+    origin = f"{hf_class.__name__} settings"
+    family = _supported_videos()[hf_class.__name__]
+    return family.build(None, Fields(origin, json.loads(settings)))
+
+
 def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
     """The settings of a call, as transformers resolved them, in canonical JSON: the cache key
     of :func:`_processor` and the config it reads. Raises :class:`_Fallback` for a setting
@@ -519,26 +626,30 @@ def _computes_bfloat16(proc: ImageProcessor) -> bool:
 
 
 def wrap(obj: Any) -> Any:
-    """Makes ``obj``, a transformers image processor or a processor holding one as
-    ``image_processor``, mmfast-backed in place (its class becomes :func:`backed_class`'s; its
-    settings and identity stay) and returns it.
+    """Makes ``obj`` mmfast-backed in place and returns it: a transformers image or video
+    processor, or a processor holding them as ``image_processor`` / ``video_processor``
+    (each whose class mmfast matches). Their class becomes :func:`backed_class`'s; their
+    settings and identity stay.
 
-    Raises :class:`~mmfast.UnsupportedModelError` when the image processor's class is not one
-    mmfast matches (:func:`supported_classes`).
+    Raises :class:`~mmfast.UnsupportedModelError` when none of them is of a class mmfast
+    matches (:func:`supported_classes`).
     """
-    image_processor = obj
+    parts = [obj]
     if not isinstance(obj, MmfastBacked) and _is_processor(obj):
-        image_processor = obj.image_processor
-    if isinstance(image_processor, MmfastBacked):
-        return obj
-    backed = backed_class(type(image_processor))
-    if backed is None:
+        parts = [getattr(obj, name, None) for name in ("image_processor", "video_processor")]
+    matched = False
+    for part in parts:
+        if isinstance(part, MmfastBacked):
+            matched = True
+        elif part is not None and (backed := backed_class(type(part))) is not None:
+            part.__class__ = backed
+            matched = True
+    if not matched:
         raise UnsupportedModelError(
-            f"wrap: expected a transformers image processor of a class mmfast matches, or a "
-            f"processor holding one, got {_describe(obj)}; supported classes: "
+            f"wrap: expected a transformers image or video processor of a class mmfast "
+            f"matches, or a processor holding one, got {_describe(obj)}; supported classes: "
             f"{', '.join(supported_classes())}"
         )
-    image_processor.__class__ = backed
     return obj
 
 
@@ -571,42 +682,62 @@ def from_pretrained(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
 
 
 def install() -> None:
-    """Makes every image processor transformers loads from now on mmfast-backed when its
-    class is one mmfast matches; other classes load untouched. Idempotent.
+    """Makes every image and video processor transformers loads from now on mmfast-backed
+    when its class is one mmfast matches; other classes load untouched. Idempotent.
 
-    One hook: ``ImageProcessingMixin.from_dict``, through which every ``from_pretrained``
-    builds its instance (``AutoImageProcessor``, ``AutoProcessor`` and each processor class,
-    which load their image processor with ``AutoImageProcessor``), is replaced by a version
-    that builds the backed subclass of the class it is called on. Image processors built by
-    calling a class directly are not affected: :func:`wrap` them.
+    Two hooks: ``ImageProcessingMixin.from_dict`` and ``VideoProcessorMixin.from_dict``,
+    through which every ``from_pretrained`` builds its instance (``AutoImageProcessor``,
+    ``AutoVideoProcessor``, ``AutoProcessor`` and each processor class, which load theirs
+    with them), are replaced by versions that build the backed subclass of the class they
+    are called on; the video one as soon as transformers' video module is imported.
+    Processors built by calling a class directly are not affected: :func:`wrap` them.
     """
-    global _original_from_dict
-    mixin = importlib.import_module(_BASE_MODULE).ImageProcessingMixin
     with _lock:
-        if _original_from_dict is not None:
+        _patch(_BASE_MODULE)
+        video = sys.modules.get(_VIDEO_MODULE)
+        if video is not None and hasattr(video, "VideoProcessorMixin"):
+            _patch(_VIDEO_MODULE)
+        else:
+            _when_imported(_VIDEO_MODULE, lambda: _patch(_VIDEO_MODULE))
+
+
+def _patch(module: str) -> None:
+    """Replaces ``from_dict`` of ``module``'s mixin (importing it), once."""
+    with _lock:
+        if module in _original_from_dict:
             return
+        mixin = _mixin(module)
         original = mixin.__dict__["from_dict"]
 
-        def from_dict(
-            cls: type[Any], /, image_processor_dict: dict[str, Any], **kwargs: Any
-        ) -> Any:
-            return original.__func__(backed_class(cls) or cls, image_processor_dict, **kwargs)
+        def from_dict(cls: type[Any], processor_dict: dict[str, Any], /, **kwargs: Any) -> Any:
+            return original.__func__(backed_class(cls) or cls, processor_dict, **kwargs)
 
         functools.update_wrapper(from_dict, original.__func__)
         mixin.from_dict = classmethod(from_dict)
-        _original_from_dict = original
+        _original_from_dict[module] = original
+
+
+def _mixin(module: str) -> Any:
+    """The mixin whose ``from_dict`` :func:`install` replaces in ``module``."""
+    name = "ImageProcessingMixin" if module == _BASE_MODULE else "VideoProcessorMixin"
+    return getattr(importlib.import_module(module), name)
+
+
+def _when_imported(module: str, then: Callable[[], None]) -> None:
+    """Runs ``then`` right after ``module`` is first imported (once)."""
+    with _lock:
+        if not any(getattr(f, "module", None) == module for f in sys.meta_path):
+            sys.meta_path.insert(0, _OnImport(module, then))
 
 
 def uninstall() -> None:
-    """Undoes :func:`install` (and a pending :func:`install_from_env`). Image processors
-    already loaded stay mmfast-backed."""
-    global _original_from_dict
+    """Undoes :func:`install` (and a pending :func:`install_from_env`). Processors already
+    loaded stay mmfast-backed."""
     with _lock:
-        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _InstallOnImport)]
-        if _original_from_dict is None:
-            return
-        sys.modules[_BASE_MODULE].ImageProcessingMixin.from_dict = _original_from_dict
-        _original_from_dict = None
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _OnImport)]
+        for module, original in _original_from_dict.items():
+            _mixin(module).from_dict = original
+        _original_from_dict.clear()
 
 
 def install_from_env() -> bool:
@@ -629,9 +760,7 @@ def install_from_env() -> bool:
         )
         return False
     if _BASE_MODULE not in sys.modules:
-        with _lock:
-            if not any(isinstance(finder, _InstallOnImport) for finder in sys.meta_path):
-                sys.meta_path.insert(0, _InstallOnImport())
+        _when_imported(_BASE_MODULE, install)
         if _BASE_MODULE not in sys.modules:
             return True
     # Imported already, or by another thread while the finder went in (install() is idempotent).
@@ -639,10 +768,14 @@ def install_from_env() -> bool:
     return True
 
 
-class _InstallOnImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when transformers' image-processing module is first imported, it
-    lets the other finders find it and makes the loader run :func:`install` once the module
-    has executed; then it leaves ``sys.meta_path``."""
+class _OnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when ``module`` is first imported, it lets the other finders find
+    it and makes the loader run ``then`` once the module has executed; then it leaves
+    ``sys.meta_path``."""
+
+    def __init__(self, module: str, then: Callable[[], None]) -> None:
+        self.module = module
+        self.then = then
 
     def find_spec(
         self,
@@ -650,7 +783,7 @@ class _InstallOnImport(importlib.abc.MetaPathFinder):
         path: Sequence[str] | None,
         target: ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != _BASE_MODULE:
+        if fullname != self.module:
             return None
         with _lock:
             if self in sys.meta_path:
@@ -665,10 +798,11 @@ class _InstallOnImport(importlib.abc.MetaPathFinder):
         loader = spec.loader
         if loader is not None:
             exec_module = loader.exec_module
+            then = self.then
 
-            def exec_then_install(module: ModuleType) -> None:
+            def exec_then(module: ModuleType) -> None:
                 exec_module(module)
-                install()
+                then()
 
-            loader.exec_module = exec_then_install
+            loader.exec_module = exec_then
         return cast("importlib.machinery.ModuleSpec", spec)

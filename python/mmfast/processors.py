@@ -624,35 +624,14 @@ class ImageProcessor:
                 return config.sample(metadata, fps, num_frames)
             return list(range(metadata.total_num_frames))
 
-        inputs: list[BatchInput] = []
-        plans: list[VideoPlan] = []
-        firsts: list[int] = []
+        clip_frames = []
         for clip, rate in zip(clips, rates, strict=True):
             if isinstance(clip, np.ndarray):
                 total, height, width = clip.shape[:3]
-                frames = clip[sampler(VideoMetadata(total, rate, width, height))]
+                clip_frames.append(clip[sampler(VideoMetadata(total, rate, width, height))])
             else:
-                frames, _ = load_video(clip, sample_indices_fn=sampler, threads=threads)
-            firsts.append(len(inputs))
-            inputs += list(frames)
-            plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
-        with np.errstate(all="ignore"):  # as for images
-            tables, view, lut = output_tables(config.tables(), dtype)
-        shape, offsets = config.batch_shape(plans)
-        jobs: list[tuple[Any, ...]] = []
-        for plan, first, offset in zip(plans, firsts, offsets, strict=True):
-            at = offset
-            for positions, clip_view in plan.views:
-                size = (plan.height, plan.width)
-                job, length = view_job(first + positions[0], clip_view, size, at, None)
-                jobs.append((*job[:7], [first + p for p in positions[1:]], job[8]))
-                at += length
-        out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-        outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
-        outputs.update(config.batch_outputs(plans))
-        if lut is not None:
-            outputs["pixel_lut"] = lut
-        return BatchFeature(outputs)
+                clip_frames.append(load_video(clip, sample_indices_fn=sampler, threads=threads)[0])
+        return run_videos(config, clip_frames, threads, dtype)
 
     def _video(self) -> VideoConfig:
         if self.video_config is None:
@@ -830,6 +809,41 @@ def native_layout(out: Output | None, size: tuple[int, int]) -> tuple[tuple[str,
         return ("strip", (out.patch_size, out.stride)), h // out.patch_size * w
     boxes = [(b.top, b.left, b.height, b.width) for b in out]
     return ("windows", boxes), sum(3 * b.height * b.width for b in out)
+
+
+def run_videos(
+    config: VideoConfig,
+    clips: Sequence[NDArray[np.uint8]],
+    threads: int,
+    dtype: Dtype | None,
+) -> BatchFeature:
+    """The sampled frames of each clip ((T, H, W, 3) uint8 each) through ``config``, in one
+    native call: its outputs, in HF's key order."""
+    inputs: list[BatchInput] = []
+    plans: list[VideoPlan] = []
+    firsts: list[int] = []
+    for frames in clips:
+        firsts.append(len(inputs))
+        inputs += list(frames)
+        plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
+    with np.errstate(all="ignore"):  # as for images
+        tables, view, lut = output_tables(config.tables(), dtype)
+    shape, offsets = config.batch_shape(plans)
+    jobs: list[tuple[Any, ...]] = []
+    for plan, first, offset in zip(plans, firsts, offsets, strict=True):
+        at = offset
+        for positions, clip_view in plan.views:
+            job, length = view_job(
+                first + positions[0], clip_view, (plan.height, plan.width), at, None
+            )
+            jobs.append((*job[:7], [first + p for p in positions[1:]], job[8]))
+            at += length
+    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
+    outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
+    outputs.update(config.batch_outputs(plans))
+    if lut is not None:
+        outputs["pixel_lut"] = lut
+    return BatchFeature(outputs)
 
 
 def run_plans(

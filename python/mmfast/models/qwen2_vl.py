@@ -655,6 +655,8 @@ def _build_video(model_id: str | None, cfg: Fields) -> Qwen2VLVideoConfig:
     )
 
 
+# Qwen's video _preprocess resizes, normalises and patchifies: it never crops or pads.
+QWEN_VIDEO_IGNORES = frozenset({"do_center_crop", "crop_size", "do_pad", "pad_size"})
 _VIDEO_KWARGS = frozenset(
     {
         "min_pixels",
@@ -674,5 +676,8 @@ registry.register_video(
         model_types=("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni", "qwen3_omni_moe"),
         build=_build_video,
         kwargs=_VIDEO_KWARGS,
+        ignores=QWEN_VIDEO_IGNORES,
+        # _preprocess reads a None cap as False, the config's default.
+        none_is_default=frozenset({"cap_pixels_per_frame"}),
     )
 )

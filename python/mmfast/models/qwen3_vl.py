@@ -17,7 +17,7 @@ from mmfast.models import registry
 from mmfast.models.base import HALF
 from mmfast.models.config import Fields
 from mmfast.models.glm4v import smart_resize
-from mmfast.models.qwen2_vl import Qwen2VLVideoConfig, video_fields
+from mmfast.models.qwen2_vl import QWEN_VIDEO_IGNORES, Qwen2VLVideoConfig, video_fields
 
 __all__ = ["Qwen3VLVideoConfig"]
 
@@ -88,6 +88,8 @@ registry.register_video(
         processor_type="Qwen3VLVideoProcessor",
         model_types=("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"),
         build=_build_video,
+        ignores=QWEN_VIDEO_IGNORES,
+        none_is_default=frozenset({"cap_pixels_per_frame"}),
         kwargs=frozenset(
             {
                 "patch_size",

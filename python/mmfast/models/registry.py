@@ -82,12 +82,18 @@ class Builtin:
 @dataclass(frozen=True)
 class VideoFamily:
     """One HF video-processor class: its name, the ``model_type`` values AutoVideoProcessor
-    maps to it, its valid keyword arguments and how to build its config from fields."""
+    maps to it, its valid keyword arguments beyond ``VideosKwargs`` and how to build its
+    config from fields. ``ignores``: the common ``VideosKwargs`` settings the class's
+    ``_preprocess`` never reads (a value there changes nothing); ``none_is_default``: the
+    settings whose None the class reads as the config's default.
+    """
 
     processor_type: str
     model_types: tuple[str, ...]
     build: Callable[[str | None, Fields], VideoConfig]
     kwargs: frozenset[str]
+    ignores: frozenset[str] = frozenset()
+    none_is_default: frozenset[str] = frozenset()
 
 
 FAMILIES: dict[str, Family] = {}
