@@ -197,7 +197,7 @@ def test_preprocess_takes_a_directory_and_skips_errors(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["preprocess", str(empty)]) == 2
-    assert "expected image files in the directory, found none" in capsys.readouterr().err
+    assert "expected image or video files in the directory, found none" in capsys.readouterr().err
 
 
 def test_preprocess_recursive_and_missing_paths(tmp_path, capsys):
@@ -250,11 +250,42 @@ def test_help_is_quick_to_import():
     assert result.stdout.strip() == "[]"
 
 
+def test_preprocess_takes_video_files(tmp_path, capsys):
+    """A video file goes through the model's video processor; its row says how many frames
+    were sampled and the tokens they make; --out holds its outputs."""
+    av = pytest.importorskip("av")
+    path = tmp_path / "clip.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.height, stream.width = 64, 96
+        stream.pix_fmt = "yuv420p"
+        for t in range(30):
+            image = np.roll(bench.synthetic_photo(64, 96, seed=1), t, axis=1)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    saved = tmp_path / "out.npz"
+    model = "Qwen/Qwen3-VL-8B-Instruct"
+    assert main(["preprocess", str(path), "--model", model, "--out", str(saved)]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    proc = ImageProcessor.from_pretrained(model)
+    want = proc.videos(path)
+    frames = proc.sampled_frames(mmfast.video.video_metadata(path))
+    assert rows[0][:3] == [str(path), "64x96", f"{frames} frames"]
+    assert rows[0][-2] == str(proc.num_video_tokens(frames, 64, 96))
+    loaded = cli.load_npz(saved)
+    assert np.array_equal(loaded["pixel_values_videos"], want["pixel_values_videos"])
+    assert list(loaded["mmfast.videos"]) == [str(path)]
+    assert main(["preprocess", str(path), "--model", "llava-hf/llava-1.5-7b-hf"]) == 2
+    assert "no video processor" in capsys.readouterr().err
+
+
 def test_preprocess_table_keeps_to_the_terminal():
     row = cli.ImageRow(
         "/a/long/path/to/the/photos/IMG_20240101_123456.jpg",
         (3024, 4032),
-        (1008, 1344),
+        "1008x1344",
         {"pixel_values": (5184, 1176), "image_grid_thw": (3,)},
         1296,
         0.1,

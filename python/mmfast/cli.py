@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import numpy as np
 
-from mmfast.errors import MmfastError
+from mmfast.errors import MmfastError, UnsupportedModelError
 
 if TYPE_CHECKING:
     from mmfast.processors import Dtype, ImageInput, ImageProcessor
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # ``mmfast bench --only`` sections, in the order a full run takes them.
 BENCH_SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch", "serving")
+# Files read as videos (through the model's video processor), by extension.
+VIDEO_EXTENSIONS = frozenset({".mp4", ".mov", ".m4v", ".mkv", ".webm", ".avi"})
 # More images than this get a progress bar on stderr, when stderr is a terminal.
 PROGRESS_MIN_IMAGES = 8
 # Images per batched call.
@@ -264,11 +266,12 @@ class Progress:
 
 @dataclass(frozen=True)
 class ImageRow:
-    """One image of a ``preprocess`` run."""
+    """One image (or video) of a ``preprocess`` run; ``resized`` says what the model made of
+    it: the resized size, or a video's sampled frames."""
 
     name: str
     size: tuple[int, int]
-    resized: tuple[int, int]
+    resized: str
     shapes: Mapping[str, tuple[int, ...]]
     tokens: int
     seconds: float
@@ -283,7 +286,7 @@ def image_files(
     name is not an unreadable image."""
     from PIL import Image
 
-    known = set(Image.registered_extensions())
+    known = set(Image.registered_extensions()) | VIDEO_EXTENSIONS
     files = []
     for path in paths:
         if not os.path.isdir(path):
@@ -311,7 +314,7 @@ def image_files(
                     )
                 break
         if not found:
-            raise MmfastError(f"{path}: expected image files in the directory, found none")
+            raise MmfastError(f"{path}: expected image or video files in the directory, found none")
         files += found
     return files
 
@@ -340,12 +343,25 @@ def preprocess(
     sources: list[tuple[str, str | bytes]] = list(sample_images()) if not images else []
     if not isinstance(batch_size, int) or batch_size < 1:
         raise MmfastError(f"--batch-size: expected a positive integer, got {batch_size!r}")
-    sources += [(path, path) for path in image_files(images, recursive, stderr)]
+    files = image_files(images, recursive, stderr)
+    videos = [path for path in files if os.path.splitext(path)[1].lower() in VIDEO_EXTENSIONS]
+    sources += [(path, path) for path in files if path not in videos]
     # Opened first so an unwritable path fails before any work; removed again on failure.
     out_file = open(out, "wb") if out is not None else None  # noqa: SIM115
     try:
         t0 = time.perf_counter()
-        rows, arrays_out = _run(proc, sources, n_threads, dtype, stderr, skip_errors, batch_size)
+        rows: list[ImageRow] = []
+        arrays_out: dict[str, np.ndarray] = {}
+        if sources:
+            rows, arrays_out = _run(
+                proc, sources, n_threads, dtype, stderr, skip_errors, batch_size
+            )
+        if videos:
+            video_rows, video_arrays = _run_videos(
+                proc, videos, n_threads, dtype, stderr, skip_errors
+            )
+            rows += video_rows
+            arrays_out |= video_arrays
         if out_file is not None:
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
@@ -409,7 +425,7 @@ def _run(
                 ImageRow(
                     name=name,
                     size=(plan.height, plan.width),
-                    resized=plan.resize_size,
+                    resized="x".join(map(str, plan.resize_size)),
                     shapes=plan.output_shapes,
                     tokens=proc.num_image_tokens(plan.height, plan.width),
                     seconds=seconds * weight / sum(weights),
@@ -427,6 +443,52 @@ def _run(
     merged["mmfast.names"] = np.array([row.name for row in rows])
     merged["mmfast.sizes"] = np.array([row.size for row in rows], np.int64).reshape(-1, 2)
     merged["mmfast.rows"] = np.array([row.shapes["pixel_values"][0] for row in rows], np.int64)
+    return rows, merged
+
+
+def _run_videos(
+    proc: ImageProcessor,
+    paths: Sequence[str],
+    n_threads: int,
+    dtype: str | None,
+    stderr: TextIO,
+    skip_errors: bool,
+) -> tuple[list[ImageRow], dict[str, np.ndarray]]:
+    """Each video file through the model's video processor (decoding only the frames it
+    samples): the rows of the videos kept and their merged outputs, with ``mmfast.videos``
+    (each clip's file)."""
+    from mmfast.video import video_metadata
+
+    rows: list[ImageRow] = []
+    batches = []
+    for path in paths:
+        t0 = time.perf_counter()
+        try:
+            feature = proc.videos(path, threads=n_threads, dtype=cast("Dtype", dtype))
+        except (MmfastError, OSError) as exc:
+            if not skip_errors or isinstance(exc, UnsupportedModelError):
+                raise MmfastError(f"{path}: {_one_line(exc)}") from exc
+            print(f"skipped {path}: {_one_line(exc)}", file=stderr)
+            continue
+        seconds = time.perf_counter() - t0
+        metadata = video_metadata(path)
+        frames = proc.sampled_frames(metadata)
+        size = (metadata.height or 0, metadata.width or 0)
+        rows.append(
+            ImageRow(
+                name=path,
+                size=size,
+                resized=f"{frames} frames",
+                shapes={key: value.shape for key, value in feature.items()},
+                tokens=proc.num_video_tokens(frames, *size),
+                seconds=seconds,
+            )
+        )
+        batches.append(npz_arrays(feature))
+    if not batches:
+        raise MmfastError("videos: none of them could be processed")
+    merged = merge_batches(batches)
+    merged["mmfast.videos"] = np.array([row.name for row in rows])
     return rows, merged
 
 
@@ -531,7 +593,7 @@ def print_table(rows: Sequence[ImageRow], stream: TextIO, width: int | None = No
         [
             row.name,
             f"{row.size[0]}x{row.size[1]}",
-            f"{row.resized[0]}x{row.resized[1]}",
+            row.resized,
             ", ".join(f"{key} {shape}" for key, shape in row.shapes.items()),
             str(row.tokens),
             f"{row.seconds * 1e3:.2f}",

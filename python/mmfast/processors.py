@@ -568,6 +568,16 @@ class ImageProcessor:
         family = registry.family_of(self.config.image_processor_type)
         return with_backend(self.config, backend, family)
 
+    def sampled_frames(
+        self, metadata: Any, fps: float | None = None, num_frames: int | None = None
+    ) -> int:
+        """How many distinct frames :meth:`videos` keeps of a clip of ``metadata`` (a
+        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling."""
+        config = self._video()
+        if not config.do_sample_frames:
+            return int(metadata.total_num_frames)
+        return len(set(config.sample(metadata, fps, num_frames)))
+
     def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
         """``<|video_pad|>``-style tokens for a clip of ``num_frames`` (sampled) frames."""
         return self._video().num_video_tokens(num_frames, height, width)

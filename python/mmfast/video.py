@@ -42,6 +42,7 @@ __all__ = [
     "VideoSource",
     "default_sample_indices",
     "load_video",
+    "video_metadata",
 ]
 
 VideoSource = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
@@ -153,6 +154,13 @@ def load_video(
         metadata.frames_indices = [int(i) for i in indices]
         frames = reader.read(wanted, threads)
     return frames, metadata
+
+
+def video_metadata(source: VideoSource, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> VideoMetadata:
+    """A video's metadata from its header alone, as :func:`load_video` gives it (without
+    ``frames_indices``): nothing is decoded."""
+    with _Reader(source, max_pixels) as reader:
+        return reader.metadata
 
 
 def _av() -> Any:
