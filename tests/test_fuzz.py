@@ -9,6 +9,7 @@ The test suite runs a few examples of each property; ``make fuzz`` runs
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -256,3 +257,72 @@ def test_seed_files_decode_like_pillow() -> None:
     for data in SEEDS:
         if reference(data) is not None:
             check_decode(data)
+
+
+@functools.cache
+def video_seeds() -> list[bytes]:
+    """Short clips in the codecs the video tests use (B-frames, short groups of pictures),
+    encoded once (an encoder's bytes may differ from run to run)."""
+    av = pytest.importorskip("av")
+    clips = []
+    for codec, bframes in (("libx264", 2), ("mpeg4", 2), ("libvpx-vp9", 0)):
+        buf = io.BytesIO()
+        with av.open(buf, "w", format="mp4") as out:
+            stream = out.add_stream(codec, rate=10)
+            stream.height, stream.width = 32, 48
+            stream.pix_fmt = "yuv420p"
+            stream.codec_context.gop_size = 5
+            stream.codec_context.max_b_frames = bframes
+            for t in range(12):
+                picture = np.roll(smooth(32, 48, 1), 2 * t, axis=1)
+                for packet in stream.encode(av.VideoFrame.from_ndarray(picture, format="rgb24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        clips.append(buf.getvalue())
+    return clips
+
+
+@st.composite
+def mutated_video(draw: st.DrawFn) -> bytes:
+    data = bytearray(draw(st.sampled_from(video_seeds())))
+    for _ in range(draw(st.integers(1, 4))):
+        if not data:
+            break
+        at = draw(st.integers(0, len(data) - 1))
+        kind = draw(st.sampled_from(["flip", "byte", "cut", "drop"]))
+        if kind == "flip":
+            data[at] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "byte":
+            data[at] = draw(st.sampled_from([0, 0xFF, 0x7F, 0x80]))
+        elif kind == "cut":
+            del data[max(at, 1) :]
+        else:
+            del data[at : at + draw(st.integers(1, 64))]
+    return bytes(data)
+
+
+@fuzz
+@given(
+    data=mutated_video(),
+    sampling=st.sampled_from([{}, {"num_frames": 3}, {"fps": 4}, {"num_frames": 12}]),
+    threads=st.integers(1, 2),
+)
+def test_mutated_videos(data: bytes, sampling: dict[str, Any], threads: int) -> None:
+    """A damaged clip gives frames or a documented error, never a crash or a hang; through a
+    processor too."""
+    try:
+        frames, metadata = mmfast.load_video(
+            data, threads=threads, max_pixels=MAX_PIXELS, **sampling
+        )
+    except (MmfastError, EOFError) as exc:
+        assert isinstance(exc, MmfastError), exc
+    else:
+        assert frames.dtype == np.uint8 and frames.ndim == 4 and frames.shape[3] == 3
+        assert metadata.frames_indices is not None
+    proc = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen3-VL-8B-Instruct")
+    try:
+        out = proc.videos(data, num_frames=4, threads=threads)
+    except MmfastError:
+        return
+    assert np.isfinite(out.pixel_values_videos).all()

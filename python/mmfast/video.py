@@ -189,6 +189,12 @@ class _Reader:
             raise VideoDecodeError(f"{self.name}: cannot read the video: {exc}") from exc
         try:
             self.metadata = self._metadata(max_pixels)
+        except (self.av.error.FFmpegError, AttributeError, ValueError) as exc:
+            # PyAV's own errors on damaged headers (a stream without a codec has no size).
+            self.container.close()
+            if isinstance(exc, MmfastError):
+                raise
+            raise VideoDecodeError(f"{self.name}: cannot read the video header: {exc}") from exc
         except BaseException:
             self.container.close()
             raise
@@ -258,7 +264,9 @@ class _Reader:
                 frames = dict(self._decode_all(wanted))
             else:
                 frames = dict(self._decode_sampled(index, wanted))
-        except self.av.error.FFmpegError as exc:
+        except (self.av.error.FFmpegError, AttributeError, ValueError) as exc:
+            if isinstance(exc, MmfastError):
+                raise
             raise VideoDecodeError(f"{self.name}: cannot decode the video: {exc}") from exc
         found = [frames[i] for i in wanted if i in frames]
         if not found:
