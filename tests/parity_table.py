@@ -524,14 +524,15 @@ def emu3_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
 
 
 def refuses_channels_first_misread(reference: Reference) -> Reference:
-    """``reference`` (Emu3's NumPy class) refusing, as mmfast does, a batch whose first image
-    is 1 or 3 pixels high: ``infer_channel_dimension_format`` reads it as channels-first and
-    transformers then fails (1 row) or scrambles the pixels (3 rows), which mmfast does not
-    reproduce (reported, not matched)."""
+    """``reference`` (Emu3's NumPy class) refusing, as mmfast does, images 1 or 3 pixels
+    high: ``infer_channel_dimension_format`` reads such an image, first in its prompt, as
+    channels-first, and transformers then fails (1 row) or scrambles the pixels (3 rows),
+    which mmfast does not reproduce (reported, not matched)."""
 
     def run(images: list[Image.Image], overrides: dict[str, Any]) -> Outputs:
-        if images and not isinstance(images[0], list) and images[0].height in (1, 3):
-            raise ValueError(f"a first image {images[0].height} pixels high reads channels-first")
+        flat = [i for item in images for i in (item if isinstance(item, list) else [item])]
+        if any(image.height in (1, 3) for image in flat):
+            raise ValueError("an image 1 or 3 pixels high reads channels-first")
         return reference(images, overrides)
 
     return run

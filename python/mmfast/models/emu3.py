@@ -79,11 +79,12 @@ def smart_resize(
 
 
 def misread(height: int, width: int) -> str:
-    """Why an image 1 or 3 pixels high, first in its prompt, is refused."""
+    """Why an image 1 or 3 pixels high is refused."""
     return (
-        f"image size: transformers' Emu3ImageProcessor reads a {height}x{width} first image of "
-        "a prompt as channels-first (infer_channel_dimension_format: it fails on 1 row and "
-        "scrambles 3 rows), which mmfast does not reproduce"
+        f"image size: transformers' Emu3ImageProcessor reads a {height}x{width} image that "
+        "comes first in its prompt as channels-first (infer_channel_dimension_format: it "
+        "fails on 1 row and scrambles 3 rows), which mmfast does not reproduce; mmfast "
+        "refuses images 1 or 3 pixels high"
     )
 
 
@@ -158,8 +159,15 @@ class Emu3Config(ModelConfig):
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``Emu3ImageProcessor._preprocess`` for one image: resize, rescale and
-        normalise onto a canvas of its own size (``finish_batch`` widens it to the batch's)."""
+        normalise onto a canvas of its own size (``finish_batch`` widens it to the batch's).
+
+        ``_preprocess`` reads the channel axis of a prompt's images from its first image: one
+        1 or 3 pixels high reads as channels-first, which fails (1 row: one channel against
+        three means) or scrambles the prompt's pixels (3 rows). Such images are refused
+        wherever they are (after another image transformers would read them right)."""
         check_image_size(height, width)
+        if height in (1, 3):
+            raise MmfastError(misread(height, width))
         size = self.resized_size(height, width)
         resize = resizer("pil", size, self.resample) if self.do_resize else None
         h, w = size[0] // DOWNSAMPLE_RATIO, size[1] // DOWNSAMPLE_RATIO
@@ -181,14 +189,6 @@ class Emu3Config(ModelConfig):
             views=(View(resize=resize, out=Canvas(size)),),
         )
 
-    def num_image_tokens(self, height: int, width: int) -> int:
-        """Raises :class:`MmfastError` for an image 1 or 3 pixels high, which transformers
-        reads as channels-first when it comes first in a prompt (see :meth:`finish_batch`)."""
-        check_image_size(height, width)
-        if height in (1, 3):
-            raise MmfastError(misread(height, width))
-        return self.plan(height, width).num_image_tokens
-
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
         """NumPy's float32 arithmetic; with rescale and normalise both off, the uint8 pixels
         (padded with 0)."""
@@ -199,17 +199,7 @@ class Emu3Config(ModelConfig):
     def finish_batch(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> Sequence[ImagePlan]:
-        """``_pad_for_batching``: every canvas as large as the batch's largest image.
-
-        ``_preprocess`` reads the channel axis of a prompt's images from its first image:
-        one 1 or 3 pixels high reads as channels-first, which either fails (1 row: one channel
-        against three means) or scrambles the prompt's pixels (3 rows), so such a prompt is
-        refused."""
-        first = 0
-        for size in sample_sizes:
-            if size and plans[first].height in (1, 3):
-                raise MmfastError(misread(plans[first].height, plans[first].width))
-            first += size
+        """``_pad_for_batching``: every canvas as large as the batch's largest image."""
         return pad_for_batching(plans) if self.do_pad else plans
 
     def batch_outputs(
