@@ -1,4 +1,4 @@
-"""Pixtral, Mistral 3 (Mistral Small 3.1/3.2), Mistral Large 3 and LightOnOCR:
+"""Pixtral, Mistral 3 (Mistral Small 3.1/3.2), Mistral Large 4 and LightOnOCR:
 ``PixtralImageProcessor`` / ``PixtralImageProcessorPil`` (transformers 5.24).
 
 The longest edge is brought down to ``size["longest_edge"]`` (floored, never up), both sides
