@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import assert_same_outputs, noise, smooth
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parity_table import hf_reference
 from PIL import Image
 
@@ -250,3 +252,46 @@ def test_pixtral_processor_patch_size_reaches_the_pixels() -> None:
     assert [proc.num_image_tokens(h, w) for h, w in [(300, 200), (61, 530)]] == [
         (h // 28) * (w // 28 + 1) for h, w in got["image_sizes"]
     ]
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.model_id != IDEFICS2], ids=lambda c: c.model_id
+)
+@settings(max_examples=150, deadline=None)
+@given(height=st.integers(1, 9000), width=st.integers(1, 9000))
+def test_token_counts_match_get_num_multimodal_tokens(
+    case: Case, height: int, width: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Without pixels: the processor's ``_get_num_multimodal_tokens`` (what vLLM sizes prompts
+    by) for any image size but 1 or 3 pixels high: transformers sizes
+    ``np.zeros((height, width, 3))`` there, which it reads as channels-first (an image
+    ``width`` x 3), so its count is not what the processor's prompt holds
+    (``test_token_counts_are_the_processors`` checks those)."""
+    needs(case)
+    if height in (1, 3):
+        return
+    if case.model_id == EMU3 and max(height, width) / min(height, width) > 200:
+        return
+    processor = loaded_processor(case, tmp_path_factory)
+    proc = mmfast.ImageProcessor.from_pretrained(case.model_id)
+    want = processor._get_num_multimodal_tokens(image_sizes=[(height, width)]).num_image_tokens[0]
+    try:
+        tokens = proc.num_image_tokens(height, width)
+    except MmfastError:
+        # A side floored to 0: transformers counts on, but its image processor cannot
+        # resize to it (nor can the processor that calls it).
+        with pytest.raises((ValueError, RuntimeError)):
+            processor.image_processor(Image.new("RGB", (width, height)))
+        return
+    assert tokens == want
+
+
+_PROCESSORS: dict[str, Any] = {}
+
+
+def loaded_processor(case: Case, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """transformers' processor for the case, loaded once."""
+    if case.model_id not in _PROCESSORS:
+        directory = write_checkpoint(tmp_path_factory.mktemp("checkpoint"), case)
+        _PROCESSORS[case.model_id] = transformers.AutoProcessor.from_pretrained(directory)
+    return _PROCESSORS[case.model_id]
