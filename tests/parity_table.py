@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import kimi_reference
 import numpy as np
@@ -408,3 +408,219 @@ TABLE += [
 def tv_overrides(row: Row) -> Sequence[Override]:
     """The overrides the torchvision class is tried with."""
     return row.tv_overrides if row.tv_overrides is not None else row.overrides
+
+
+# --------------------------------------------------------------------------------------------
+# Canvas families: Pixtral (Mistral 3, LightOnOCR), Idefics2, Emu3.
+
+
+def pixtral_tokens(model_id: str) -> Callable[[Outputs, dict[str, Any]], int]:
+    """``PixtralProcessor.replace_image_token``, restated (transformers builds the class only
+    with torch): ``([IMG] * cols + [IMG_BREAK]) * rows`` with the last token ``[IMG_END]``,
+    (rows, cols) the image size over ``P = patch_size * spatial_merge_size`` (processor
+    config). The processor calls the image processor with ``patch_size=P``; the reference ran
+    with the file's patch size, whose sizes are the same floored size rounded up to that
+    patch, so HF's ``get_resize_output_image_size`` rounds them up to P as the processor's
+    call does (P a multiple of the file's patch, and the longest edge too). Without a resize,
+    or with a centre crop (the PIL class records the crop), the sizes do not depend on the
+    patch size."""
+    from transformers.models.pixtral.image_processing_pil_pixtral import (
+        get_resize_output_image_size,
+    )
+
+    processor = models.registry.BUILTINS[model_id].processor
+    patch = processor["patch_size"] * processor.get("spatial_merge_size", 1)
+    config = builtin_dict(model_id)
+    edge, file_patch = config["size"]["longest_edge"], config["patch_size"]["height"]
+    assert patch % file_patch == 0 and edge % file_patch == 0
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        height, width = (int(v) for v in out["image_sizes"][0])
+        resized = overrides.get("do_resize", True) and not overrides.get("do_center_crop")
+        if resized and patch != file_patch:
+            longest = overrides.get("size", {}).get("longest_edge", edge)
+            height, width = get_resize_output_image_size(
+                np.zeros((height, width, 3)), size=(longest, longest), patch_size=(patch, patch)
+            )
+        rows = [["[IMG]"] * (width // patch) + ["[IMG_BREAK]"]] * (height // patch)
+        tokens = [token for row in rows for token in row]
+        tokens[-1] = "[IMG_END]"
+        return len(tokens)
+
+    return count
+
+
+def lighton_tokens(model_id: str) -> Callable[[Outputs, dict[str, Any]], int]:
+    """``LightOnOcrProcessor.replace_image_token`` on a stand-in holding what it reads: one
+    image token per ``patch_size * spatial_merge_size`` square of ``image_sizes``."""
+    from transformers.models.lighton_ocr.processing_lighton_ocr import LightOnOcrProcessor
+
+    processor = models.registry.BUILTINS[model_id].processor
+    fake = SimpleNamespace(
+        image_token="<|image_pad|>",
+        effective_patch_size=processor["patch_size"] * processor["spatial_merge_size"],
+    )
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        text = LightOnOcrProcessor.replace_image_token(fake, dict(out), 0)
+        return str(text).count("<|image_pad|>")
+
+    return count
+
+
+def idefics2_tokens(model_id: str) -> Callable[[Outputs, dict[str, Any]], int]:
+    """``Idefics2Processor.__call__``'s expansion of one ``<image>``, run on a stand-in holding
+    what it reads (its tokenizer records the prompt), counting the special tokens: the
+    processor reads ``do_image_splitting`` from its image processor's settings."""
+    import re
+
+    from transformers.models.idefics2.processing_idefics2 import Idefics2Processor
+
+    seq_len = models.registry.BUILTINS[model_id].processor["image_seq_len"]
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        prompts: list[str] = []
+
+        class Tokenizer:
+            init_kwargs: ClassVar[dict[str, Any]] = {}
+
+            def __call__(self, text: list[str], **kwargs: Any) -> dict[str, Any]:
+                prompts.extend(text)
+                return {}
+
+        splitting = overrides.get(
+            "do_image_splitting", builtin_dict(model_id)["do_image_splitting"]
+        )
+        fake = SimpleNamespace(
+            fake_image_token="<fake_token_around_image>",
+            image_token="<image>",
+            image_seq_len=seq_len,
+            image_processor=SimpleNamespace(do_image_splitting=splitting),
+            tokenizer=Tokenizer(),
+            _merge_kwargs=lambda **kwargs: {"text_kwargs": {}, "images_kwargs": {}},
+            _check_special_mm_tokens=lambda *args, **kwargs: None,
+        )
+        Idefics2Processor.__call__(fake, text="<image>")
+        return len(re.findall(r"<[^<>]+>", prompts[0]))
+
+    return count
+
+
+def emu3_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``Emu3Processor.replace_image_token`` on a stand-in holding what it reads, counting its
+    ``<image>`` tokens (what ``_get_num_multimodal_tokens`` counts)."""
+    from transformers.models.emu3.processing_emu3 import Emu3Processor
+
+    fake = SimpleNamespace(
+        image_start_token="<|image start|>",
+        image_end_token="<|image end|>",
+        fake_token_around_image="<|image token|>",
+        eof_token="<|extra_201|>",
+        image_token="<image>",
+        downsample_ratio=8,
+    )
+    text = Emu3Processor.replace_image_token(fake, dict(out), 0)
+    return str(text).count("<image>")
+
+
+def refuses_channels_first_misread(reference: Reference) -> Reference:
+    """``reference`` (Emu3's NumPy class) refusing, as mmfast does, images 1 or 3 pixels
+    high: ``infer_channel_dimension_format`` reads such an image, first in its prompt, as
+    channels-first, and transformers then fails (1 row) or scrambles the pixels (3 rows),
+    which mmfast does not reproduce (reported, not matched)."""
+
+    def run(images: list[Image.Image], overrides: dict[str, Any]) -> Outputs:
+        flat = [i for item in images for i in (item if isinstance(item, list) else [item])]
+        if any(image.height in (1, 3) for image in flat):
+            raise ValueError("an image 1 or 3 pixels high reads channels-first")
+        return reference(images, overrides)
+
+    return run
+
+
+def raises_value_error(reference: Reference) -> Reference:
+    """``reference`` with transformers' ZeroDivisionError (Idefics2 splitting a 1-pixel-high
+    image) raised as the ValueError the parity tests expect of a refusal."""
+
+    def run(images: list[Image.Image], overrides: dict[str, Any]) -> Outputs:
+        try:
+            return reference(images, overrides)
+        except ZeroDivisionError as exc:
+            raise ValueError(f"transformers raises ZeroDivisionError: {exc}") from exc
+
+    return run
+
+
+MISTRAL_SMALL = "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+LIGHTON = "lightonai/LightOnOCR-1B-1025"
+IDEFICS2 = "HuggingFaceM4/idefics2-8b"
+TABLE += [
+    Row(
+        MISTRAL_SMALL,
+        pixtral_tokens(MISTRAL_SMALL),
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"do_pad": False}),
+            Override({"do_resize": False}),
+            Override({"do_center_crop": True, "crop_size": {"height": 100, "width": 120}}),
+        ),
+    ),
+    Row(
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        pixtral_tokens("mistralai/Mistral-Small-3.2-24B-Instruct-2506"),
+    ),
+    Row(
+        "mistral-community/pixtral-12b",
+        pixtral_tokens("mistral-community/pixtral-12b"),
+        (
+            *COMMON,
+            Override({"size": {"longest_edge": 300}}),
+            Override({"size": {"height": 200, "width": 500}}),
+            Override({"size": 100}),
+        ),
+    ),
+    Row(
+        LIGHTON,
+        lighton_tokens(LIGHTON),
+        (
+            Override({"patch_size": 16}),
+            Override({"patch_size": {"height": 14, "width": 20}}),
+            Override({"size": {"longest_edge": 500}, "resample": 1}),
+            Override({"do_center_crop": True, "crop_size": 701}),
+            Override({"do_center_crop": True, "crop_size": {"height": 99, "width": 121}}),
+            Override({"do_pad": False, "do_rescale": False}),
+            Override({"do_resize": False, "do_normalize": False}),
+        ),
+    ),
+    Row(
+        IDEFICS2,
+        idefics2_tokens(IDEFICS2),
+        (
+            *COMMON,
+            Override({"do_image_splitting": False}),
+            Override({"size": {"shortest_edge": 300, "longest_edge": 700}}),
+            Override({"size": {"height": 300, "width": 200}, "resample": 3}),
+            Override({"size": 500, "resample": 0}),
+            Override({"do_resize": False}),
+            Override({"do_pad": False, "do_image_splitting": False}),
+            BOTH_OFF,
+        ),
+        pil_reference=raises_value_error(hf_reference(IDEFICS2)),
+    ),
+    Row(
+        "BAAI/Emu3-Chat-hf",
+        emu3_tokens,
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"min_pixels": 64 * 64, "max_pixels": 200 * 200}),
+            Override({"min_pixels": 0, "max_pixels": 100 * 100, "spatial_factor": 16}),
+            Override({"do_resize": False}),
+            Override({"do_pad": False}),
+        ),
+        pil_reference=refuses_channels_first_misread(hf_reference("BAAI/Emu3-Chat-hf")),
+    ),
+]

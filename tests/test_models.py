@@ -592,6 +592,12 @@ def test_supported_models_load() -> None:
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
         "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503": models.PixtralConfig,
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506": models.PixtralConfig,
+        "mistral-community/pixtral-12b": models.PixtralConfig,
+        "lightonai/LightOnOCR-1B-1025": models.PixtralConfig,
+        "HuggingFaceM4/idefics2-8b": models.Idefics2Config,
+        "BAAI/Emu3-Chat-hf": models.Emu3Config,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

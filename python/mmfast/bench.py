@@ -91,6 +91,9 @@ MODELS = (
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+    "HuggingFaceM4/idefics2-8b",
+    "BAAI/Emu3-Chat-hf",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -34,6 +34,9 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    pixtral,
+    idefics2,
+    emu3,
 )
 
 # isort: on
@@ -49,6 +52,7 @@ from mmfast.models.base import (
     TileGrid,
 )
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.emu3 import Emu3Config
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
@@ -59,6 +63,7 @@ from mmfast.models.geometry import (
 )
 from mmfast.models.glm4v import Glm4vConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config
 from mmfast.models.kimi_vl import KimiVLConfig
@@ -74,6 +79,7 @@ from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 
@@ -84,9 +90,11 @@ __all__ = [
     "OPENAI_CLIP_STD",
     "ClipConfig",
     "CropBox",
+    "Emu3Config",
     "Gemma3Config",
     "Glm4vConfig",
     "GotOcr2Config",
+    "Idefics2Config",
     "Idefics3Config",
     "ImagePlan",
     "KimiK25Config",
@@ -97,10 +105,12 @@ __all__ = [
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
+    "PixtralConfig",
     "QwenVLConfig",
     "SiglipConfig",
     "TileGrid",
     "center_crop_box",
+    "emu3",
     "find_supported_resolutions",
     "gemma3",
     "get_best_fit",
@@ -112,6 +122,7 @@ __all__ = [
     "get_size_with_aspect_ratio",
     "glm4v",
     "got_ocr2",
+    "idefics2",
     "idefics3",
     "kimi_k25",
     "kimi_vl",
@@ -121,6 +132,7 @@ __all__ = [
     "llava_onevision",
     "load_config",
     "paddleocr_vl",
+    "pixtral",
     "qwen2_vl",
     "qwen3_vl",
     "registry",
