@@ -286,7 +286,7 @@ def test_processor_defaults_are_hfs(family: models.Family, name: str) -> None:
     says (its ``images_kwargs``; ``return_tensors`` is a call argument, not a setting)."""
     auto = importlib.import_module("transformers.models.auto.processing_auto")
     cls = auto.processor_class_from_name(name)
-    if cls is None:
+    if cls is None or isinstance(cls, importlib.import_module("transformers.utils").DummyObject):
         pytest.skip(f"{name}: transformers builds it only with torch and torchvision")
     given = getattr(cls, "images_kwargs", {})
     images_kwargs = {k: v for k, v in given.items() if k != "return_tensors"}
@@ -367,3 +367,33 @@ def test_onevision_multi_image_tokens() -> None:
     assert plan.output_shapes["pixel_values"] == (1, 3, 384, 384)
     assert plan.num_image_tokens == 730
     assert proc.plan(300, 200).num_image_tokens == proc.num_image_tokens(300, 200) != 730
+
+
+@pytest.mark.parametrize(
+    "nulls",
+    [
+        {"do_resize": None, "do_center_crop": None},  # switches: off
+        {"image_mean": None, "do_normalize": None},  # a value its switch (off) does not need
+        {"image_mean": None},  # a value its switch needs: both refuse
+        {"resample": None},
+        {"rescale_factor": None},
+    ],
+    ids=lambda nulls: ",".join(nulls),
+)
+def test_a_files_nulls_read_as_transformers_reads_them(
+    tmp_path: Path, nulls: dict[str, None]
+) -> None:
+    """transformers keeps a file's null over the class default: a switch is off, and a value
+    its switch needs makes it raise."""
+    model_id = "google/siglip-so400m-patch14-384"
+    config = {**models.registry.BUILTINS[model_id].preprocessor, **nulls}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    image = noise(50, 70, 1)
+    try:
+        want = hf_class(model_id).from_dict(config)(image, return_tensors="np")
+    except ValueError:
+        with pytest.raises(MmfastError, match="got null"):
+            mmfast.ImageProcessor.from_pretrained(tmp_path)
+        return
+    got = mmfast.ImageProcessor.from_pretrained(tmp_path)(image)
+    assert_same_outputs(got, want)

@@ -897,7 +897,8 @@ def test_config_dir_equals_builtin(tmp_path: Path) -> None:
 def test_output_dtypes(model_id: str) -> None:
     """bfloat16 and float16 are the float32 output rounded to nearest even (torch's
     ``.to(dtype)``); uint8 plus ``pixel_lut`` (and the rows mask of padded batches) gives the
-    float32 output back through :func:`mmfast.reference.normalize_uint8`, bit for bit."""
+    float32 output back through :func:`mmfast.reference.normalize_uint8`, bit for bit; a
+    family whose padding is zero after normalising refuses uint8 before decoding anything."""
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3)]
     want = proc(images, dtype="float32")
@@ -906,6 +907,10 @@ def test_output_dtypes(model_id: str) -> None:
         assert got.pixel_values.dtype == numpy_dtype
         assert same_bits(got.pixel_values, want.pixel_values.astype(numpy_dtype))
         assert list(got) == list(want)
+    if not proc.config.raw_pixels:
+        with pytest.raises(MmfastError, match="dtype: 'uint8' cannot give"):
+            proc([b"not an image"], dtype="uint8")
+        return
     raw = proc(images, dtype="uint8")
     assert raw.pixel_values.dtype == np.uint8 and raw.pixel_values.shape == want.pixel_values.shape
     assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32

@@ -120,6 +120,10 @@ _BASE_MODULE = "transformers.image_processing_base"
 # The module whose VideoProcessorMixin install() patches too.
 _VIDEO_MODULE = "transformers.video_processing_utils"
 
+# transformers' backend classes; an image processor without one is old-style (its own
+# NumPy preprocess).
+_BACKENDS = frozenset({"PilBackend", "TorchvisionBackend"})
+
 _lock = threading.RLock()
 _classes: dict[type, type] = {}
 # Calls served, by class and by who computed them (see stats()).
@@ -140,20 +144,21 @@ class _Fallback(Exception):
 @functools.cache
 def _supported() -> dict[str, tuple[Family, str, str]]:
     """transformers class name -> (family, image_processor_type, backend), for every class
-    transformers has and mmfast matches: ``<type>Pil`` for the PIL backend, ``<type>`` for
-    torchvision."""
+    AutoImageProcessor maps a model type to and mmfast matches: the class of each backend
+    (``<type>Pil`` for PIL, ``<type>`` for torchvision; an old-style NumPy class such as
+    ``Emu3ImageProcessor`` is its model's PIL-backend class)."""
     from mmfast.models import registry
 
     auto = importlib.import_module("transformers.models.auto.image_processing_auto")
-    names = {
-        name for classes in auto.IMAGE_PROCESSOR_MAPPING_NAMES.values() for name in classes.values()
-    }
     table: dict[str, tuple[Family, str, str]] = {}
-    for family in registry.FAMILIES.values():
-        for name in family.processor_types:
-            for backend, class_name in (("pil", name + "Pil"), ("torchvision", name)):
-                if backend in family.backends and class_name in names:
-                    table[class_name] = (family, name, backend)
+    for classes in auto.IMAGE_PROCESSOR_MAPPING_NAMES.values():
+        for backend, class_name in classes.items():
+            if class_name is None:
+                continue
+            name = class_name.removesuffix("Pil")
+            family = registry.by_processor_type(name)
+            if family is not None and backend in family.backends:
+                table[class_name] = (family, name, backend)
     return table
 
 
@@ -228,29 +233,28 @@ class MmfastBacked:
     def _preprocess_image_like_inputs(self, images: Any, *args: Any, **kwargs: Any) -> Any:
         """transformers' step after its argument handling: mmfast's outputs when they match
         transformers' exactly, else transformers' own code."""
-        name = type(self).__name__
-        try:
-            out = _run(self, images, args, kwargs)
-        except _Fallback as reason:
-            _count(name, reason.kind)
-            logger.debug("%s: running transformers' code: %s", name, reason)
-        except Exception as exc:  # a bug in mmfast: transformers' result, not an error
-            _count(name, "an error in mmfast")
-            logger.warning(
-                "%s: mmfast failed where transformers runs (please report it); running "
-                "transformers' code",
-                name,
-                exc_info=exc,
-            )
-        else:
-            _count(name, None)
-            return out
-        return cast("Any", super())._preprocess_image_like_inputs(images, *args, **kwargs)
+        out = _served(type(self).__name__, lambda: _run(self, images, args, kwargs))
+        if out is None:
+            return cast("Any", super())._preprocess_image_like_inputs(images, *args, **kwargs)
+        return out
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         """Pickled by the transformers class it extends (the backed class has that class's
         module and name, so pickle could not find it by them)."""
         return _unpickle, (self._mmfast_hf_class,), self.__dict__
+
+
+class MmfastBackedLegacy(MmfastBacked):
+    """Base of the backed old-style classes, whose own ``preprocess`` reads the call's
+    arguments over the instance's settings (``Emu3ImageProcessor``)."""
+
+    def preprocess(self, images: Any, *args: Any, **kwargs: Any) -> Any:
+        """mmfast's outputs when they match transformers' exactly, else the class's own
+        ``preprocess``."""
+        out = _served(type(self).__name__, lambda: _run_legacy(self, images, args, kwargs))
+        if out is None:
+            return cast("Any", super()).preprocess(images, *args, **kwargs)
+        return out
 
 
 class MmfastBackedVideo(MmfastBacked):
@@ -260,24 +264,33 @@ class MmfastBackedVideo(MmfastBacked):
         """transformers' step after it has sampled, decoded and prepared the clips (TCHW
         tensors) and resolved the settings: mmfast's outputs when they match transformers'
         exactly, else transformers' own code."""
-        name = type(self).__name__
-        try:
-            out = _run_video(self, videos, kwargs)
-        except _Fallback as reason:
-            _count(name, reason.kind)
-            logger.debug("%s: running transformers' code: %s", name, reason)
-        except Exception as exc:  # a bug in mmfast: transformers' result, not an error
-            _count(name, "an error in mmfast")
-            logger.warning(
-                "%s: mmfast failed where transformers runs (please report it); running "
-                "transformers' code",
-                name,
-                exc_info=exc,
-            )
-        else:
-            _count(name, None)
-            return out
-        return cast("Any", super())._preprocess(videos=videos, **kwargs)
+        out = _served(type(self).__name__, lambda: _run_video(self, videos, kwargs))
+        if out is None:
+            return cast("Any", super())._preprocess(videos=videos, **kwargs)
+        return out
+
+
+def _served(class_name: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, the call computed by mmfast, counted; None, counted with the reason,
+    when the call must run on transformers' code (a :class:`_Fallback`, or a bug in mmfast,
+    which is logged as a warning: transformers' result, not an error)."""
+    try:
+        out = compute()
+    except _Fallback as reason:
+        _count(class_name, reason.kind)
+        logger.debug("%s: running transformers' code: %s", class_name, reason)
+    except Exception as exc:
+        _count(class_name, "an error in mmfast")
+        logger.warning(
+            "%s: mmfast failed where transformers runs (please report it); running "
+            "transformers' code",
+            class_name,
+            exc_info=exc,
+        )
+    else:
+        _count(class_name, None)
+        return out
+    return None
 
 
 def _unpickle(hf_class: type) -> Any:
@@ -302,7 +315,12 @@ def backed_class(hf_class: type) -> type | None:
         backed = _classes.get(hf_class)
         if backed is None:
             name = hf_class.__name__
-            base = MmfastBackedVideo if name in _supported_videos() else MmfastBacked
+            if name in _supported_videos():
+                base: type = MmfastBackedVideo
+            elif _BACKENDS.isdisjoint(c.__name__ for c in hf_class.__mro__):
+                base = MmfastBackedLegacy
+            else:
+                base = MmfastBacked
             backed = type(
                 name,
                 (base, hf_class),
@@ -331,17 +349,13 @@ def __getattr__(name: str) -> type:
 def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """The call on mmfast, as transformers' ``BatchFeature``; raises :class:`_Fallback`."""
     hf_class = type(processor)._mmfast_hf_class
-    family, _, backend = _supported()[hf_class.__name__]
+    family = _supported()[hf_class.__name__][0]
     # LLaVA-OneVision's preprocess passes the images it counted per sample; mmfast counts too.
     counts = args[0] if len(args) == 1 and family.name == "llava_onevision" else None
     if args and counts is None:
         raise _Fallback("positional arguments", f"{len(args)} positional arguments")
-    return_tensors = kwargs.get("return_tensors")
-    if return_tensors not in (None, "np", "pt"):
-        raise _Fallback("return_tensors", f"return_tensors={return_tensors!r}")
-    data_format = kwargs.get("data_format")
-    if data_format is not None and data_format != "channels_first":
-        raise _Fallback("data_format", f"data_format={data_format!r}")
+    return_tensors = _return_tensors(kwargs.get("return_tensors"))
+    _check_data_format(kwargs.get("data_format"))
     device = kwargs.get("device")
     on_cpu = device is None or str(device) == "cpu"
     if not on_cpu and cuda_policy() == "transformers":
@@ -353,25 +367,74 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     bfloat16 = _computes_bfloat16(proc)
     if bfloat16 and return_tensors == "np":
         raise _Fallback("bfloat16 as numpy", "bfloat16 outputs with return_tensors='np'")
-    try:
-        out = proc(
-            inputs, dtype="bfloat16" if bfloat16 else None, input_data_format="channels_last"
-        )
-    except MmfastError as exc:
-        raise _Fallback("mmfast refused the call", str(exc)) from exc
+    out = _call(proc, inputs, dtype="bfloat16" if bfloat16 else None)
     if counts is not None and out["batch_num_images"].tolist() != list(counts):
         raise _Fallback("image counts", f"batch_num_images {list(counts)}")
+    feature = _feature(proc.config, out, return_tensors)
+    return feature if on_cpu else feature.to(device)
+
+
+def _run_legacy(
+    processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict[str, Any]
+) -> Any:
+    """An old-style class's ``preprocess`` call on mmfast, as transformers' ``BatchFeature``:
+    the instance's settings, with the call's arguments put over them as the class's
+    ``preprocess`` puts them (its family's ``call_settings``); raises :class:`_Fallback`."""
+    from mmfast.models.config import IMAGES_KWARGS
+
+    hf_class = type(processor)._mmfast_hf_class
+    family = _supported()[hf_class.__name__][0]
+    if args:
+        raise _Fallback("positional arguments", f"{len(args)} positional arguments")
+    # preprocess reads a None argument as the instance's setting.
+    call = {name: value for name, value in kwargs.items() if value is not None}
+    return_tensors = _return_tensors(call.pop("return_tensors", None))
+    _check_data_format(_plain(call.pop("data_format", "channels_first")))
+    inputs = _inputs(processor, images, call, None)
+    known = IMAGES_KWARGS | family.kwargs
+    instance = {name: getattr(processor, name) for name in known if hasattr(processor, name)}
+    proc = _processor(hf_class, _settings(hf_class, family, instance))
+    out = _call(proc, inputs, **{name: _plain(value) for name, value in call.items()})
+    return _feature(proc.config, out, return_tensors)
+
+
+def _return_tensors(value: Any) -> str | None:
+    """A call's ``return_tensors``, if mmfast gives it; else :class:`_Fallback`."""
+    if value not in (None, "np", "pt"):
+        raise _Fallback("return_tensors", f"return_tensors={value!r}")
+    return cast("str | None", value)
+
+
+def _check_data_format(value: Any) -> None:
+    if value is not None and value != "channels_first":
+        raise _Fallback("data_format", f"data_format={value!r}")
+
+
+def _call(proc: ImageProcessor, inputs: Any, **arguments: Any) -> BatchFeature:
+    """``proc`` on the inputs :func:`_inputs` gave (channels-last); an image or setting mmfast
+    refuses runs on transformers' code."""
+    try:
+        return proc(inputs, input_data_format="channels_last", **arguments)
+    except MmfastError as exc:
+        raise _Fallback("mmfast refused the call", str(exc)) from exc
+
+
+def _feature(config: ModelConfig, out: BatchFeature, return_tensors: str | None) -> Any:
+    """mmfast's outputs as transformers' ``BatchFeature`` for ``return_tensors``."""
     # A torchvision class returns tensors even with return_tensors=None.
-    tensors = backend == "torchvision" if return_tensors is None else return_tensors == "pt"
-    data = unbatched(proc.config, out) if return_tensors is None else dict(out)
+    if return_tensors is None:
+        tensors = config.backend == "torchvision"
+        data = unbatched(config, out)
+    else:
+        tensors = return_tensors == "pt"
+        data = dict(out)
     if tensors:
         data = _nested_map(_as_tensor, data)
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     base = importlib.import_module(_BASE_MODULE)
     arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
     feature = base.BatchFeature(data=arrays, tensor_type=return_tensors)
-    feature = base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
-    return feature if on_cpu else feature.to(device)
+    return base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
 
 
 def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
@@ -387,6 +450,9 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
         elif kind == "ints":
             data[key] = [int(v) for v in value]
+        elif kind == "sizes" and config.backend == "torchvision":
+            size = importlib.import_module("torch").Size
+            data[key] = [size(int(v) for v in row) for row in value]
         else:
             data[key] = [tuple(int(v) for v in row) for row in value]
     return data
@@ -425,6 +491,8 @@ def _inputs(
         raise _Fallback("paths or URLs", "paths, URLs or bytes (transformers loads them)")
     if kwargs.get("input_data_format") is None and all(map(_plain_image, flat)):
         prepared = images
+    elif isinstance(processor, MmfastBackedLegacy):
+        raise _Fallback("input an old-style class reads", "not PIL images or HWC uint8 arrays")
     else:
         call = {**kwargs, "device": None}
         try:
@@ -457,10 +525,11 @@ def _plain_image(image: Any) -> bool:
 
 
 def _nested_map(function: Callable[[Any], Any], value: Any) -> Any:
-    """``function`` on every leaf of nested lists, tuples and dicts."""
+    """``function`` on every leaf of nested lists, tuples and dicts (a tuple subclass such as
+    ``torch.Size`` is a leaf)."""
     if isinstance(value, list):
         return [_nested_map(function, item) for item in value]
-    if isinstance(value, tuple):
+    if type(value) is tuple:
         return tuple(_nested_map(function, item) for item in value)
     if isinstance(value, dict):
         return {key: _nested_map(function, item) for key, item in value.items()}
@@ -494,9 +563,7 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
 
     hf_class = type(processor)._mmfast_hf_class
     family = _supported_videos()[hf_class.__name__]
-    return_tensors = kwargs.get("return_tensors")
-    if return_tensors not in (None, "np", "pt"):
-        raise _Fallback("return_tensors", f"return_tensors={return_tensors!r}")
+    return_tensors = _return_tensors(kwargs.get("return_tensors"))
     clips = []
     for video in videos:
         frames = video if isinstance(video, np.ndarray) else video.numpy()
@@ -607,12 +674,15 @@ def _processor(hf_class: type, settings: str) -> ImageProcessor:
     family, processor_type, backend = _supported()[hf_class.__name__]
     values = json.loads(settings)
     origin = f"{hf_class.__name__} settings"
-    config = family.build(
-        Source(origin, None, None, values, {}),
-        processor_type,
-        Fields(origin, values),
-        Fields(f"{origin} (processor)", {}),
-    )
+    try:
+        config = family.build(
+            Source(origin, None, None, values, {}),
+            processor_type,
+            Fields(origin, values),
+            Fields(f"{origin} (processor)", {}),
+        )
+    except MmfastError as exc:  # a setting mmfast refuses or cannot compute exactly
+        raise _Fallback("mmfast refused the settings", str(exc)) from exc
     return ImageProcessor(with_backend(config, backend, family))
 
 

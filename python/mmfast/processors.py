@@ -489,6 +489,11 @@ class ImageProcessor:
                 f"return_tensors: expected 'np', 'pt' or None, got {return_tensors!r}"
             )
         config = self._config_for(backend, settings)
+        if dtype == "uint8" and not config.raw_pixels:
+            raise MmfastError(
+                f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (it pads "
+                "with zeros after normalising, which no byte maps to); use a float dtype"
+            )
         samples = as_samples(images, config.flat_is_one_sample)
         nested = isinstance(images, (list, tuple)) and all(
             isinstance(item, (list, tuple)) for item in images
@@ -866,15 +871,21 @@ def run_plans(
 ) -> BatchFeature:
     """Runs the plans of a batch in one native call and assembles HF's outputs;
     ``sample_sizes`` counts the images of each sample, in order."""
+    native = config.tables(plans[0])
+    if dtype == "uint8" and native.ndim == 3:
+        raise MmfastError(
+            f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (its images "
+            "are normalised in several ways, and pixel_lut holds one); use a float dtype"
+        )
     with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
-        tables, view, lut = output_tables(config.tables(plans[0]), dtype)
+        tables, view, lut = output_tables(native, dtype)
     plans = list(config.finish_batch(plans, sample_sizes))
     shape, offsets = config.batch_shape(plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {"pixel_values": out if view is None else out.view(view)}
+    outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
     outputs.update(config.batch_outputs(plans, sample_sizes))
     if lut is not None:
         outputs["pixel_lut"] = lut

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from mmfast.cli import BF16_SUFFIX, image_files, npz_arrays
 from mmfast.errors import MmfastError
-from mmfast.models import ImagePlan
+from mmfast.models import ImagePlan, ModelConfig
 from mmfast.processors import (
     ON_ERROR,
     BatchInput,
@@ -166,8 +166,12 @@ class Preprocess:
     def _run(self, inputs: list[BatchInput], plans: list[ImagePlan]) -> Columns:
         """The images' outputs in one native call, split per image (:func:`split_rows`)."""
         config = self.processor.config
-        if config.layout() == "stack" and len({p.output_shapes["pixel_values"] for p in plans}) > 1:
-            # Outputs of different shapes (do_resize=False, say) cannot share a stacked batch.
+        # Outputs of different shapes (do_resize=False, say) cannot share a stacked batch, and
+        # a family that shapes each image by the others (finish_batch: a canvas as large as
+        # the largest) must see each image alone: a row is that image's own output.
+        ragged = len({p.output_shapes["pixel_values"] for p in plans}) > 1
+        alone = type(config).finish_batch is not ModelConfig.finish_batch
+        if len(plans) > 1 and (alone or (config.layout() == "stack" and ragged)):
             parts = [self._run([i], [p]) for i, p in zip(inputs, plans, strict=True)]
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)

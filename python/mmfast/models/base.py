@@ -442,8 +442,16 @@ class ModelConfig:
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
     # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
-    # ints or tuples of ints. The lists of these joined along the first axis are the arrays.
+    # ints or tuples of ints; "sizes", tuples from the PIL backend and ``torch.Size`` from
+    # torchvision (image shapes). The lists of these joined along the first axis are the
+    # arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
+    output_key: ClassVar[str] = "pixel_values"
+    # Whether dtype="uint8" (the pixels before rescaling and normalising, with pixel_lut) can
+    # give the outputs: False where an image's output holds zeros written after normalising
+    # (canvases), which no byte maps to.
+    raw_pixels: ClassVar[bool] = True
 
     @property
     def pil_convert(self) -> str:

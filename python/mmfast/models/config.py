@@ -237,8 +237,8 @@ class Fields:
         return value
 
     def convert_rgb(self) -> bool:
-        """``do_convert_rgb``. An explicit null in a file is not the class default: HF's
-        ``from_dict`` stores None over it, which reads as off."""
+        """``do_convert_rgb``. An explicit null is not the class default: HF stores None over
+        it, which reads as off."""
         if "do_convert_rgb" in self._values and self._values["do_convert_rgb"] is None:
             return False
         return self.flag("do_convert_rgb", True)
@@ -361,7 +361,8 @@ def load_config(
     defaults = registry.processor_defaults(
         family, source.preprocessor, source.processor, model_type
     )
-    preprocessor = {**source.preprocessor, **defaults}
+    nulls = [key for key, value in source.preprocessor.items() if value is None]
+    preprocessor = {**source.preprocessor, **null_switches(source.preprocessor), **defaults}
     processor = dict(source.processor)
     for key, value in overrides.items():
         if key in family.processor_kwargs:
@@ -388,7 +389,30 @@ def load_config(
         Fields(source.origin, preprocessor),
         Fields(f"{source.origin} (processor)", processor),
     )
+    for key in nulls:
+        switch = NEEDED_BY.get(key)
+        if preprocessor.get(key) is None and switch is not None and getattr(config, switch, False):
+            raise MmfastError(
+                f"{source.origin}: {key}: expected a value while {switch} is on, got null "
+                "(transformers keeps the null and refuses it)"
+            )
     return with_backend(config, backend, family)
+
+
+def null_switches(values: Mapping[str, Any]) -> dict[str, bool]:
+    """The switches (``do_*``) a file sets to null, as False: transformers keeps a file's null
+    (``from_dict`` stores it over the class default) and reads it as off."""
+    return {key: False for key, value in values.items() if value is None and key[:3] == "do_"}
+
+
+# The values transformers' preprocess checks for, by the switch that needs them
+# (validate_preprocess_arguments): a file's null there is refused while the switch is on.
+NEEDED_BY: Final = {
+    "resample": "do_resize",
+    "rescale_factor": "do_rescale",
+    "image_mean": "do_normalize",
+    "image_std": "do_normalize",
+}
 
 
 def with_backend(config: ModelConfig, backend: str, family: Family | None = None) -> ModelConfig:
@@ -421,6 +445,7 @@ def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) ->
     """
     source = read_source(name_or_path)
     values = dict(source.video if source.video is not None else source.preprocessor)
+    values.update(null_switches(values))
     processor_type = values.get("video_processor_type")
     if processor_type is not None and not isinstance(processor_type, str):
         raise MmfastError(

@@ -134,6 +134,12 @@ class Emu3Config(ModelConfig):
     backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "stack"
+
+    @property
+    def raw_pixels(self) -> bool:  # type: ignore[override]
+        """Padding is zeros after normalising: dtype="uint8" only without it."""
+        return not self.do_pad
+
     # make_nested_list_of_images: a flat list is one prompt's images.
     flat_is_one_sample: ClassVar[bool] = True
 

@@ -110,6 +110,12 @@ class Idefics2Config(ModelConfig):
     backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "pad_samples"
+
+    @property
+    def raw_pixels(self) -> bool:  # type: ignore[override]
+        """Padding is zeros after normalising: dtype="uint8" only without it."""
+        return not self.do_pad
+
     flat_is_one_sample: ClassVar[bool] = True
 
     def frame_size(self, height: int, width: int) -> tuple[int, int]:

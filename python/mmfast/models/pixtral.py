@@ -112,12 +112,18 @@ class PixtralConfig(ModelConfig):
     batch_layout: ClassVar[str] = "stack"
 
     @property
+    def raw_pixels(self) -> bool:  # type: ignore[override]
+        """Padding is zeros after normalising: dtype="uint8" only without it."""
+        return not self.do_pad
+
+    @property
     def unbatched(self) -> Mapping[str, str]:  # type: ignore[override]
         """With ``return_tensors=None`` transformers stacks padded images (an array or
-        tensor) and leaves unpadded ones as a list; ``image_sizes`` stays a list of pairs."""
+        tensor) and leaves unpadded ones as a list; ``image_sizes`` stays a list of image
+        shapes."""
         if self.do_pad:
-            return MappingProxyType({"image_sizes": "tuples"})
-        return MappingProxyType({"pixel_values": "rows", "image_sizes": "tuples"})
+            return MappingProxyType({"image_sizes": "sizes"})
+        return MappingProxyType({"pixel_values": "rows", "image_sizes": "sizes"})
 
     def resized_size(self, height: int, width: int, patch: tuple[int, int]) -> tuple[int, int]:
         """``PixtralImageProcessorPil.resize``'s target for ``patch``-sized patches."""
@@ -345,10 +351,9 @@ registry.register(
         processor_kwargs=frozenset({"spatial_merge_size"}),
         # PixtralProcessor (pixtral, mistral3, mistral_large4) passes no image kwargs of its
         # own (images_kwargs holds only return_tensors) but forces patch_size, which
-        # processor_class_of and count_tokens read. It is not named here: transformers
-        # builds it only with torch, and the processor-defaults test reads every named class.
-        processor_classes={LIGHTON_PROCESSOR: "lighton_ocr"},
-        processor_defaults={LIGHTON_PROCESSOR: {"do_pad": True}},
+        # processor_class_of and count_tokens read.
+        processor_classes={PIXTRAL_PROCESSOR: "pixtral", LIGHTON_PROCESSOR: "lighton_ocr"},
+        processor_defaults={PIXTRAL_PROCESSOR: {}, LIGHTON_PROCESSOR: {"do_pad": True}},
         hf_pil="pixtral.image_processing_pil_pixtral.PixtralImageProcessorPil",
         hf_torchvision="pixtral.image_processing_pixtral.PixtralImageProcessor",
     )
