@@ -592,6 +592,12 @@ def test_supported_models_load() -> None:
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
         "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
+        "baidu/ERNIE-4.5-VL-28B-A3B-PT": models.Ernie4_5_VLMoeConfig,
+        "tencent/HunyuanOCR": models.HunYuanVLConfig,
+        "zai-org/GLM-5.3-Flash": models.Glm5NextConfig,
+        "lkhl/VideoLLaMA3-2B-Image-HF": models.VideoLlama3Config,
+        "zai-org/GLM-Image": models.GlmImageConfig,
+        "zai-org/GLM-GA": models.GlmgaConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

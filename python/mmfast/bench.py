@@ -91,6 +91,12 @@ MODELS = (
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT",
+    "tencent/HunyuanOCR",
+    "zai-org/GLM-5.3-Flash",
+    "lkhl/VideoLLaMA3-2B-Image-HF",
+    "zai-org/GLM-Image",
+    "zai-org/GLM-GA",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -148,6 +148,11 @@ def _supported() -> dict[str, tuple[Family, str, str]]:
     names = {
         name for classes in auto.IMAGE_PROCESSOR_MAPPING_NAMES.values() for name in classes.values()
     }
+    # Deprecated aliases transformers still exports (Ernie4_5_VL_MoeImageProcessor): subclasses
+    # that only warn, which checkpoints converted before a rename name. Its lazy module lists
+    # every exported class without importing any.
+    exported = getattr(importlib.import_module("transformers"), "_class_to_module", {})
+    names |= {name for name, module in exported.items() if module.startswith("models.")}
     table: dict[str, tuple[Family, str, str]] = {}
     for family in registry.FAMILIES.values():
         for name in family.processor_types:
@@ -323,11 +328,23 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     if tensors:
         data = _nested_map(_as_tensor, data)
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
-    base = importlib.import_module(_BASE_MODULE)
+    feature_class = _feature_class(hf_class)
     arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
-    feature = base.BatchFeature(data=arrays, tensor_type=return_tensors)
-    feature = base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
+    feature = feature_class(data=arrays, tensor_type=return_tensors)
+    feature = feature_class({k: feature[k] if k in arrays else data[k] for k in data})
     return feature if on_cpu else feature.to(device)
+
+
+def _feature_class(hf_class: type) -> Any:
+    """The ``BatchFeature`` class ``hf_class`` returns: the one the module of its
+    ``_preprocess`` imports (image_processing_base's, or for VideoLLaMA3 and GLM-Image
+    feature_extraction_utils' base class)."""
+    base = importlib.import_module(_BASE_MODULE)
+    owner = next((k for k in hf_class.__mro__ if "_preprocess" in vars(k)), hf_class)
+    feature = getattr(sys.modules.get(owner.__module__), "BatchFeature", None)
+    if isinstance(feature, type) and issubclass(feature, base.BaseBatchFeature):
+        return feature
+    return base.BatchFeature
 
 
 def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:

@@ -34,6 +34,12 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    ernie4_5_vl_moe,
+    hunyuan_vl,
+    glm5_next,
+    video_llama_3,
+    glm_image,
+    glmga,
 )
 
 # isort: on
@@ -49,6 +55,7 @@ from mmfast.models.base import (
     TileGrid,
 )
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
@@ -58,9 +65,13 @@ from mmfast.models.geometry import (
     get_size_with_aspect_ratio,
 )
 from mmfast.models.glm4v import Glm4vConfig
+from mmfast.models.glm5_next import Glm5NextConfig
+from mmfast.models.glm_image import GlmImageConfig
+from mmfast.models.glmga import GlmgaConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.idefics3 import Idefics3Config
-from mmfast.models.kimi_k25 import KimiK25Config
+from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.llama4 import (
     Llama4Config,
@@ -76,6 +87,7 @@ from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
+from mmfast.models.video_llama_3 import VideoLlama3Config
 
 __all__ = [
     "BICUBIC",
@@ -84,12 +96,18 @@ __all__ = [
     "OPENAI_CLIP_STD",
     "ClipConfig",
     "CropBox",
+    "Ernie4_5_VLMoeConfig",
     "Gemma3Config",
     "Glm4vConfig",
+    "Glm5NextConfig",
+    "GlmImageConfig",
+    "GlmgaConfig",
     "GotOcr2Config",
+    "HunYuanVLConfig",
     "Idefics3Config",
     "ImagePlan",
     "KimiK25Config",
+    "KimiK25ImageConfig",
     "KimiVLConfig",
     "Llama4Config",
     "LlavaNextConfig",
@@ -100,7 +118,9 @@ __all__ = [
     "QwenVLConfig",
     "SiglipConfig",
     "TileGrid",
+    "VideoLlama3Config",
     "center_crop_box",
+    "ernie4_5_vl_moe",
     "find_supported_resolutions",
     "gemma3",
     "get_best_fit",
@@ -111,7 +131,11 @@ __all__ = [
     "get_resize_output_image_size",
     "get_size_with_aspect_ratio",
     "glm4v",
+    "glm5_next",
+    "glm_image",
+    "glmga",
     "got_ocr2",
+    "hunyuan_vl",
     "idefics3",
     "kimi_k25",
     "kimi_vl",
@@ -127,4 +151,5 @@ __all__ = [
     "siglip",
     "smart_resize",
     "supported_models",
+    "video_llama_3",
 ]
