@@ -115,6 +115,36 @@ def llava_next_tokens(
     return count
 
 
+def replaced_tokens(
+    processor: str | None, merge: int, **attributes: Any
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """``replace_image_token``'s count of a Qwen-like processor (``module.Class`` under
+    ``transformers.models``), run on a stand-in holding the attributes it reads: the image
+    processor's ``merge_size`` (the override's, else ``merge``) and ``attributes`` (the image
+    processor's, or the processor's where it has them; an override of the same name wins).
+    ``processor`` None: the ``image_grid_thw.prod() // merge_size**2`` that every such
+    processor's method returns, where transformers builds the class only with torch."""
+    cls = None
+    if processor is not None:
+        module, name = processor.rsplit(".", 1)
+        cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        merge_size = overrides.get("merge_size", merge)
+        if cls is None:
+            return int(np.prod(out["image_grid_thw"][0])) // merge_size**2
+        values = {k: overrides.get(k, v) for k, v in attributes.items()}
+        fake = SimpleNamespace(
+            image_processor=SimpleNamespace(merge_size=merge_size, **values),
+            image_token="<image>",
+            **values,
+        )
+        replaced = cls.replace_image_token(fake, {"image_grid_thw": out["image_grid_thw"]}, 0)
+        return str(replaced).count("<image>")
+
+    return count
+
+
 def idefics3_tokens(seq_len: int) -> Callable[[Outputs, dict[str, Any]], int]:
     """Idefics3Processor._get_num_multimodal_tokens, "\n\n" read as one token."""
 
@@ -400,6 +430,107 @@ TABLE += [
             Override({"resample": 3}),
             Override({"do_normalize": False}),
             BOTH_OFF,
+        ),
+    ),
+]
+
+# The Qwen-like families of transformers 5.24 (Ernie-4.5-VL, HunyuanOCR, GLM-5, VideoLLaMA3,
+# GLM-Image, GLM-GA). Their override images are 150x97 and 61x530: do_resize=False refuses
+# both (sides not multiples of the patch grouping), as transformers' reshape does.
+QWEN_EXTRA = (
+    *PATCH_COMMON,
+    Override({"do_rescale": False, "do_normalize": False}),
+    Override({"do_resize": False}),
+)
+TABLE += [
+    Row(
+        "baidu/ERNIE-4.5-VL-28B-A3B-PT",
+        replaced_tokens("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", 2),
+        (
+            *QWEN_EXTRA,
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"merge_size": 1}),
+            Override({"patch_size": 16}),
+            Override({"temporal_patch_size": 2}),
+        ),
+    ),
+    Row(
+        "tencent/HunyuanOCR",
+        replaced_tokens(
+            "hunyuan_vl.processing_hunyuan_vl.HunYuanVLProcessor",
+            2,
+            spatial_patch_size=1,
+            cat_extra_token=True,
+        ),
+        (
+            # resample 0 and 1 (in PATCH_COMMON): the class resizes with bicubic whatever.
+            *QWEN_EXTRA,
+            Override({"max_pixels": 32 * 32 * 64}),
+            Override({"min_pixels": 32 * 32 * 400, "max_pixels": 32 * 32 * 900}),
+            Override({"size": {"shortest_edge": 32 * 32 * 10, "longest_edge": 32 * 32 * 90}}),
+            Override({"merge_size": 1}),
+            Override({"merge_size": 3}),
+            Override({"temporal_patch_size": 2}),
+            Override({"cat_extra_token": False}),
+        ),
+    ),
+    Row(
+        "zai-org/GLM-5.3-Flash",
+        replaced_tokens("glm5_next.processing_glm5_next.Glm5NextProcessor", 2),
+        (
+            *QWEN_EXTRA,
+            Override({"min_image_tokens": 64}),
+            Override({"max_image_tokens": 20}),
+            Override({"max_image_tokens": 1}),
+            # The torchvision class's factor is patch * merge * patch_expand_factor, the PIL
+            # class's patch * merge.
+            Override({"patch_expand_factor": 2}),
+            Override({"patch_expand_factor": 3, "max_image_tokens": 30}),
+            Override({"merge_size": 1}),
+            Override({"temporal_patch_size": 1}),
+            Override({"temporal_patch_size": 3}),
+            Override({"size": {"height": 10, "width": 10}}),  # read, then unused
+        ),
+    ),
+    Row(
+        "lkhl/VideoLLaMA3-2B-Image-HF",
+        replaced_tokens("video_llama_3.processing_video_llama_3.VideoLlama3Processor", 1),
+        (
+            *QWEN_EXTRA,
+            Override({"max_pixels": 14 * 14 * 64}),
+            Override({"min_pixels": 14 * 14 * 400, "max_pixels": 14 * 14 * 900}),
+            Override({"merge_size": 2}),
+            Override({"temporal_patch_size": 2}),
+        ),
+    ),
+    Row(
+        "zai-org/GLM-Image",
+        # GlmImageProcessor (built only with torch): image_grid_thw.prod() // merge_size**2.
+        replaced_tokens(None, 2),
+        (
+            *QWEN_EXTRA,
+            Override({"min_pixels": 512 * 512, "max_pixels": 2048 * 2048}),
+            Override({"max_pixels": 200 * 200}),
+            Override({"patch_size": 16}),
+            Override({"merge_size": 1}),
+            Override({"temporal_patch_size": 1}),
+        ),
+    ),
+    Row(
+        "zai-org/GLM-GA",
+        # No processor class in transformers: GLM-4.6V's, which serves the checkpoint.
+        replaced_tokens("glm46v.processing_glm46v.Glm46VProcessor", 2),
+        (
+            *QWEN_EXTRA,
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"patch_expand_factor": 2}),
+            Override(
+                {
+                    "patch_expand_factor": 2,
+                    "size": {"shortest_edge": 56 * 56 * 10, "longest_edge": 56 * 56 * 90},
+                }
+            ),
+            Override({"temporal_patch_size": 3}),
         ),
     ),
 ]

@@ -397,14 +397,16 @@ def test_bench_pil_export_rows():
 
 
 def test_bench_model_rows_cover_every_model():
-    items = list(bench.model_rows(HF, ((24, 32),), budget=0))
+    # GLM-Image takes no side under 28 pixels.
+    items = list(bench.model_rows(HF, ((36, 48),), budget=0))
     rows = [item for item in items if isinstance(item, bench.Row)]
     assert [r.case for r in rows] == [bench.short_name(m) for m in bench.MODELS]
     assert set(bench.MODELS) <= set(supported_models())
     families = {
         models.config.select_family(models.config.read_source(m))[0].name for m in bench.MODELS
     }
-    assert families == set(models.registry.FAMILIES)
+    # transformers' Kimi-K2.5 class has no built-in of its own: the Kimi-K2.5 "tv" row runs it.
+    assert families == set(models.registry.FAMILIES) - {"kimi_k25_transformers"}
     for model_id, row in zip(bench.MODELS, rows, strict=True):
         family, _ = models.config.select_family(models.config.read_source(model_id))
         expected = ["HF PIL"] if family.hf_pil and HF.transformers else []

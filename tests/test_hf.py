@@ -48,10 +48,13 @@ NEEDS_TORCHVISION = "transformers builds this only with torch and torchvision"
 LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 QWEN2 = "Qwen/Qwen2-VL-7B-Instruct"
 LLAVA = "llava-hf/llava-1.5-7b-hf"
+KIMI_K25 = "moonshotai/Kimi-K2.5"
 # Built-in models whose image processor transformers loads and mmfast backs (Kimi-VL's is
-# remote code; transformers' Kimi-K2.5 class takes other settings than the checkpoint's
-# media_proc_cfg that mmfast reads, so it stays transformers': see the unsupported test).
-IMAGE_IDS = [m for m in mmfast.supported_models() if not m.startswith("moonshotai/")]
+# remote code only; for the Kimi-K2.5 checkpoints transformers loads its own
+# Kimi_K25ImageProcessor, with its class defaults, unless trust_remote_code is given).
+IMAGE_IDS = [m for m in mmfast.supported_models() if not m.startswith("moonshotai/Kimi-VL")]
+# Image processors transformers has only as torchvision classes.
+TORCHVISION_ONLY = (LLAMA4, KIMI_K25, "moonshotai/Kimi-K2.6")
 
 # Every special token the processors below put in or look for; the words make the prompts.
 SPECIAL_TOKENS = (
@@ -244,8 +247,8 @@ def test_image_processor_matches_transformers(
 ) -> None:
     """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
     with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
-    if model_id == LLAMA4 and not TORCH:
-        pytest.skip(f"Llama4ImageProcessor: {NEEDS_TORCHVISION}")
+    if model_id in TORCHVISION_ONLY and not TORCH:
+        pytest.skip(f"{model_id}'s image processor: {NEEDS_TORCHVISION}")
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
     assert not isinstance(plain, hf.MmfastBacked)
     assert isinstance(backed, hf.MmfastBacked) and isinstance(backed, type(plain))
@@ -579,17 +582,14 @@ def unsupported_checkpoints() -> list[Any]:
         {"image_processor_type": "ViTImageProcessor", "size": {"height": 32, "width": 32}},
         "vit",
     )
-    kimi = (dict(registry.BUILTINS["moonshotai/Kimi-K2.5"].preprocessor), "kimi_k25")
-    marks = pytest.mark.skipif(not TORCH, reason=f"Kimi_K25ImageProcessor: {NEEDS_TORCHVISION}")
-    return [pytest.param(*vit, id="vit"), pytest.param(*kimi, id="kimi_k25", marks=marks)]
+    return [pytest.param(*vit, id="vit")]
 
 
 @pytest.mark.parametrize(("preprocessor", "model_type"), unsupported_checkpoints())
 def test_unsupported_classes_load_untouched(
     preprocessor: dict[str, Any], model_type: str, tmp_path: Path, mmfast_calls: list[int]
 ) -> None:
-    """A class mmfast does not back (ViT; transformers' own Kimi-K2.5 class, whose settings are
-    not the media_proc_cfg mmfast reads) loads as transformers' class after install()."""
+    """A class mmfast does not back (ViT) loads as transformers' class after install()."""
     (tmp_path / "preprocessor_config.json").write_text(json.dumps(preprocessor))
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
     plain, backed = load_pair(transformers.AutoImageProcessor, tmp_path)
@@ -600,6 +600,61 @@ def test_unsupported_classes_load_untouched(
     assert mmfast_calls == []
     with pytest.raises(UnsupportedModelError, match=f"got a {type(plain).__name__}"):
         hf.wrap(backed)
+
+
+@pytest.mark.skipif(not TORCH, reason=f"Kimi_K25ImageProcessor: {NEEDS_TORCHVISION}")
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"max_patches": 64},
+        {"size": {"max_height": 20, "max_width": 20}, "merge_size": 3},
+        {"patch_size": 16, "resample": 2},
+        {"do_normalize": False, "image_mean": [0.1, 0.2, 0.3]},
+        {"do_rescale": False, "do_normalize": False},
+        {"size": {"max_height": 20, "max_width": 30}},  # transformers refuses unequal sides
+        {"do_resize": False},  # a 333 x 250 image is no multiple of 14: torch refuses
+    ],
+)
+def test_kimi_k25_transformers_class_is_backed(
+    kwargs: dict[str, Any], tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """The Kimi-K2.5 checkpoint, loaded without trust_remote_code, is transformers'
+    Kimi_K25ImageProcessor (its remote-code auto_map is passed over for the local class):
+    backed after install(), with transformers' settings and call arguments read as its own."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, KIMI_K25))
+    assert type(plain).__name__ == "Kimi_K25ImageProcessor"
+    assert isinstance(backed, hf.MmfastBacked)
+    images = [pil(100, 420, 1), pil(333, 250, 2)]
+    for tensors in TENSORS:
+        before = len(mmfast_calls)
+        want = outcome(plain, images, return_tensors=tensors, **kwargs)
+        got = outcome(backed, images, return_tensors=tensors, **kwargs)
+        assert_same(got, want)
+        if not isinstance(want, tuple):  # where transformers refuses, it raised its own error
+            assert len(mmfast_calls) == before + 1
+
+
+@pytest.mark.parametrize("suffix", ["", "Fast"])
+def test_deprecated_class_names_are_backed(
+    suffix: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """A checkpoint converted before ERNIE-4.5-VL's rename names the deprecated alias
+    (Ernie4_5_VL_MoeImageProcessor, a subclass that only warns): transformers loads the alias,
+    and install() backs it with transformers' outputs."""
+    config = dict(registry.BUILTINS["baidu/ERNIE-4.5-VL-28B-A3B-PT"].preprocessor)
+    config["image_processor_type"] = "Ernie4_5_VL_MoeImageProcessor" + suffix
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "ernie4_5_vl_moe"}))
+    plain, backed = load_pair(transformers.AutoImageProcessor, tmp_path)
+    assert type(plain).__name__.startswith("Ernie4_5_VL_MoeImageProcessor")
+    assert isinstance(backed, hf.MmfastBacked) and isinstance(backed, type(plain))
+    images = [pil(120, 200, 1), pil(64, 96, 3)]
+    for tensors in TENSORS:
+        assert_same(backed(images, return_tensors=tensors), plain(images, return_tensors=tensors))
+    assert len(mmfast_calls) == len(TENSORS)
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    assert proc.config.image_processor_type == config["image_processor_type"]
 
 
 def test_unknown_model_type_raises_as_transformers_does(tmp_path: Path) -> None:

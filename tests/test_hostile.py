@@ -348,15 +348,18 @@ BAD_FIELDS: dict[str, list[Any]] = {
     "size": [{"a": 1}, {"height": 0, "width": 5}, {"height": 2.5, "width": 5}, "336", True],
 }
 
-# (family, key) where the family's transformers class never reads the key.
-UNREAD = {("emu3", "size"): "Emu3ImageProcessor's size is always its min/max_pixels"}
+# Keys a family's class stores but never uses, so that transformers takes any value for them
+# (HunYuanVL resizes with bicubic whatever `resample` says; Emu3's size is always its
+# min/max_pixels).
+UNREAD: dict[str, set[str]] = {"hunyuan_vl": {"resample"}, "emu3": {"size"}}
 
 
 @pytest.mark.parametrize(("key", "value"), cases(BAD_FIELDS), ids=short)
 @pytest.mark.parametrize("model_id", FAMILIES)
 def test_bad_fields(tmp_path: Path, model_id: str, key: str, value: Any) -> None:
-    if (FAMILY[model_id].name, key) in UNREAD:
-        pytest.skip(UNREAD[FAMILY[model_id].name, key])
+    if key in UNREAD.get(FAMILY[model_id].name, set()):
+        load(model_id, **{key: value})  # as transformers takes it
+        return
     if key not in registry.builtin_processor_defaults(model_id, FAMILY[model_id]):
         # (else those win over the file)
         config = builtin_dict(model_id) | {key: value}

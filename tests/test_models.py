@@ -598,6 +598,12 @@ def test_supported_models_load() -> None:
         "lightonai/LightOnOCR-1B-1025": models.PixtralConfig,
         "HuggingFaceM4/idefics2-8b": models.Idefics2Config,
         "BAAI/Emu3-Chat-hf": models.Emu3Config,
+        "baidu/ERNIE-4.5-VL-28B-A3B-PT": models.Ernie4_5_VLMoeConfig,
+        "tencent/HunyuanOCR": models.HunYuanVLConfig,
+        "zai-org/GLM-5.3-Flash": models.Glm5NextConfig,
+        "lkhl/VideoLLaMA3-2B-Image-HF": models.VideoLlama3Config,
+        "zai-org/GLM-Image": models.GlmImageConfig,
+        "zai-org/GLM-GA": models.GlmgaConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -94,6 +94,12 @@ MODELS = (
     "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
     "HuggingFaceM4/idefics2-8b",
     "BAAI/Emu3-Chat-hf",
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT",
+    "tencent/HunyuanOCR",
+    "zai-org/GLM-5.3-Flash",
+    "lkhl/VideoLLaMA3-2B-Image-HF",
+    "zai-org/GLM-Image",
+    "zai-org/GLM-GA",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

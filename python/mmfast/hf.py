@@ -150,15 +150,27 @@ def _supported() -> dict[str, tuple[Family, str, str]]:
     from mmfast.models import registry
 
     auto = importlib.import_module("transformers.models.auto.image_processing_auto")
+    slots = [
+        (backend, name)
+        for classes in auto.IMAGE_PROCESSOR_MAPPING_NAMES.values()
+        for backend, name in classes.items()
+        if name is not None
+    ]
+    # Deprecated aliases transformers still exports (Ernie4_5_VL_MoeImageProcessor): subclasses
+    # that only warn, which checkpoints converted before a rename name. Its lazy module lists
+    # every exported class without importing any.
+    exported = getattr(importlib.import_module("transformers"), "_class_to_module", {})
+    slots += [
+        ("pil" if name.endswith("Pil") else "torchvision", name)
+        for name, module in exported.items()
+        if module.startswith("models.")
+    ]
     table: dict[str, tuple[Family, str, str]] = {}
-    for classes in auto.IMAGE_PROCESSOR_MAPPING_NAMES.values():
-        for backend, class_name in classes.items():
-            if class_name is None:
-                continue
-            name = class_name.removesuffix("Pil")
-            family = registry.by_processor_type(name)
-            if family is not None and backend in family.backends:
-                table[class_name] = (family, name, backend)
+    for backend, class_name in slots:
+        name = class_name.removesuffix("Pil")
+        family = registry.by_processor_type(name)
+        if family is not None and backend in family.backends:
+            table.setdefault(class_name, (family, name, backend))
     return table
 
 
@@ -370,7 +382,7 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     out = _call(proc, inputs, dtype="bfloat16" if bfloat16 else None)
     if counts is not None and out["batch_num_images"].tolist() != list(counts):
         raise _Fallback("image counts", f"batch_num_images {list(counts)}")
-    feature = _feature(proc.config, out, return_tensors)
+    feature = _feature(hf_class, proc.config, out, return_tensors)
     return feature if on_cpu else feature.to(device)
 
 
@@ -395,7 +407,7 @@ def _run_legacy(
     instance = {name: getattr(processor, name) for name in known if hasattr(processor, name)}
     proc = _processor(hf_class, _settings(hf_class, family, instance))
     out = _call(proc, inputs, **{name: _plain(value) for name, value in call.items()})
-    return _feature(proc.config, out, return_tensors)
+    return _feature(hf_class, proc.config, out, return_tensors)
 
 
 def _return_tensors(value: Any) -> str | None:
@@ -419,8 +431,10 @@ def _call(proc: ImageProcessor, inputs: Any, **arguments: Any) -> BatchFeature:
         raise _Fallback("mmfast refused the call", str(exc)) from exc
 
 
-def _feature(config: ModelConfig, out: BatchFeature, return_tensors: str | None) -> Any:
-    """mmfast's outputs as transformers' ``BatchFeature`` for ``return_tensors``."""
+def _feature(
+    hf_class: type, config: ModelConfig, out: BatchFeature, return_tensors: str | None
+) -> Any:
+    """mmfast's outputs as the ``BatchFeature`` ``hf_class`` returns for ``return_tensors``."""
     # A torchvision class returns tensors even with return_tensors=None.
     if return_tensors is None:
         tensors = config.backend == "torchvision"
@@ -431,10 +445,22 @@ def _feature(config: ModelConfig, out: BatchFeature, return_tensors: str | None)
     if tensors:
         data = _nested_map(_as_tensor, data)
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
-    base = importlib.import_module(_BASE_MODULE)
+    feature_class = _feature_class(hf_class)
     arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
-    feature = base.BatchFeature(data=arrays, tensor_type=return_tensors)
-    return base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
+    feature = feature_class(data=arrays, tensor_type=return_tensors)
+    return feature_class({k: feature[k] if k in arrays else data[k] for k in data})
+
+
+def _feature_class(hf_class: type) -> Any:
+    """The ``BatchFeature`` class ``hf_class`` returns: the one the module of its
+    ``_preprocess`` imports (image_processing_base's, or for VideoLLaMA3 and GLM-Image
+    feature_extraction_utils' base class)."""
+    base = importlib.import_module(_BASE_MODULE)
+    owner = next((k for k in hf_class.__mro__ if "_preprocess" in vars(k)), hf_class)
+    feature = getattr(sys.modules.get(owner.__module__), "BatchFeature", None)
+    if isinstance(feature, type) and issubclass(feature, base.BaseBatchFeature):
+        return feature
+    return base.BatchFeature
 
 
 def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:

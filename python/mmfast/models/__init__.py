@@ -37,6 +37,12 @@ from mmfast.models import (
     pixtral,
     idefics2,
     emu3,
+    ernie4_5_vl_moe,
+    hunyuan_vl,
+    glm5_next,
+    video_llama_3,
+    glm_image,
+    glmga,
 )
 
 # isort: on
@@ -53,6 +59,7 @@ from mmfast.models.base import (
 )
 from mmfast.models.config import load_config, supported_models
 from mmfast.models.emu3 import Emu3Config
+from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
@@ -62,10 +69,14 @@ from mmfast.models.geometry import (
     get_size_with_aspect_ratio,
 )
 from mmfast.models.glm4v import Glm4vConfig
+from mmfast.models.glm5_next import Glm5NextConfig
+from mmfast.models.glm_image import GlmImageConfig
+from mmfast.models.glmga import GlmgaConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
-from mmfast.models.kimi_k25 import KimiK25Config
+from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.llama4 import (
     Llama4Config,
@@ -82,6 +93,7 @@ from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
+from mmfast.models.video_llama_3 import VideoLlama3Config
 
 __all__ = [
     "BICUBIC",
@@ -91,13 +103,19 @@ __all__ = [
     "ClipConfig",
     "CropBox",
     "Emu3Config",
+    "Ernie4_5_VLMoeConfig",
     "Gemma3Config",
     "Glm4vConfig",
+    "Glm5NextConfig",
+    "GlmImageConfig",
+    "GlmgaConfig",
     "GotOcr2Config",
+    "HunYuanVLConfig",
     "Idefics2Config",
     "Idefics3Config",
     "ImagePlan",
     "KimiK25Config",
+    "KimiK25ImageConfig",
     "KimiVLConfig",
     "Llama4Config",
     "LlavaNextConfig",
@@ -109,8 +127,10 @@ __all__ = [
     "QwenVLConfig",
     "SiglipConfig",
     "TileGrid",
+    "VideoLlama3Config",
     "center_crop_box",
     "emu3",
+    "ernie4_5_vl_moe",
     "find_supported_resolutions",
     "gemma3",
     "get_best_fit",
@@ -121,7 +141,11 @@ __all__ = [
     "get_resize_output_image_size",
     "get_size_with_aspect_ratio",
     "glm4v",
+    "glm5_next",
+    "glm_image",
+    "glmga",
     "got_ocr2",
+    "hunyuan_vl",
     "idefics2",
     "idefics3",
     "kimi_k25",
@@ -139,4 +163,5 @@ __all__ = [
     "siglip",
     "smart_resize",
     "supported_models",
+    "video_llama_3",
 ]

@@ -10,11 +10,15 @@ multiple of the merged patch, normalised in NumPy (``x / 255.0`` in float64 cast
 ``-= mean`` and ``*= 1 / std`` with float64 constants) and cut into row-major (3, 14, 14)
 patches, returned with ``grid_thws``: that is ``backend="pil"``.
 
-``backend="torchvision"`` matches transformers' own ``Kimi_K25ImageProcessor`` instead, a
-torchvision class with the same sizes (its ``navit_resize``; ``max_patches``,
-``size["max_height"]`` and ``merge_size`` are ``in_patch_limit``, ``patch_limit_on_one_side``
-and ``merge_kernel_size``) but transformers' RGB conversion (transparency onto white), torch's
-bicubic resize, its fused float32 normalisation and the key ``image_grid_thw``.
+transformers' own ``Kimi_K25ImageProcessor`` (torchvision only) is what ``AutoImageProcessor``
+loads for the model type ``kimi_k25``, and for these checkpoints when ``trust_remote_code`` is
+not given: the same sizes (its ``navit_resize``; ``max_patches``, ``size["max_height"]`` and
+``merge_size`` are ``in_patch_limit``, ``patch_limit_on_one_side`` and ``merge_kernel_size``)
+but transformers' RGB conversion (transparency onto white), torch's resize with the config's
+``resample``, its fused float32 normalisation and the key ``image_grid_thw``. It is its own
+family here (:class:`KimiK25ImageConfig`, read from transformers' settings, which
+``mmfast.hf`` backs). ``backend="torchvision"`` on a remote-code config gives that class with the
+``media_proc_cfg`` values as its settings.
 """
 
 from __future__ import annotations
@@ -28,10 +32,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
+    DEFAULT_RESCALE,
     HALF,
+    IMAGENET_STANDARD_MEAN,
+    IMAGENET_STANDARD_STD,
     RGB,
     ImagePlan,
     ModelConfig,
@@ -40,12 +48,13 @@ from mmfast.models.base import (
     Patchify,
     View,
     check_image_size,
+    plan_constants,
     resizer,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.kimi_vl import patch_grid_outputs
 
-__all__ = ["KimiK25Config", "navit_resize_image", "numpy_tables"]
+__all__ = ["KimiK25Config", "KimiK25ImageConfig", "navit_resize_image", "numpy_tables"]
 
 
 def navit_resize_image(
@@ -92,6 +101,89 @@ def numpy_tables(mean: RGB, std: RGB) -> NDArray[np.float32]:
 
 
 @dataclass(frozen=True)
+class KimiK25ImageConfig(ModelConfig):
+    """Settings of transformers' ``Kimi_K25ImageProcessor`` (torchvision only).
+
+    ``max_size_per_side`` is ``size["max_height"]`` (the class requires ``max_width`` equal).
+    ``num_image_tokens`` is the count of ``<|media_pad|>`` tokens
+    ``Kimi_K25Processor.replace_image_token`` inserts: ``image_grid_thw.prod() //
+    merge_size**2``.
+    """
+
+    model_id: str | None
+    image_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    max_size_per_side: int
+    max_patches: int
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    merge_size: int
+
+    # transformers has only the torchvision class.
+    backend: str = field(default="torchvision", kw_only=True)
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``Kimi_K25ImageProcessor._preprocess`` for one image: ``navit_resize`` (the
+        same arithmetic as :func:`navit_resize_image`), resize, uint8 zero pad at the bottom
+        and right (``self.pad``), rescale, normalise, raster-order (3, p, p) patches."""
+        check_image_size(height, width)
+        p = self.patch_size
+        if self.do_resize:
+            resized, (pad_h, pad_w) = navit_resize_image(
+                width, height, p, self.merge_size, self.max_patches, self.max_size_per_side
+            )
+            canvas = (resized[0] + pad_h, resized[1] + pad_w)
+        else:
+            # patchify's reshape needs sides divisible by the patch (a RuntimeError in torch).
+            if height % p or width % p:
+                raise MmfastError(
+                    f"image size: with do_resize=False both sides must be multiples of "
+                    f"patch_size={p}, got {height}x{width}"
+                )
+            resized = canvas = (height, width)
+        grid = PatchGrid(p, 1, 1, 1, canvas[0] // p, canvas[1] // p)
+        return ImagePlan(
+            height=height,
+            width=width,
+            do_convert_rgb=self.do_convert_rgb,
+            do_resize=self.do_resize,
+            resize_size=resized,
+            resample=self.resample,
+            crop=None,
+            canvas_size=canvas,
+            **plan_constants(self),
+            compute_dtype="float32",
+            patches=grid,
+            tiles=None,
+            output_shapes=MappingProxyType(
+                {"pixel_values": (grid.num_patches, 3, p, p), "image_grid_thw": (3,)}
+            ),
+            num_image_tokens=grid.num_patches // self.merge_size**2,
+            views=(
+                View(
+                    resize=resizer(self.backend, resized, self.resample)
+                    if self.do_resize
+                    else None,
+                    pad=Pad(canvas) if canvas != resized else None,
+                    out=Patchify(p, 1, 1),
+                ),
+            ),
+        )
+
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """``image_grid_thw``: (B, 3) int64 ``(1, patch rows, patch columns)``."""
+        return patch_grid_outputs(plans, "image_grid_thw", temporal=True)
+
+
+@dataclass(frozen=True)
 class KimiK25Config(ModelConfig):
     """Settings of Kimi-K2.5's ``KimiK25VisionProcessor`` (its ``media_proc_cfg``).
 
@@ -117,13 +209,32 @@ class KimiK25Config(ModelConfig):
         """The checkpoint's processor calls ``convert("RGB")``; transformers' class, HF's."""
         return "rgb" if self.backend == "pil" else "hf"
 
-    @property
-    def grid_key(self) -> str:
-        """The name of the patch-grid output."""
-        return "grid_thws" if self.backend == "pil" else "image_grid_thw"
+    def transformers_class(self) -> KimiK25ImageConfig:
+        """transformers' ``Kimi_K25ImageProcessor`` with these ``media_proc_cfg`` values as its
+        settings (its other settings at their class defaults, which the checkpoint's own
+        processor hard-codes too): what ``backend="torchvision"`` matches."""
+        return KimiK25ImageConfig(
+            model_id=self.model_id,
+            image_processor_type="Kimi_K25ImageProcessor",
+            do_convert_rgb=True,
+            do_resize=True,
+            max_size_per_side=self.patch_limit_on_one_side,
+            max_patches=self.in_patch_limit,
+            resample=BICUBIC,
+            do_rescale=True,
+            rescale_factor=DEFAULT_RESCALE,
+            do_normalize=True,
+            image_mean=self.image_mean,
+            image_std=self.image_std,
+            patch_size=self.patch_size,
+            merge_size=self.merge_kernel_size,
+        )
 
     def plan(self, height: int, width: int) -> ImagePlan:
-        """Mirrors ``KimiK25VisionProcessor.preprocess`` for one image."""
+        """Mirrors ``KimiK25VisionProcessor.preprocess`` for one image (``backend="pil"``), or
+        :meth:`transformers_class`'s plan."""
+        if self.backend == "torchvision":
+            return self.transformers_class().plan(height, width)
         check_image_size(height, width)
         p = self.patch_size
         resized, (pad_h, pad_w) = navit_resize_image(
@@ -157,7 +268,7 @@ class KimiK25Config(ModelConfig):
             patches=grid,
             tiles=None,
             output_shapes=MappingProxyType(
-                {"pixel_values": (grid.num_patches, 3, p, p), self.grid_key: (3,)}
+                {"pixel_values": (grid.num_patches, 3, p, p), "grid_thws": (3,)}
             ),
             num_image_tokens=tokens
             if self.fixed_output_tokens is None
@@ -180,8 +291,10 @@ class KimiK25Config(ModelConfig):
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, Any]:
-        """``grid_thws`` (``image_grid_thw``): (B, 3) int64 ``(1, patch rows, patch columns)``."""
-        return patch_grid_outputs(plans, self.grid_key, temporal=True)
+        """``grid_thws`` (``image_grid_thw`` for transformers' class): (B, 3) int64
+        ``(1, patch rows, patch columns)``."""
+        key = "grid_thws" if self.backend == "pil" else "image_grid_thw"
+        return patch_grid_outputs(plans, key, temporal=True)
 
 
 _MEDIA_KEYS = frozenset(
@@ -219,23 +332,78 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     )
 
 
+_HF_CLASS = "kimi_k25.image_processing_kimi_k25.Kimi_K25ImageProcessor"
+# The checkpoint's remote-code processor: chosen by a config's auto_map (or its
+# image_processor_type), never by model type, which AutoImageProcessor sends to transformers'
+# class. Its torchvision backend is that class, configured by media_proc_cfg.
 registry.register(
     registry.Family(
         name="kimi_k25",
         processor_types=("KimiK25VisionProcessor",),
-        model_types={"kimi_k25": "KimiK25VisionProcessor"},
+        model_types={},
         build=_build,
         kwargs=_MEDIA_KEYS | {"media_proc_cfg"},
-        hf_torchvision="kimi_k25.image_processing_kimi_k25.Kimi_K25ImageProcessor",
+        hf_torchvision=_HF_CLASS,
+    )
+)
+
+
+def _build_image(
+    source: Source, processor_type: str, cfg: Fields, processor: Fields
+) -> KimiK25ImageConfig:
+    """Mirrors ``Kimi_K25ImageProcessor``'s class defaults and its
+    ``_validate_preprocess_kwargs`` (``size`` needs ``max_height`` and an equal ``max_width``).
+    A ``media_proc_cfg`` block in the file is not read: the class ignores it."""
+    size_value = cfg.raw("size")
+    size = cfg.size_dict(
+        "size",
+        {"max_height": 512, "max_width": 512} if size_value is None else size_value,
+        cfg.flag("default_to_square", True),
+    )
+    if "max_height" not in size or size.get("max_width") != size["max_height"]:
+        raise cfg.error("size", "max_height and max_width keys with identical values", size)
+    norm = cfg.normalization(IMAGENET_STANDARD_MEAN, IMAGENET_STANDARD_STD)
+    return KimiK25ImageConfig(
+        model_id=source.model_id,
+        image_processor_type=processor_type,
+        do_convert_rgb=cfg.convert_rgb(),
+        do_resize=cfg.flag("do_resize", True),
+        max_size_per_side=size["max_height"],
+        max_patches=cfg.positive_int("max_patches", 16384),
+        resample=cfg.resample(BICUBIC),
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        patch_size=cfg.positive_int("patch_size", 14),
+        merge_size=cfg.positive_int("merge_size", 2),
+    )
+
+
+# transformers' own class: what AutoImageProcessor loads for model type kimi_k25 (and for the
+# checkpoints above without trust_remote_code), and what mmfast.hf backs.
+registry.register(
+    registry.Family(
+        name="kimi_k25_transformers",
+        processor_types=("Kimi_K25ImageProcessor",),
+        model_types={"kimi_k25": "Kimi_K25ImageProcessor"},
+        build=_build_image,
+        kwargs=frozenset({"max_patches", "patch_size", "merge_size"}),
+        processor_classes={"Kimi_K25Processor": "kimi_k25"},
+        hf_torchvision=_HF_CLASS,
+        backends=("torchvision",),
     )
 )
 
 # moonshotai/Kimi-K2.5 and Kimi-K2.6: the image keys of media_proc_cfg agree across four copies
 # that mirror the checkpoint (a port's defaults "matching the ckpt-side outputs", another
 # port's _DEFAULT_MEDIA_PROC_CFG, a config-driven module, a model-card digest); K2.6's file is
-# reported byte-identical to K2.5's. The video keys are listed for completeness; the file's
-# wrapper keys (auto_map, config_type) were not seen and are left out.
+# reported byte-identical to K2.5's. The video keys are listed for completeness. The auto_map
+# naming the remote-code processor is asserted by a public bundle derived from K2.6's files
+# (its test checks preprocessor_config.json's auto_map); config_type was not seen.
 _K25 = {
+    "auto_map": {"AutoImageProcessor": "kimi_k25_vision_processing.KimiK25VisionProcessor"},
     "media_proc_cfg": {
         "in_patch_limit": 16384,
         "patch_size": 14,

@@ -162,6 +162,17 @@ class QwenVLConfig(ModelConfig):
         """One patch row of ``pixel_values``: (channel, time, y, x) flattened."""
         return (3 * self.temporal_patch_size * self.patch_size**2,)
 
+    def tokens(self, grid: PatchGrid) -> int:
+        """Image tokens the model's processor inserts for this grid:
+        ``Qwen2VLProcessor.replace_image_token``'s ``image_grid_thw.prod() // merge_size**2``."""
+        return grid.num_patches // self.merge_size**2
+
+    def patch_unit(self) -> int:
+        """The side multiple HF's ``patchify`` reshape needs (``patch_size`` times the grouping
+        of its reshape): images left unresized must have sides divisible by it."""
+        layout = self.patchify()
+        return layout.patch_size * layout.merge_size
+
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors the processor's ``_preprocess`` for one image: resize, rescale,
         normalise, patchify."""
@@ -171,7 +182,7 @@ class QwenVLConfig(ModelConfig):
             resized = self.resized_size(height, width)
         else:
             # HF's patchify reshape only succeeds on sides divisible by its patch grouping.
-            unit = layout.patch_size * layout.merge_size
+            unit = self.patch_unit()
             if height % unit or width % unit:
                 raise MmfastError(
                     f"image size: with do_resize=False both sides must be multiples of "
@@ -202,8 +213,7 @@ class QwenVLConfig(ModelConfig):
             output_shapes=MappingProxyType(
                 {"pixel_values": (grid.num_patches, *self.patch_shape()), "image_grid_thw": (3,)}
             ),
-            # Qwen2VLProcessor.replace_image_token: image_grid_thw.prod() // merge_size**2
-            num_image_tokens=grid.num_patches // self.merge_size**2,
+            num_image_tokens=self.tokens(grid),
             views=(
                 View(
                     resize=resizer(self.backend, resized, self.resample)

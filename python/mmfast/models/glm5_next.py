@@ -1,0 +1,301 @@
+"""GLM-5.3-Flash: ``Glm5NextImageProcessor`` (transformers 5.24).
+
+The pixel budget is a token budget (``min_image_tokens`` / ``max_image_tokens``, each token
+``temporal_patch_size * factor**2`` pixels) and the canvas is sized by :func:`smart_resize`,
+which aligns sides up to the factor and, over budget, binary-searches the tallest canvas that
+fits. The image is then resized, keeping its aspect ratio, to fit inside that canvas (never
+grown when it already holds the minimum budget) and zero-padded at the bottom and right to it
+as uint8 before normalising: Qwen-VL patch rows of the padded canvas. The torchvision class's
+factor is ``patch_size * merge_size * patch_expand_factor``, the PIL class's ``patch_size *
+merge_size`` (the two agree at the default ``patch_expand_factor`` of 1). ``size`` is read and
+checked but unused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from mmfast.errors import MmfastError
+from mmfast.models import registry
+from mmfast.models.base import (
+    BICUBIC,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    RGB,
+    ImagePlan,
+    ModelConfig,
+    Pad,
+    PatchGrid,
+    Patchify,
+    View,
+    check_image_size,
+    plan_constants,
+    resizer,
+)
+from mmfast.models.config import Fields, Source
+from mmfast.models.qwen2_vl import grid_thw
+
+__all__ = ["Glm5NextConfig", "content_size", "smart_resize"]
+
+
+def smart_resize(
+    num_frames: int,
+    height: int,
+    width: int,
+    temporal_factor: int = 2,
+    factor: int = 28,
+    min_pixels: int = 16,
+    max_pixels: int = 8000,
+) -> tuple[int, int]:
+    """The canvas a GLM-5 image is padded to (``min_pixels``/``max_pixels`` in tokens).
+
+    Mirrors ``transformers.models.glm5_next.image_processing_glm5_next.smart_resize`` step for
+    step: sides aligned up (``ceil``) to ``factor``; under the minimum, both scaled by
+    ``sqrt(min / (num_frames * h * w))`` (``ceil``) and aligned; over the maximum, a binary
+    search over content heights ``1..height`` with widths ``floor(width * h / height)``,
+    keeping the tallest aligned canvas within budget. HF's ``ValueError`` for a budget below
+    one aligned patch is raised as :class:`MmfastError`.
+    """
+    pixels_per_token = temporal_factor * factor**2
+    min_pixels *= pixels_per_token
+    max_pixels *= pixels_per_token
+
+    def align(value: float) -> int:
+        return math.ceil(value / factor) * factor
+
+    def fit_within_budget(aligned_frames: int) -> tuple[int, int]:
+        minimum_pixels = aligned_frames * factor**2
+        if max_pixels < minimum_pixels:
+            raise MmfastError(
+                f"max_image_tokens: max_pixels={max_pixels} is too small; at least "
+                f"{minimum_pixels} pixels are required for one aligned patch"
+            )
+        low, high = 1, height
+        best_height, best_width = factor, factor
+        while low <= high:
+            content_height = (low + high) // 2
+            content_width = max(1, math.floor(width * content_height / height))
+            candidate_height = align(content_height)
+            candidate_width = align(content_width)
+            if aligned_frames * candidate_height * candidate_width <= max_pixels:
+                best_height, best_width = candidate_height, candidate_width
+                low = content_height + 1
+            else:
+                high = content_height - 1
+        return best_height, best_width
+
+    aligned_frames = max(temporal_factor, round(num_frames / temporal_factor) * temporal_factor)
+    aligned_height = align(height)
+    aligned_width = align(width)
+    budget = aligned_frames * aligned_height * aligned_width
+    if budget < min_pixels:
+        scale = math.sqrt(min_pixels / (num_frames * height * width))
+        aligned_height = align(max(1, math.ceil(height * scale)))
+        aligned_width = align(max(1, math.ceil(width * scale)))
+        budget = aligned_frames * aligned_height * aligned_width
+    if budget > max_pixels:
+        aligned_height, aligned_width = fit_within_budget(aligned_frames)
+    return aligned_height, aligned_width
+
+
+def content_size(
+    height: int,
+    width: int,
+    target: tuple[int, int],
+    temporal_factor: int,
+    factor: int,
+    min_image_tokens: int,
+) -> tuple[int, int]:
+    """The size the image is resized to inside the ``target`` canvas.
+
+    Mirrors ``Glm5NextImageProcessor.resize``: ``scale = min(th / h, tw / w)``, capped at 1
+    when the image already holds ``min_image_tokens`` tokens' pixels; each side
+    ``floor(side * scale)``, at least 1 and at most the canvas side.
+    """
+    pixels_per_token = temporal_factor * factor**2
+    scale = min(target[0] / height, target[1] / width)
+    if temporal_factor * height * width >= pixels_per_token * min_image_tokens:
+        scale = min(1.0, scale)
+    return (
+        max(1, min(target[0], math.floor(height * scale))),
+        max(1, min(target[1], math.floor(width * scale))),
+    )
+
+
+@dataclass(frozen=True)
+class Glm5NextConfig(ModelConfig):
+    """Settings of ``Glm5NextImageProcessor``.
+
+    ``num_image_tokens`` is the count of ``<|image|>`` tokens
+    ``Glm5NextProcessor.replace_image_token`` inserts: ``image_grid_thw.prod() //
+    merge_size**2``.
+    """
+
+    model_id: str | None
+    model_type: str | None
+    image_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+    patch_expand_factor: int
+    min_image_tokens: int
+    max_image_tokens: int
+
+    # Which transformers backend the plan matches: "pil" or "torchvision".
+    backend: str = field(default="pil", kw_only=True)
+
+    @property
+    def factor(self) -> int:
+        """The canvas multiple: the torchvision class multiplies in ``patch_expand_factor``
+        (``_preprocess``), the PIL class does not."""
+        expand = self.patch_expand_factor if self.backend == "torchvision" else 1
+        return self.patch_size * self.merge_size * expand
+
+    def canvas(self, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(content size, canvas size) of a resized image."""
+        t = self.temporal_patch_size
+        target = smart_resize(
+            t, height, width, t, self.factor, self.min_image_tokens, self.max_image_tokens
+        )
+        content = content_size(height, width, target, t, self.factor, self.min_image_tokens)
+        return content, target
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``_preprocess`` for one image: resize into the canvas, pad, rescale,
+        normalise, patchify."""
+        check_image_size(height, width)
+        p, m = self.patch_size, self.merge_size
+        if self.do_resize:
+            content, canvas = self.canvas(height, width)
+        else:
+            # HF's patchify reshape only succeeds on sides divisible by its merge grouping.
+            if height % (p * m) or width % (p * m):
+                raise MmfastError(
+                    f"image size: with do_resize=False both sides must be multiples of {p * m} "
+                    f"(the patch grouping), got {height}x{width}"
+                )
+            content = canvas = (height, width)
+        grid = PatchGrid(p, self.temporal_patch_size, m, 1, canvas[0] // p, canvas[1] // p)
+        resize = (
+            resizer(self.backend, content, self.resample) if content != (height, width) else None
+        )
+        return ImagePlan(
+            height=height,
+            width=width,
+            do_convert_rgb=self.do_convert_rgb,
+            do_resize=self.do_resize,
+            resize_size=content,
+            resample=self.resample,
+            crop=None,
+            canvas_size=canvas,
+            **plan_constants(self),
+            compute_dtype="float32",
+            patches=grid,
+            tiles=None,
+            output_shapes=MappingProxyType(
+                {
+                    "pixel_values": (grid.num_patches, 3 * self.temporal_patch_size * p * p),
+                    "image_grid_thw": (3,),
+                }
+            ),
+            num_image_tokens=grid.num_patches // m**2,
+            views=(
+                View(
+                    resize=resize,
+                    pad=Pad(canvas) if canvas != content else None,
+                    out=Patchify(p, self.temporal_patch_size, m),
+                ),
+            ),
+        )
+
+    def batch_outputs(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """``image_grid_thw``: (B, 3) int64 (``np.array`` of Python ints / ``torch.tensor``)."""
+        return {"image_grid_thw": grid_thw(plans)}
+
+
+def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> Glm5NextConfig:
+    """Mirrors ``Glm5NextImageProcessorPil``'s class defaults. ``size`` is checked as HF's
+    ``__init__`` checks it (a valid size dict), then unused."""
+    size = cfg.raw("size")
+    if size is not None:
+        cfg.size_dict("size", size, cfg.flag("default_to_square", False))
+    norm = cfg.normalization(OPENAI_CLIP_MEAN, OPENAI_CLIP_STD)
+    return Glm5NextConfig(
+        model_id=source.model_id,
+        model_type=registry.model_type_of(source.preprocessor, source.model_type),
+        image_processor_type=processor_type,
+        do_convert_rgb=cfg.convert_rgb(),
+        do_resize=cfg.flag("do_resize", True),
+        resample=cfg.resample(BICUBIC),
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        patch_size=cfg.positive_int("patch_size", 14),
+        temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),
+        merge_size=cfg.positive_int("merge_size", 2),
+        patch_expand_factor=cfg.positive_int("patch_expand_factor", 1),
+        min_image_tokens=cfg.positive_int("min_image_tokens", 16),
+        max_image_tokens=cfg.positive_int("max_image_tokens", 8000),
+    )
+
+
+registry.register(
+    registry.Family(
+        name="glm5_next",
+        processor_types=("Glm5NextImageProcessor",),
+        model_types={"glm5_next": "Glm5NextImageProcessor"},
+        build=_build,
+        kwargs=frozenset(
+            {
+                "patch_size",
+                "temporal_patch_size",
+                "merge_size",
+                "patch_expand_factor",
+                "min_image_tokens",
+                "max_image_tokens",
+            }
+        ),
+        processor_classes={"Glm5NextProcessor": "glm5_next"},
+        hf_pil="glm5_next.image_processing_pil_glm5_next.Glm5NextImageProcessorPil",
+        hf_torchvision="glm5_next.image_processing_glm5_next.Glm5NextImageProcessor",
+    )
+)
+
+# zai-org/GLM-5.3-Flash: its processor_config.json nests these image settings (transformers 5's
+# layout; mmfast reads them as the image processor's file) beside processor_class
+# Glm5NextProcessor. The same ten keys and values appear in three independent copies: a fork's
+# transformers test ("OFFICIAL_IMAGE_CONFIG"), another project's GLM-5.3 processor test, and a
+# write-up quoting the hub repository's processor_config.json.
+registry.register_builtin(
+    "zai-org/GLM-5.3-Flash",
+    "glm5_next",
+    {
+        "do_rescale": True,
+        "patch_expand_factor": 1,
+        "merge_size": 2,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_std": list(OPENAI_CLIP_STD),
+        "temporal_patch_size": 2,
+        "patch_size": 14,
+        "min_image_tokens": 16,
+        "max_image_tokens": 8000,
+        "image_processor_type": "Glm5NextImageProcessor",
+        "processor_class": "Glm5NextProcessor",
+    },
+)
