@@ -111,6 +111,8 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_pan_and_scan": None,
         "image_seq_length": None,
         "pad_size": None,
+        # Classes without a size (MiniCPM-V's, which size every image themselves) get None.
+        "size": None,
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
@@ -326,7 +328,10 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     base = importlib.import_module(_BASE_MODULE)
     arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
     feature = base.BatchFeature(data=arrays, tensor_type=return_tensors)
-    feature = base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
+    # The BatchFeature class the class's module returns (MiniCPM-OCR's is the feature
+    # extractors' base class, not the image processors' subclass).
+    returned = getattr(sys.modules[hf_class.__module__], "BatchFeature", base.BatchFeature)
+    feature = returned({k: feature[k] if k in arrays else data[k] for k in data})
     return feature if on_cpu else feature.to(device)
 
 
