@@ -592,6 +592,9 @@ def test_supported_models_load() -> None:
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
         "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
+        "openbmb/MiniCPM-V-4.6": models.MiniCPMV4_6Config,
+        "openbmb/MiniCPM-V-4.7-1B": models.MiniCPMV4_6Config,
+        "openbmb/MiniCPM-OCR-1.0": models.MiniCPMOcrConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

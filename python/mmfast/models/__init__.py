@@ -34,6 +34,8 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    minicpmv4_6,
+    minicpm_ocr,
 )
 
 # isort: on
@@ -73,6 +75,8 @@ from mmfast.models.llama4 import (
 from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
+from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
+from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
@@ -94,6 +98,8 @@ __all__ = [
     "Llama4Config",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
+    "MiniCPMOcrConfig",
+    "MiniCPMV4_6Config",
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
@@ -120,6 +126,8 @@ __all__ = [
     "llava_next",
     "llava_onevision",
     "load_config",
+    "minicpm_ocr",
+    "minicpmv4_6",
     "paddleocr_vl",
     "qwen2_vl",
     "qwen3_vl",
