@@ -9,6 +9,7 @@ overrides to try on both backends. Adding a family is adding its row here.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -151,6 +152,51 @@ def idefics3_tokens(seq_len: int) -> Callable[[Outputs, dict[str, Any]], int]:
     def count(out: Outputs, overrides: dict[str, Any]) -> int:
         rows, cols = out["rows"][0][0], out["cols"][0][0]
         return seq_len + 3 + rows * (cols * (seq_len + 2) + 1)
+
+    return count
+
+
+# MiniCPM-V's placeholder as its tokenizer splits it: each <marker> one token, each digit of an
+# image id one token (Qwen-style digit splitting), a newline one token.
+MINICPM_TOKEN = re.compile(r"<[^<>]+>|\d|\n")
+
+
+def minicpm_tokens(
+    processor: str, model_id: str, downsample_mode: str
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """A MiniCPM-V processor's placeholder for the first image of a prompt
+    (``replace_image_token``, then ``_prepend_local_ids`` with ``use_image_id``), run on a
+    stand-in holding only the attributes they read, counted in tokens (``MINICPM_TOKEN``).
+    ``use_image_id``, ``slice_mode`` and ``downsample_mode`` are the image processor's, as the
+    processor reads them: the overrides, else the checkpoint's file, else the class defaults
+    (``downsample_mode`` given, the others true)."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        defaults = {"use_image_id": True, "slice_mode": True, "downsample_mode": downsample_mode}
+        settings = {
+            key: overrides.get(key, builtin_dict(model_id).get(key, default))
+            for key, default in defaults.items()
+        }
+        fake = SimpleNamespace(
+            image_token="<unk>",
+            video_token="<video>",
+            image_start_token="<image>",
+            image_end_token="</image>",
+            slice_start_token="<slice>",
+            slice_end_token="</slice>",
+            image_id_start_token="<image_id>",
+            image_id_end_token="</image_id>",
+            slice_mode=settings["slice_mode"],
+        )
+        divisor = 4 if settings["downsample_mode"] == "4x" else 16
+        text = cls.replace_image_token(fake, out, 0, image_token_divisor=divisor)
+        if settings["use_image_id"]:
+            text = cls._prepend_local_ids(fake, [fake.image_token], [text], fake.image_token)[0]
+        tokens = MINICPM_TOKEN.findall(text)
+        assert "".join(tokens) == text, text
+        return len(tokens)
 
     return count
 
@@ -531,6 +577,66 @@ TABLE += [
                 }
             ),
             Override({"temporal_patch_size": 3}),
+        ),
+    ),
+]
+
+
+# MiniCPM-V 4.6 / 4.7 and MiniCPM-OCR. The override images (150x97, 61x530) are below one
+# slice at 448: a small scale_resolution slices them.
+MINICPM_SLICED = (
+    Override({"scale_resolution": 112}),
+    Override({"scale_resolution": 112, "max_slice_nums": 2}),
+    Override({"scale_resolution": 56, "downsample_mode": "4x"}),
+    Override({"scale_resolution": 112, "slice_mode": False}),
+    Override({"scale_resolution": 112, "use_image_id": False}),
+    Override({"scale_resolution": 100, "patch_size": 10}),
+)
+MINICPM_V = (
+    *PATCH_COMMON,
+    Override({"resample": 2}),
+    BOTH_OFF,
+    Override({"downsample_mode": "4x"}),
+    Override({"max_slice_nums": 0}),
+    *MINICPM_SLICED,
+)
+# transformers' PIL class takes do_resize=False for sides that are multiples of patch_size
+# (its torchvision class fails on every image: see test_minicpm).
+MINICPM_V_PIL = (
+    Override({"do_resize": False}),
+    Override({"do_resize": False, "patch_size": 1}),
+)
+MINICPM_46 = "openbmb/MiniCPM-V-4.6"
+MINICPM_47 = "openbmb/MiniCPM-V-4.7-1B"
+MINICPM_OCR = "openbmb/MiniCPM-OCR-1.0"
+TABLE += [
+    Row(
+        MINICPM_46,
+        minicpm_tokens(
+            "minicpmv4_6.processing_minicpmv4_6.MiniCPMV4_6Processor", MINICPM_46, "16x"
+        ),
+        (*MINICPM_V, *MINICPM_V_PIL),
+        tv_overrides=MINICPM_V,
+    ),
+    Row(
+        MINICPM_47,
+        minicpm_tokens(
+            "minicpmv4_7.processing_minicpmv4_7.MiniCPMV4_7Processor", MINICPM_47, "16x"
+        ),
+        (Override({"downsample_mode": "4x"}), Override({"scale_resolution": 112})),
+    ),
+    Row(
+        MINICPM_OCR,
+        minicpm_tokens("minicpm_ocr.processing_minicpm_ocr.MiniCPMOcrProcessor", MINICPM_OCR, "4x"),
+        (
+            *COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"downsample_mode": "16x"}),
+            Override({"small_image_upsize": "never"}),
+            Override({"small_image_upsize": "never", "scale_resolution": 112}),
+            Override({"do_resize": False}),
+            *MINICPM_SLICED,
         ),
     ),
 ]

@@ -53,8 +53,9 @@ KIMI_K25 = "moonshotai/Kimi-K2.5"
 # remote code only; for the Kimi-K2.5 checkpoints transformers loads its own
 # Kimi_K25ImageProcessor, with its class defaults, unless trust_remote_code is given).
 IMAGE_IDS = [m for m in mmfast.supported_models() if not m.startswith("moonshotai/Kimi-VL")]
-# Image processors transformers has only as torchvision classes.
-TORCHVISION_ONLY = (LLAMA4, KIMI_K25, "moonshotai/Kimi-K2.6")
+# Checkpoints AutoImageProcessor loads transformers' torchvision-only Kimi_K25ImageProcessor
+# for (its local class wins over their auto_map); a family without a PIL class is one too.
+TORCHVISION_ONLY = (KIMI_K25, "moonshotai/Kimi-K2.6")
 
 # Every special token the processors below put in or look for; the words make the prompts.
 SPECIAL_TOKENS = (
@@ -247,7 +248,9 @@ def test_image_processor_matches_transformers(
 ) -> None:
     """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
     with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
-    if model_id in TORCHVISION_ONLY and not TORCH:
+    config = mmfast.ImageProcessor.from_pretrained(model_id).config
+    family = registry.family_of(config.image_processor_type)
+    if not TORCH and (model_id in TORCHVISION_ONLY or family.hf_pil is None):
         pytest.skip(f"{model_id}'s image processor: {NEEDS_TORCHVISION}")
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
     assert not isinstance(plain, hf.MmfastBacked)

@@ -604,6 +604,9 @@ def test_supported_models_load() -> None:
         "lkhl/VideoLLaMA3-2B-Image-HF": models.VideoLlama3Config,
         "zai-org/GLM-Image": models.GlmImageConfig,
         "zai-org/GLM-GA": models.GlmgaConfig,
+        "openbmb/MiniCPM-V-4.6": models.MiniCPMV4_6Config,
+        "openbmb/MiniCPM-V-4.7-1B": models.MiniCPMV4_6Config,
+        "openbmb/MiniCPM-OCR-1.0": models.MiniCPMOcrConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -60,10 +60,16 @@ def rows(out: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: Any) -> None:
     """``row`` holds ``proc([[image]], **call)`` without the batch axis: ``pixel_values``
-    whole where the layout concatenates images' rows, ``pixel_lut`` whole, every other
-    output's first entry; bfloat16 as uint16 bits under ``BF16_SUFFIX``."""
+    whole where the layout concatenates images' rows, ``pixel_lut`` whole (and MiniCPM-V's
+    ``target_sizes``, a row per view), every other output's first entry; bfloat16 as uint16
+    bits under ``BF16_SUFFIX``."""
     for key, value in proc([[image]], **call).items():
-        whole = key == "pixel_lut" or (key == "pixel_values" and proc.config.layout() == "concat")
+        layout = proc.config.layout()
+        whole = (
+            key == "pixel_lut"
+            or (key == "pixel_values" and layout == "concat")
+            or (key == "target_sizes" and layout == "strip")  # each of the image's views
+        )
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:
             key, want = key + BF16_SUFFIX, want.view(np.uint16)

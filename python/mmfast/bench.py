@@ -71,7 +71,8 @@ BATCH_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # The batch section's models: a patch family and a tiling one (several resizes per image).
 BATCH_MODELS = (BATCH_MODEL, "OpenGVLab/InternVL3-8B-hf")
 # One checkpoint per family and distinct image setting (the other built-ins share one of these
-# configs: GLM-4.5V/4.6V/OCR, Kimi-VL-Thinking-2506, Kimi-K2.6, SigLIP2, Qwen2.5-Omni).
+# configs: GLM-4.5V/4.6V/OCR, Kimi-VL-Thinking-2506, Kimi-K2.6, SigLIP2, Qwen2.5-Omni,
+# MiniCPM-V-4.7-1B).
 MODELS = (
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -100,6 +101,8 @@ MODELS = (
     "lkhl/VideoLLaMA3-2B-Image-HF",
     "zai-org/GLM-Image",
     "zai-org/GLM-GA",
+    "openbmb/MiniCPM-V-4.6",
+    "openbmb/MiniCPM-OCR-1.0",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

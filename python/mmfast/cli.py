@@ -439,7 +439,7 @@ def _run(
         progress.close()
     if not batches:
         raise MmfastError("images: none of them could be processed")
-    merged = merge_batches(batches)
+    merged = merge_batches(batches, proc.config.layout())
     merged["mmfast.names"] = np.array([row.name for row in rows])
     merged["mmfast.sizes"] = np.array([row.size for row in rows], np.int64).reshape(-1, 2)
     merged["mmfast.rows"] = np.array([row.shapes["pixel_values"][0] for row in rows], np.int64)
@@ -492,15 +492,21 @@ def _run_videos(
     return rows, merged
 
 
-def merge_batches(batches: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+def merge_batches(
+    batches: Sequence[Mapping[str, Any]], layout: str = "concat"
+) -> dict[str, np.ndarray]:
     """The outputs of several batched calls as one: arrays joined along their first axis
     (zero-padding the second where calls padded to different lengths), lists joined, the
-    uint8 table kept once."""
+    uint8 table kept once. With the "strip" layout (MiniCPM-V) ``pixel_values`` is one strip
+    for all images, as one call would give it: joined along its last axis."""
     merged: dict[str, np.ndarray] = {}
     for key in batches[0]:
         parts = [batch[key] for batch in batches]
         if key == "pixel_lut":
             merged[key] = parts[0]
+            continue
+        if layout == "strip" and key.startswith("pixel_values"):
+            merged[key] = np.concatenate(parts, axis=-1)
             continue
         if parts[0].ndim >= 2 and len({p.shape[1] for p in parts}) > 1:
             longest = max(p.shape[1] for p in parts)

@@ -109,6 +109,8 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_pan_and_scan": None,
         "image_seq_length": None,
         "pad_size": None,
+        # Classes without a size (MiniCPM-V's, which size every image themselves) get None.
+        "size": None,
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",

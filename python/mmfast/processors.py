@@ -145,7 +145,8 @@ class BatchFeature(Mapping[str, Any]):
     image dropped by ``on_error="skip"`` to the error it raised. ``image_rows`` gives each
     kept image's entries along ``pixel_values``' first axis: its patch rows, tiles or crops,
     or 1 for models that give each image one entry (empty for models that pad per sample,
-    Idefics3 and SmolVLM, whose entries are samples). When every image was skipped there
+    Idefics3 and SmolVLM, whose entries are samples, and for MiniCPM-V's one strip: see
+    ``num_patches_per_image``). When every image was skipped there
     are no outputs, and asking for one raises an error that says so.
     """
 

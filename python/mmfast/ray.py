@@ -75,9 +75,10 @@ class Preprocess:
     holds its image's part of the batch: what ``proc([[image]])`` returns, without the leading
     batch axis. Where the model concatenates the images' rows (Qwen, GLM, PaddleOCR, Kimi,
     InternVL, Aya, Gemma 3, Llama 4) a row's ``pixel_values`` are its own patches, tiles or
-    crops; zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and SmolVLM) lose their
-    padding. A bfloat16 output is stored as its uint16 bits under ``"<name>.bfloat16_bits"``,
-    as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
+    crops; MiniCPM-V's one strip for the batch is cut into each image's part (with its
+    ``target_sizes`` rows); zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and
+    SmolVLM) lose their padding. A bfloat16 output is stored as its uint16 bits under
+    ``"<name>.bfloat16_bits"``, as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
     ``torch.from_numpy(bits).view(torch.bfloat16)`` turns it back. With ``dtype="uint8"``
     every row carries the (3, 256) ``pixel_lut``.
 
@@ -175,7 +176,9 @@ class Preprocess:
             parts = [self._run([i], [p]) for i, p in zip(inputs, plans, strict=True)]
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)
-        rows = [plan.output_shapes["pixel_values"][0] for plan in plans]
+        # A strip (MiniCPM-V) is cut along its last axis, the images' strip lengths.
+        axis = -1 if config.layout() == "strip" else 0
+        rows = [plan.output_shapes["pixel_values"][axis] for plan in plans]
         return split_rows(feature, rows, config.layout())
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
@@ -192,8 +195,10 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
     """A batch's outputs as columns of one entry per image, in order.
 
     ``rows`` is each image's length along ``pixel_values``' first axis (its
-    ``plan.output_shapes``), ``layout`` the config's (:meth:`ModelConfig.layout`):
-    ``"concat"`` ``pixel_values`` is cut at those lengths; padded layouts
+    ``plan.output_shapes``; its last axis for a strip), ``layout`` the config's
+    (:meth:`ModelConfig.layout`): ``"concat"`` ``pixel_values`` is cut at those lengths;
+    ``"strip"`` (MiniCPM-V) cuts the one strip into each image's (3, patch_size, length) and
+    ``target_sizes`` into each image's views (``num_patches_per_image``); padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
     keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
@@ -208,6 +213,11 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
         elif name == "pixel_values" and layout == "concat":
             columns[key] = np.split(value, np.cumsum(rows)[:-1])
+        elif name == "pixel_values" and layout == "strip":
+            columns[key] = np.split(value[0], np.cumsum(rows)[:-1], axis=-1)
+        elif name == "target_sizes" and layout == "strip":
+            views = np.asarray(outputs["num_patches_per_image"])
+            columns[key] = np.split(value, np.cumsum(views)[:-1])
         elif name in PADDED_KEYS and layout in PADDED_LAYOUTS and min(rows) < value.shape[1]:
             columns[key] = [v[:n] for v, n in zip(value, rows, strict=True)]
         else:

@@ -43,6 +43,8 @@ from mmfast.models import (
     video_llama_3,
     glm_image,
     glmga,
+    minicpmv4_6,
+    minicpm_ocr,
 )
 
 # isort: on
@@ -89,6 +91,8 @@ from mmfast.models.llama4 import (
 from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
+from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
+from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
@@ -120,6 +124,8 @@ __all__ = [
     "Llama4Config",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
+    "MiniCPMOcrConfig",
+    "MiniCPMV4_6Config",
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
@@ -155,6 +161,8 @@ __all__ = [
     "llava_next",
     "llava_onevision",
     "load_config",
+    "minicpm_ocr",
+    "minicpmv4_6",
     "paddleocr_vl",
     "pixtral",
     "qwen2_vl",

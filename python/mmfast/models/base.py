@@ -434,7 +434,8 @@ class ModelConfig:
 
     # How the images' pixel_values join: "concat" along the first axis of each image's
     # output shape (patch rows, tiles, crops), "stack" along a new first axis, or stacked per
-    # image ("pad_images") or per sample ("pad_samples"), zero-padded to the longest.
+    # image ("pad_images") or per sample ("pad_samples"), zero-padded to the longest; a family
+    # that shapes its batch itself (finish_batch, batch_shape) names its own ("strip").
     batch_layout: ClassVar[str] = "concat"
     # Whether the HF processor reads a flat list of images as one sample (Idefics3, SmolVLM)
     # rather than one sample per image.
