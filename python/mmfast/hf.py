@@ -111,6 +111,8 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_pan_and_scan": None,
         "image_seq_length": None,
         "pad_size": None,
+        # Gemma 4's and SigLIP 2's classes size images themselves and leave size None.
+        "size": None,
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
@@ -343,6 +345,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
         elif kind == "ints":
             data[key] = [int(v) for v in value]
+        elif kind == "lists":
+            data[key] = [[int(v) for v in row] for row in value]
         else:
             data[key] = [tuple(int(v) for v in row) for row in value]
     return data

@@ -74,12 +74,12 @@ class Preprocess:
     holds paths, which stay to name the rows; every other column passes through. Each row
     holds its image's part of the batch: what ``proc([[image]])`` returns, without the leading
     batch axis. Where the model concatenates the images' rows (Qwen, GLM, PaddleOCR, Kimi,
-    InternVL, Aya, Gemma 3, Llama 4) a row's ``pixel_values`` are its own patches, tiles or
-    crops; zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and SmolVLM) lose their
-    padding. A bfloat16 output is stored as its uint16 bits under ``"<name>.bfloat16_bits"``,
-    as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
-    ``torch.from_numpy(bits).view(torch.bfloat16)`` turns it back. With ``dtype="uint8"``
-    every row carries the (3, 256) ``pixel_lut``.
+    InternVL, Aya, Gemma 3, Llama 4, LFM2-VL) a row's ``pixel_values`` are its own patches,
+    tiles or crops (and LFM2-VL's per-crop masks and shapes its crops'); zero-padded layouts
+    (LLaVA-NeXT and OneVision, Idefics3 and SmolVLM) lose their padding. A bfloat16 output is
+    stored as its uint16 bits under ``"<name>.bfloat16_bits"``, as Arrow has no bfloat16:
+    ``bits.view(ml_dtypes.bfloat16)`` or ``torch.from_numpy(bits).view(torch.bfloat16)``
+    turns it back. With ``dtype="uint8"`` every row carries the (3, 256) ``pixel_lut``.
 
     ``model``, ``backend``, ``dtype`` and ``overrides`` are those of
     :meth:`ImageProcessor.from_pretrained` and its call; ``model`` must be readable on every
@@ -172,7 +172,7 @@ class Preprocess:
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)
         rows = [plan.output_shapes["pixel_values"][0] for plan in plans]
-        return split_rows(feature, rows, config.layout())
+        return split_rows(feature, rows, config.layout(), config.entry_keys)
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -184,12 +184,19 @@ class Preprocess:
         return f"{self.column}[{row}] of a batch without a 'path' column"
 
 
-def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout: str) -> Columns:
+def split_rows(
+    outputs: Mapping[str, NDArray[Any]],
+    rows: Sequence[int],
+    layout: str,
+    entry_keys: frozenset[str] = frozenset(),
+) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
     ``rows`` is each image's length along ``pixel_values``' first axis (its
     ``plan.output_shapes``), ``layout`` the config's (:meth:`ModelConfig.layout`):
-    ``"concat"`` ``pixel_values`` is cut at those lengths; padded layouts
+    ``"concat"`` ``pixel_values`` is cut at those lengths, and so are ``entry_keys`` (the
+    config's outputs with an entry per ``pixel_values`` entry, such as LFM2-VL's per-crop
+    masks) and a uint8 output's ``pixel_rows_mask``; padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
     keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
@@ -202,7 +209,7 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
         name = key.removesuffix(BF16_SUFFIX)
         if name in SHARED_KEYS:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
-        elif name == "pixel_values" and layout == "concat":
+        elif layout == "concat" and name in {"pixel_values", "pixel_rows_mask", *entry_keys}:
             columns[key] = np.split(value, np.cumsum(rows)[:-1])
         elif name in PADDED_KEYS and layout in PADDED_LAYOUTS and min(rows) < value.shape[1]:
             columns[key] = [v[:n] for v, n in zip(value, rows, strict=True)]
