@@ -91,6 +91,10 @@ MODELS = (
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "google/gemma-4-31B-it",
+    "google/siglip2-base-patch16-naflex",
+    "LiquidAI/LFM2-VL-1.6B",
+    "google/gemma-4-12B-it",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

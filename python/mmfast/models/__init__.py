@@ -34,6 +34,10 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    siglip2,
+    gemma4,
+    gemma4_unified,
+    lfm2_vl,
 )
 
 # isort: on
@@ -50,6 +54,8 @@ from mmfast.models.base import (
 )
 from mmfast.models.config import load_config, supported_models
 from mmfast.models.gemma3 import Gemma3Config
+from mmfast.models.gemma4 import Gemma4Config
+from mmfast.models.gemma4_unified import Gemma4UnifiedConfig
 from mmfast.models.geometry import (
     CropBox,
     center_crop_box,
@@ -62,6 +68,7 @@ from mmfast.models.got_ocr2 import GotOcr2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config
 from mmfast.models.kimi_vl import KimiVLConfig
+from mmfast.models.lfm2_vl import Lfm2VlConfig
 from mmfast.models.llama4 import (
     Llama4Config,
     find_supported_resolutions,
@@ -76,6 +83,7 @@ from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
+from mmfast.models.siglip2 import Siglip2Config
 
 __all__ = [
     "BICUBIC",
@@ -85,12 +93,15 @@ __all__ = [
     "ClipConfig",
     "CropBox",
     "Gemma3Config",
+    "Gemma4Config",
+    "Gemma4UnifiedConfig",
     "Glm4vConfig",
     "GotOcr2Config",
     "Idefics3Config",
     "ImagePlan",
     "KimiK25Config",
     "KimiVLConfig",
+    "Lfm2VlConfig",
     "Llama4Config",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
@@ -98,11 +109,14 @@ __all__ = [
     "PaddleOCRVLConfig",
     "PatchGrid",
     "QwenVLConfig",
+    "Siglip2Config",
     "SiglipConfig",
     "TileGrid",
     "center_crop_box",
     "find_supported_resolutions",
     "gemma3",
+    "gemma4",
+    "gemma4_unified",
     "get_best_fit",
     "get_factors",
     "get_image_size_for_max_height_width",
@@ -115,6 +129,7 @@ __all__ = [
     "idefics3",
     "kimi_k25",
     "kimi_vl",
+    "lfm2_vl",
     "llama4",
     "llava",
     "llava_next",
@@ -125,6 +140,7 @@ __all__ = [
     "qwen3_vl",
     "registry",
     "siglip",
+    "siglip2",
     "smart_resize",
     "supported_models",
 ]
