@@ -62,7 +62,8 @@ SPECIAL_TOKENS = (
     "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>", "<|START_OF_IMG|>",
     "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>", "<|begin_of_image|>",
     "<|end_of_image|>", "<|IMAGE_PLACEHOLDER|>", "<|IMAGE_START|>", "<|IMAGE_END|>",
-    "<|begin_of_video|>", "<|end_of_video|>",
+    "<|begin_of_video|>", "<|end_of_video|>", "<|image>", "<image|>", "<|video|>", "<|audio>",
+    "<|audio|>", "<audio|>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -81,6 +82,15 @@ class Case:
     torchvision: bool = False
 
 
+# Gemma4Processor also checks the audio tokens, whatever the inputs.
+GEMMA4_TOKENS = {
+    "boi_token": "<|image>",
+    "image_token": "<|image|>",
+    "eoi_token": "<image|>",
+    "boa_token": "<|audio>",
+    "audio_token": "<|audio|>",
+    "eoa_token": "<audio|>",
+}
 QWEN_PROMPT = "<|vision_start|><|image_pad|><|vision_end|>describe this image"
 PROCESSOR_CASES = [
     Case(QWEN2, QWEN_PROMPT, image_token="<|image_pad|>", torchvision=True),
@@ -129,6 +139,22 @@ PROCESSOR_CASES = [
     Case("HuggingFaceM4/Idefics3-8B-Llama3"),
     Case(LLAMA4, "<|image|> describe this image", image_token="<|patch|>", torchvision=True),
     Case("CohereLabs/aya-vision-8b", image_token="<|IMG_PATCH|>"),
+    Case("google/siglip2-base-patch16-naflex", "a picture", image_token=None),
+    Case(
+        "google/gemma-4-31B-it",
+        "<|image|> describe this image",
+        GEMMA4_TOKENS,
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case(
+        "google/gemma-4-12B-it",
+        "<|image|> describe this image",
+        GEMMA4_TOKENS,
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case("LiquidAI/LFM2-VL-1.6B", torchvision=True),
 ]
 
 
@@ -244,8 +270,11 @@ def test_image_processor_matches_transformers(
 ) -> None:
     """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
     with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
-    if model_id == LLAMA4 and not TORCH:
-        pytest.skip(f"Llama4ImageProcessor: {NEEDS_TORCHVISION}")
+    family = registry.family_of(
+        str(registry.BUILTINS[model_id].preprocessor["image_processor_type"])
+    )
+    if family.hf_pil is None and not TORCH:
+        pytest.skip(f"{model_id}'s image processor: {NEEDS_TORCHVISION}")
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
     assert not isinstance(plain, hf.MmfastBacked)
     assert isinstance(backed, hf.MmfastBacked) and isinstance(backed, type(plain))

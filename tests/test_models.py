@@ -592,6 +592,10 @@ def test_supported_models_load() -> None:
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
         "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
+        "google/siglip2-base-patch16-naflex": models.Siglip2Config,
+        "google/gemma-4-31B-it": models.Gemma4Config,
+        "google/gemma-4-12B-it": models.Gemma4UnifiedConfig,
+        "LiquidAI/LFM2-VL-1.6B": models.Lfm2VlConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():
