@@ -405,6 +405,22 @@ def test_ragged_idefics3_batch(
     assert len(mmfast_calls) == 1
 
 
+@pytest.mark.parametrize("tensors", [*TENSORS, None])
+def test_lfm2_row_col_info(tensors: str | None, tmp_path: Path, mmfast_calls: list[int]) -> None:
+    """LFM2-VL's tile grid as its processor asks for it: arrays, or with return_tensors=None
+    ints and [height, width] lists, beside a split image's crops."""
+    if not TORCH:
+        pytest.skip(f"Lfm2VlImageProcessor: {NEEDS_TORCHVISION}")
+    directory = write_checkpoint(tmp_path, "LiquidAI/LFM2-VL-1.6B")
+    plain, backed = load_pair(transformers.AutoImageProcessor, directory)
+    images = [pil(900, 1400, 1), pil(120, 90, 2)]
+    want = plain(images, return_tensors=tensors, return_row_col_info=True)
+    got = backed(images, return_tensors=tensors, return_row_col_info=True)
+    assert_same(dict(got), dict(want))
+    assert len(want["pixel_values"]) > 2  # the first image was split
+    assert len(mmfast_calls) == 1
+
+
 @pytest.mark.parametrize("tensors", TENSORS)
 def test_ragged_idefics3_processor(tensors: str, tmp_path: Path, mmfast_calls: list[int]) -> None:
     """Idefics3Processor with a 2-image prompt beside a 1-image prompt, as a chat server sends

@@ -164,9 +164,11 @@ class Gemma4Config(ModelConfig):
         resize (none when the target is the image's size), rescale, normalise, patch rows,
         written at the top of its zero-padded rows."""
         check_image_size(height, width)
-        size = self.resized_size(height, width) if self.do_resize else (height, width)
-        if not self.do_resize:
+        if self.do_resize:
+            size = self.resized_size(height, width)
+        else:
             self.check_unpadded(height, width)
+            size = (height, width)
         resize = self.resize(size) if size != (height, width) else None
         grid = (size[0] // self.patch_size, size[1] // self.patch_size)
         u = self.unit

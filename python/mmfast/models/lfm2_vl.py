@@ -253,9 +253,12 @@ class Lfm2VlConfig(ModelConfig):
             self.max_pixels_tolerance,
         )
         tiles = None
-        thumbnail = View(
-            resize=self.resize((height, width), (new_h, new_w)), out=hwc_rows((new_h, new_w), p)
-        )
+
+        def thumbnail() -> View:
+            """The image resized to the smart-resize size: the thumbnail, or the only crop."""
+            resize = self.resize((height, width), (new_h, new_w))
+            return View(resize=resize, out=hwc_rows((new_h, new_w), p))
+
         if large and not min_tiles == max_tiles == 1:
             grid_w, grid_h = find_closest_aspect_ratio(
                 width / height,
@@ -276,9 +279,9 @@ class Lfm2VlConfig(ModelConfig):
             resize = self.resize((height, width), (grid_h * t, grid_w * t))
             views: tuple[View, ...] = (View(resize=resize, out=HwcPatches(p, boxes)),)
             if with_thumbnail:
-                views += (thumbnail,)
+                views += (thumbnail(),)
         else:
-            views = (thumbnail,)
+            views = (thumbnail(),)
         plan = ImagePlan(
             height=height,
             width=width,
