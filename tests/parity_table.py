@@ -687,6 +687,20 @@ def pixtral_tokens(model_id: str) -> Callable[[Outputs, dict[str, Any]], int]:
     return count
 
 
+def gemma4_tokens(processor: str) -> Callable[[Outputs, dict[str, Any]], int]:
+    """``replace_image_token`` of Gemma4Processor / Gemma4UnifiedProcessor (``module.Class``
+    under ``transformers.models``), on a stand-in with its three tokens: the ``<|image|>``
+    soft tokens between ``<|image>`` and ``<image|>``."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        fake = SimpleNamespace(boi_token="<|image>", image_token="<|image|>", eoi_token="<image|>")
+        return str(cls.replace_image_token(fake, out, 0)).count("<|image|>")
+
+    return count
+
+
 def lighton_tokens(model_id: str) -> Callable[[Outputs, dict[str, Any]], int]:
     """``LightOnOcrProcessor.replace_image_token`` on a stand-in holding what it reads: one
     image token per ``patch_size * spatial_merge_size`` square of ``image_sizes``."""
@@ -859,5 +873,111 @@ TABLE += [
             Override({"do_pad": False}),
         ),
         pil_reference=refuses_channels_first_misread(hf_reference("BAAI/Emu3-Chat-hf")),
+    ),
+]
+
+
+# Lfm2VlImageProcessor's class defaults of the settings Lfm2VlProcessor counts with.
+LFM2_COUNTED = {"tile_size": 512, "downsample_factor": 2, "encoder_patch_size": 16}
+
+
+def lfm2_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``Lfm2VlProcessor.replace_image_token`` on a stand-in (special tokens on, as the
+    checkpoint says), called with the image kwargs as the processor passes them; every
+    ``<image>`` and ``<|...|>`` marker is one token."""
+    cls = importlib.import_module("transformers.models.lfm2_vl.processing_lfm2_vl").Lfm2VlProcessor
+    settings = LFM2_COUNTED | {"use_thumbnail": True}
+    settings |= {k: v for k, v in builtin_dict("LiquidAI/LFM2-VL-1.6B").items() if k in settings}
+    settings |= {k: v for k, v in overrides.items() if k in settings}
+    fake = SimpleNamespace(
+        image_processor=SimpleNamespace(**settings),
+        image_token="<image>",
+        image_start_token="<|image_start|>",
+        image_end_token="<|image_end|>",
+        image_thumbnail_token="<|img_thumbnail|>",
+    )
+    for method in (
+        "_get_image_num_tokens",
+        "_compute_tokens_per_tile",
+        "_compute_tokens_for_image",
+    ):
+        setattr(fake, method, getattr(cls, method).__get__(fake))
+    fake._build_image_tokens = cls._build_image_tokens.__get__(fake)
+    text = str(cls.replace_image_token(fake, out, 0, use_image_special_tokens=True, **overrides))
+    return len(re.findall(r"<image>|<\|[a-z0-9_]+\|>", text))
+
+
+GEMMA4_COMMON = (
+    Override({"do_normalize": True, "image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5]}),
+    Override({"do_rescale": False}),
+    BOTH_OFF,
+    Override({"resample": 1}),
+    Override({"resample": 2}),
+    Override({"max_soft_tokens": 70}),
+    Override({"max_soft_tokens": 1120}),
+    Override({"patch_size": 14, "pooling_kernel_size": 2}),
+    # Sides that are not whole patches: both refuse.
+    Override({"do_resize": False}),
+)
+SIGLIP2_COMMON = (
+    *COMMON,
+    BOTH_OFF,
+    Override({"do_rescale": False}),
+    Override({"resample": 0}),
+    Override({"resample": 3}),
+    Override({"max_num_patches": 64}),
+    Override({"max_num_patches": 1024}),
+    Override({"patch_size": 14}),
+    Override({"do_resize": False}),
+)
+# Overrides whose budget splits even the small override images into tiles (of 64 pixels, so
+# that a tile fills max_num_patches = max(4 * 2**2, (64 // 16)**2) = 16 rows).
+LFM2_TILED = {"max_image_tokens": 4, "min_image_tokens": 2, "tile_size": 64}
+TABLE += [
+    Row(
+        "google/gemma-4-31B-it",
+        gemma4_tokens("gemma4.processing_gemma4.Gemma4Processor"),
+        (
+            *GEMMA4_COMMON,
+            Override({"max_soft_tokens": 140}),
+            Override({"max_soft_tokens": 560}),
+            # torchvision's legacy NEAREST (what tvF.resize makes of 0) is not in the engine.
+            Override({"resample": 0}),
+            Override({"resample": 4}),
+            Override({"resample": 5}),
+        ),
+        tv_overrides=(
+            *GEMMA4_COMMON,
+            Override({"max_soft_tokens": 140}),
+            Override({"resample": 4}),
+        ),
+    ),
+    Row("google/siglip2-base-patch16-naflex", lambda out, overrides: 0, SIGLIP2_COMMON),
+    Row(
+        "google/gemma-4-12B-it",
+        gemma4_tokens("gemma4_unified.processing_gemma4_unified.Gemma4UnifiedProcessor"),
+        (*GEMMA4_COMMON, Override({"max_soft_tokens": 560})),
+    ),
+    Row(
+        "LiquidAI/LFM2-VL-1.6B",
+        lfm2_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 0}),
+            Override({"resample": 3}),
+            Override({"max_image_tokens": 128}),
+            Override({"min_image_tokens": 128}),
+            Override({"do_image_splitting": False}),
+            Override({"return_row_col_info": False}),
+            Override({"do_pad": False}),
+            Override(LFM2_TILED),
+            Override({**LFM2_TILED, "use_thumbnail": False}),
+            Override({**LFM2_TILED, "min_tiles": 1, "max_tiles": 4}),
+            Override({**LFM2_TILED, "max_pixels_tolerance": 0.5}),
+            Override({**LFM2_TILED, "do_pad": False}),
+            Override({**LFM2_TILED, "downsample_factor": 1, "encoder_patch_size": 32}),
+            Override({"min_tiles": 4, "max_tiles": 2}),
+        ),
     ),
 ]

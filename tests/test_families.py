@@ -14,6 +14,7 @@ import importlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import kimi_reference
@@ -415,3 +416,80 @@ def test_a_files_nulls_read_as_transformers_reads_them(
         return
     got = mmfast.ImageProcessor.from_pretrained(tmp_path)(image)
     assert_same_outputs(got, want)
+
+
+GEMMA4_PROCESSORS = [
+    ("google/gemma-4-31B-it", "gemma4.processing_gemma4.Gemma4Processor"),
+    ("google/gemma-4-12B-it", "gemma4_unified.processing_gemma4_unified.Gemma4UnifiedProcessor"),
+]
+
+
+@pytest.mark.parametrize(("model_id", "processor"), GEMMA4_PROCESSORS)
+@settings(max_examples=200, deadline=None)
+@given(
+    height=st.integers(1, 12000),
+    width=st.integers(1, 12000),
+    budget=st.sampled_from(models.gemma4.SUPPORTED_SOFT_TOKENS),
+)
+def test_gemma4_token_counts_match_the_processors(
+    model_id: str, processor: str, height: int, width: int, budget: int
+) -> None:
+    """Without pixels: the processor's ``_get_num_multimodal_tokens`` (what vLLM sizes the
+    prompt with) at every soft-token budget, on a stand-in holding the image settings."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    fake = SimpleNamespace(
+        image_processor=SimpleNamespace(patch_size=16, pooling_kernel_size=3, max_soft_tokens=280),
+        _merge_kwargs=lambda **kwargs: {"images_kwargs": kwargs, "videos_kwargs": {}},
+    )
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, max_soft_tokens=budget)
+    try:
+        data = cls._get_num_multimodal_tokens(
+            fake, image_sizes=[(height, width)], max_soft_tokens=budget
+        )
+    except ValueError:
+        with pytest.raises(MmfastError):
+            proc.num_image_tokens(height, width)
+        return
+    assert proc.num_image_tokens(height, width) == data.num_image_tokens[0]
+
+
+def test_lfm2_uint8_rows_of_tiles_and_thumbnail() -> None:
+    """A split image's tiles fill their rows; only the thumbnail is padded, and the uint8
+    output's pixel_rows_mask says so."""
+    proc = mmfast.ImageProcessor.from_pretrained("LiquidAI/LFM2-VL-1.6B")
+    images = [smooth(1080, 1920, 1), noise(100, 60, 2)]
+    want = proc(images)
+    raw = proc(images, dtype="uint8")
+    # (want.image_rows is BatchFeature's count of each image's entries: 9 and 1.)
+    tiles = int(want["image_rows"][0] * want["image_cols"][0])
+    assert tiles > 1 and want["image_rows"][1] == want["image_cols"][1] == 1
+    assert want.image_rows == [tiles + 1, 1]
+    assert want.pixel_values.shape == (tiles + 2, 1024, 768)  # tiles, thumbnail, small image
+    mask = raw.pixel_rows_mask
+    assert mask.shape == (tiles + 2, 1024) and mask[:tiles].all() and not mask[tiles:].all()
+    assert_same_outputs({"mask": mask.astype(np.int32)}, {"mask": want.pixel_attention_mask})
+    back = mmfast.reference.normalize_uint8(
+        raw.pixel_values, raw.pixel_lut, mask, channels_last=True
+    )
+    assert_same_outputs({"pixel_values": back}, {"pixel_values": want.pixel_values})
+
+
+@pytest.mark.parametrize(
+    ("model_id", "overrides", "match"),
+    [
+        # torchvision's legacy NEAREST, which Gemma 4's classes hand code 0 to.
+        ("google/gemma-4-31B-it", {"resample": 0}, "resample"),
+        ("google/gemma-4-12B-it", {"resample": 0}, "resample"),
+        # Tiles of fewer patches than max_num_patches: zero rows between crops.
+        ("LiquidAI/LFM2-VL-1.6B", {"max_image_tokens": 512}, "tile_size"),
+        ("LiquidAI/LFM2-VL-1.6B", {"tile_size": 384}, "tile_size"),
+    ],
+)
+def test_what_the_engine_cannot_lay_out_is_refused(
+    model_id: str, overrides: dict[str, Any], match: str
+) -> None:
+    """Refused with MmfastError naming the setting, not approximated (README: not supported)."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision", **overrides)
+    with pytest.raises(MmfastError, match=match):
+        proc(noise(1080, 1920, 3))

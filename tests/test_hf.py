@@ -66,7 +66,8 @@ SPECIAL_TOKENS = (
     "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>", "<|START_OF_IMG|>",
     "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>", "<|begin_of_image|>",
     "<|end_of_image|>", "<|IMAGE_PLACEHOLDER|>", "<|IMAGE_START|>", "<|IMAGE_END|>",
-    "<|begin_of_video|>", "<|end_of_video|>",
+    "<|begin_of_video|>", "<|end_of_video|>", "<|image>", "<image|>", "<|video|>", "<|audio>",
+    "<|audio|>", "<audio|>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -85,6 +86,15 @@ class Case:
     torchvision: bool = False
 
 
+# Gemma4Processor also checks the audio tokens, whatever the inputs.
+GEMMA4_TOKENS = {
+    "boi_token": "<|image>",
+    "image_token": "<|image|>",
+    "eoi_token": "<image|>",
+    "boa_token": "<|audio>",
+    "audio_token": "<|audio|>",
+    "eoa_token": "<audio|>",
+}
 QWEN_PROMPT = "<|vision_start|><|image_pad|><|vision_end|>describe this image"
 PROCESSOR_CASES = [
     Case(QWEN2, QWEN_PROMPT, image_token="<|image_pad|>", torchvision=True),
@@ -133,6 +143,22 @@ PROCESSOR_CASES = [
     Case("HuggingFaceM4/Idefics3-8B-Llama3"),
     Case(LLAMA4, "<|image|> describe this image", image_token="<|patch|>", torchvision=True),
     Case("CohereLabs/aya-vision-8b", image_token="<|IMG_PATCH|>"),
+    Case("google/siglip2-base-patch16-naflex", "a picture", image_token=None),
+    Case(
+        "google/gemma-4-31B-it",
+        "<|image|> describe this image",
+        GEMMA4_TOKENS,
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case(
+        "google/gemma-4-12B-it",
+        "<|image|> describe this image",
+        GEMMA4_TOKENS,
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case("LiquidAI/LFM2-VL-1.6B", torchvision=True),
 ]
 
 
@@ -379,6 +405,22 @@ def test_ragged_idefics3_batch(
     got = backed(images, return_tensors=tensors, return_row_col_info=True)
     assert_same(dict(got), dict(want))
     assert isinstance(got["rows"], list) and len(got["rows"][0]) == 2
+    assert len(mmfast_calls) == 1
+
+
+@pytest.mark.parametrize("tensors", [*TENSORS, None])
+def test_lfm2_row_col_info(tensors: str | None, tmp_path: Path, mmfast_calls: list[int]) -> None:
+    """LFM2-VL's tile grid as its processor asks for it: arrays, or with return_tensors=None
+    ints and [height, width] lists, beside a split image's crops."""
+    if not TORCH:
+        pytest.skip(f"Lfm2VlImageProcessor: {NEEDS_TORCHVISION}")
+    directory = write_checkpoint(tmp_path, "LiquidAI/LFM2-VL-1.6B")
+    plain, backed = load_pair(transformers.AutoImageProcessor, directory)
+    images = [pil(900, 1400, 1), pil(120, 90, 2)]
+    want = plain(images, return_tensors=tensors, return_row_col_info=True)
+    got = backed(images, return_tensors=tensors, return_row_col_info=True)
+    assert_same(dict(got), dict(want))
+    assert len(want["pixel_values"]) > 2  # the first image was split
     assert len(mmfast_calls) == 1
 
 

@@ -607,6 +607,10 @@ def test_supported_models_load() -> None:
         "openbmb/MiniCPM-V-4.6": models.MiniCPMV4_6Config,
         "openbmb/MiniCPM-V-4.7-1B": models.MiniCPMV4_6Config,
         "openbmb/MiniCPM-OCR-1.0": models.MiniCPMOcrConfig,
+        "google/siglip2-base-patch16-naflex": models.Siglip2Config,
+        "google/gemma-4-31B-it": models.Gemma4Config,
+        "google/gemma-4-12B-it": models.Gemma4UnifiedConfig,
+        "LiquidAI/LFM2-VL-1.6B": models.Lfm2VlConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -917,7 +917,12 @@ def test_output_dtypes(model_id: str) -> None:
     raw = proc(images, dtype="uint8")
     assert raw.pixel_values.dtype == np.uint8 and raw.pixel_values.shape == want.pixel_values.shape
     assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32
-    back = reference.normalize_uint8(raw.pixel_values, raw.pixel_lut, raw.get("pixel_rows_mask"))
+    back = reference.normalize_uint8(
+        raw.pixel_values,
+        raw.pixel_lut,
+        raw.get("pixel_rows_mask"),
+        channels_last=proc.config.channels_last,
+    )
     assert same_bits(back, want.pixel_values)
     for key in want:
         if key != "pixel_values":
@@ -1048,3 +1053,22 @@ def test_return_tensors_pt_shares_memory() -> None:
     assert out.pixel_values.dtype == torch.bfloat16
     want = proc(noise(60, 80), dtype="bfloat16").pixel_values.view(np.uint16)
     assert np.array_equal(out.pixel_values.view(torch.int16).numpy().view(np.uint16), want)
+
+
+@pytest.mark.parametrize(
+    "model_id", ["google/gemma-4-31B-it", "google/siglip2-base-patch16-naflex"]
+)
+def test_uint8_channel_last_rows_with_per_channel_constants(model_id: str) -> None:
+    """Channel-last patch rows: each byte's channel is its index modulo 3, which
+    ``normalize_uint8(..., channels_last=True)`` reads, whatever the batch size."""
+    proc = mmfast.ImageProcessor.from_pretrained(
+        model_id, do_normalize=True, image_mean=[0.1, 0.5, 0.9], image_std=[0.2, 0.4, 0.8]
+    )
+    assert proc.config.channels_last
+    for images in ([noise(300, 200, 1)], [noise(64, 80, 2), smooth(45, 700, 3)] * 2):
+        want = proc(images)
+        raw = proc(images, dtype="uint8")
+        back = reference.normalize_uint8(
+            raw.pixel_values, raw.pixel_lut, raw.get("pixel_rows_mask"), channels_last=True
+        )
+        assert same_bits(back, want.pixel_values)

@@ -31,6 +31,12 @@ SMOLVLM = "HuggingFaceTB/SmolVLM-Instruct"
 LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 SIGLIP = "google/siglip-so400m-patch14-384"
 
+LFM2 = "LiquidAI/LFM2-VL-1.6B"
+SPLITTING: dict[str, dict[str, Any]] = {
+    "google/gemma-3-4b-it": {"do_pan_and_scan": True},
+    LFM2: {"max_image_tokens": 64, "min_image_tokens": 16, "tile_size": 256},
+}
+
 # Mixed aspect ratios, so that the padded layouts pad (LLaVA-NeXT: 3 or 5 tiles, SmolVLM: 13
 # or 17) and the concatenated ones cut rows of several lengths.
 SIZES = [(40, 60), (90, 50), (300, 200), (500, 900), (200, 200)]
@@ -65,9 +71,10 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
     bits under ``BF16_SUFFIX``."""
     for key, value in proc([[image]], **call).items():
         layout = proc.config.layout()
+        cut = {"pixel_values", "pixel_rows_mask", *proc.config.entry_keys}
         whole = (
             key == "pixel_lut"
-            or (key == "pixel_values" and layout == "concat")
+            or (key in cut and layout == "concat")
             or (key == "target_sizes" and layout == "strip")  # each of the image's views
         )
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
@@ -84,10 +91,12 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
 # (model, overrides for the processor and Preprocess, call arguments for both).
 CASES = [
     *[
-        # Gemma 3 gives every image one view unless pan-and-scan adds crops.
-        (model, {"do_pan_and_scan": True} if model.startswith("google/gemma-3") else {}, {})
+        # Gemma 3 gives every image one view unless pan-and-scan adds crops; LFM2-VL splits
+        # only images above its budget (here 500x900, into 256-pixel tiles and a thumbnail).
+        (model, SPLITTING.get(model, {}), {})
         for model in supported_models()
     ],
+    (LFM2, SPLITTING[LFM2], {"dtype": "uint8"}),
     *[
         (model, {}, {"dtype": dtype})
         for model in (QWEN, LLAVA_NEXT, LLAMA4)

@@ -17,10 +17,12 @@ import pytest
 from conftest import SHARED, assert_same_outputs, make_image, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from parity_table import TABLE, Row, tv_overrides
 from PIL import Image
 from torchvision_cases import (
     GOLDENS,
     MODELS,
+    SYNTHETIC,
     VIDEO_CASES,
     VIDEO_MODELS,
     Case,
@@ -96,6 +98,35 @@ def test_matches_transformers(case: Case) -> None:
 )
 def test_random_sizes_match_transformers(model: Model, height: int, width: int, kind: str) -> None:
     compare_live(Case(model, Override({}), (f"{kind}-{height}x{width}",)))
+
+
+# Rows whose family transformers has only a torchvision class for: their token counts are
+# checked here (the others are checked against the PIL class in test_families).
+TOKEN_ROWS = [row for row in TABLE if row.torchvision and row.reference is None and row.tokens]
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+@pytest.mark.parametrize("row", TOKEN_ROWS, ids=str)
+def test_token_counts_match_transformers(row: Row, name: str) -> None:
+    """num_image_tokens equals the row's count of what the model's processor inserts for the
+    outputs of transformers' torchvision class, with the defaults and every override."""
+    pytest.importorskip("torchvision")
+    image = load_image(name)
+    assert image is not None and row.tokens is not None
+    for override in (Override({}), *tv_overrides(row)):
+        case = Case(Model(row.model_id), override, (name,))
+        try:
+            want, _ = hf_torchvision(case)
+        except (ValueError, RuntimeError, TypeError, NotImplementedError):
+            continue
+        proc = mmfast.ImageProcessor.from_pretrained(
+            row.model_id, backend="torchvision", **override.ours
+        )
+        try:
+            tokens = row.tokens(want, override.reference)
+        except KeyError:  # without image_rows (return_row_col_info off) LFM2's cannot count
+            continue
+        assert proc.num_image_tokens(image.height, image.width) == tokens, override.ours
 
 
 def test_backends_differ_where_transformers_does() -> None:

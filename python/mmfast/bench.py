@@ -103,6 +103,10 @@ MODELS = (
     "zai-org/GLM-GA",
     "openbmb/MiniCPM-V-4.6",
     "openbmb/MiniCPM-OCR-1.0",
+    "google/gemma-4-31B-it",
+    "google/siglip2-base-patch16-naflex",
+    "LiquidAI/LFM2-VL-1.6B",
+    "google/gemma-4-12B-it",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -109,7 +109,8 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_pan_and_scan": None,
         "image_seq_length": None,
         "pad_size": None,
-        # Classes without a size (MiniCPM-V's, which size every image themselves) get None.
+        # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's)
+        # leave size None.
         "size": None,
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
@@ -481,6 +482,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
         elif kind == "sizes" and config.backend == "torchvision":
             size = importlib.import_module("torch").Size
             data[key] = [size(int(v) for v in row) for row in value]
+        elif kind == "lists":
+            data[key] = [[int(v) for v in row] for row in value]
         else:
             data[key] = [tuple(int(v) for v in row) for row in value]
     return data

@@ -13,7 +13,6 @@ import asyncio
 import functools
 import importlib
 import json
-import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -890,8 +889,9 @@ def run_plans(
     outputs.update(config.batch_outputs(plans, sample_sizes))
     if lut is not None:
         outputs["pixel_lut"] = lut
-        if config.layout() in ("pad_images", "pad_samples"):
-            outputs["pixel_rows_mask"] = written_rows(shape, offsets, plans)
+        mask = config.rows_mask(shape, offsets, plans)
+        if mask is not None:
+            outputs["pixel_rows_mask"] = mask
     layout = config.layout()
     rows = (
         [plan.output_shapes["pixel_values"][0] for plan in plans]
@@ -929,15 +929,3 @@ def output_tables(
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None
     return identity_table(), None, np.ascontiguousarray(values)
-
-
-def written_rows(
-    shape: tuple[int, ...], offsets: Sequence[int], plans: Sequence[ImagePlan]
-) -> NDArray[np.bool_]:
-    """(batch, rows) True where a padded batch holds an image's row, False for padding."""
-    row = math.prod(shape[2:])
-    mask = np.zeros(shape[:2], bool).reshape(-1)
-    for offset, plan in zip(offsets, plans, strict=True):
-        first = offset // row
-        mask[first : first + plan.output_shapes["pixel_values"][0]] = True
-    return mask.reshape(shape[:2])

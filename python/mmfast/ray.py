@@ -74,9 +74,10 @@ class Preprocess:
     holds paths, which stay to name the rows; every other column passes through. Each row
     holds its image's part of the batch: what ``proc([[image]])`` returns, without the leading
     batch axis. Where the model concatenates the images' rows (Qwen, GLM, PaddleOCR, Kimi,
-    InternVL, Aya, Gemma 3, Llama 4) a row's ``pixel_values`` are its own patches, tiles or
-    crops; MiniCPM-V's one strip for the batch is cut into each image's part (with its
-    ``target_sizes`` rows); zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and
+    InternVL, Aya, Gemma 3, Llama 4, LFM2-VL) a row's ``pixel_values`` are its own patches,
+    tiles or crops (and LFM2-VL's per-crop masks and shapes its crops'); MiniCPM-V's one
+    strip for the batch is cut into each image's part (with its ``target_sizes`` rows);
+    zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and
     SmolVLM) lose their padding. A bfloat16 output is stored as its uint16 bits under
     ``"<name>.bfloat16_bits"``, as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
     ``torch.from_numpy(bits).view(torch.bfloat16)`` turns it back. With ``dtype="uint8"``
@@ -179,7 +180,7 @@ class Preprocess:
         # A strip (MiniCPM-V) is cut along its last axis, the images' strip lengths.
         axis = -1 if config.layout() == "strip" else 0
         rows = [plan.output_shapes["pixel_values"][axis] for plan in plans]
-        return split_rows(feature, rows, config.layout())
+        return split_rows(feature, rows, config.layout(), config.entry_keys)
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -191,13 +192,20 @@ class Preprocess:
         return f"{self.column}[{row}] of a batch without a 'path' column"
 
 
-def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout: str) -> Columns:
+def split_rows(
+    outputs: Mapping[str, NDArray[Any]],
+    rows: Sequence[int],
+    layout: str,
+    entry_keys: frozenset[str] = frozenset(),
+) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
     ``rows`` is each image's length along ``pixel_values``' first axis (its
     ``plan.output_shapes``; its last axis for a strip), ``layout`` the config's
-    (:meth:`ModelConfig.layout`): ``"concat"`` ``pixel_values`` is cut at those lengths;
-    ``"strip"`` (MiniCPM-V) cuts the one strip into each image's (3, patch_size, length) and
+    (:meth:`ModelConfig.layout`): ``"concat"`` ``pixel_values`` is cut at those lengths, and so
+    are ``entry_keys`` (the config's outputs with an entry per ``pixel_values`` entry, such as
+    LFM2-VL's per-crop masks) and a uint8 output's ``pixel_rows_mask``; ``"strip"``
+    (MiniCPM-V) cuts the one strip into each image's (3, patch_size, length) and
     ``target_sizes`` into each image's views (``num_patches_per_image``); padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
     keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
@@ -211,7 +219,7 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
         name = key.removesuffix(BF16_SUFFIX)
         if name in SHARED_KEYS:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
-        elif name == "pixel_values" and layout == "concat":
+        elif layout == "concat" and name in {"pixel_values", "pixel_rows_mask", *entry_keys}:
             columns[key] = np.split(value, np.cumsum(rows)[:-1])
         elif name == "pixel_values" and layout == "strip":
             columns[key] = np.split(value[0], np.cumsum(rows)[:-1], axis=-1)

@@ -45,6 +45,10 @@ from mmfast.models import (
     glmga,
     minicpmv4_6,
     minicpm_ocr,
+    siglip2,
+    gemma4,
+    gemma4_unified,
+    lfm2_vl,
 )
 
 # isort: on
@@ -63,6 +67,8 @@ from mmfast.models.config import load_config, supported_models
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
+from mmfast.models.gemma4 import Gemma4Config
+from mmfast.models.gemma4_unified import Gemma4UnifiedConfig
 from mmfast.models.geometry import (
     CropBox,
     center_crop_box,
@@ -80,6 +86,7 @@ from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
+from mmfast.models.lfm2_vl import Lfm2VlConfig
 from mmfast.models.llama4 import (
     Llama4Config,
     find_supported_resolutions,
@@ -97,6 +104,7 @@ from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
+from mmfast.models.siglip2 import Siglip2Config
 from mmfast.models.video_llama_3 import VideoLlama3Config
 
 __all__ = [
@@ -109,6 +117,8 @@ __all__ = [
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
     "Gemma3Config",
+    "Gemma4Config",
+    "Gemma4UnifiedConfig",
     "Glm4vConfig",
     "Glm5NextConfig",
     "GlmImageConfig",
@@ -121,6 +131,7 @@ __all__ = [
     "KimiK25Config",
     "KimiK25ImageConfig",
     "KimiVLConfig",
+    "Lfm2VlConfig",
     "Llama4Config",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
@@ -131,6 +142,7 @@ __all__ = [
     "PatchGrid",
     "PixtralConfig",
     "QwenVLConfig",
+    "Siglip2Config",
     "SiglipConfig",
     "TileGrid",
     "VideoLlama3Config",
@@ -139,6 +151,8 @@ __all__ = [
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
     "gemma3",
+    "gemma4",
+    "gemma4_unified",
     "get_best_fit",
     "get_factors",
     "get_image_size_for_max_height_width",
@@ -156,6 +170,7 @@ __all__ = [
     "idefics3",
     "kimi_k25",
     "kimi_vl",
+    "lfm2_vl",
     "llama4",
     "llava",
     "llava_next",
@@ -169,6 +184,7 @@ __all__ = [
     "qwen3_vl",
     "registry",
     "siglip",
+    "siglip2",
     "smart_resize",
     "supported_models",
     "video_llama_3",

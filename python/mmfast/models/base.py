@@ -442,10 +442,10 @@ class ModelConfig:
     flat_is_one_sample: ClassVar[bool] = False
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
-    # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
-    # ints or tuples of ints; "sizes", tuples from the PIL backend and ``torch.Size`` from
-    # torchvision (image shapes). The lists of these joined along the first axis are the
-    # arrays.
+    # first axis; "images", each image's rows; "ints", "tuples" and "lists", the entries as
+    # Python ints, tuples or lists of ints; "sizes", tuples from the PIL backend and
+    # ``torch.Size`` from torchvision (image shapes). The lists of these joined along the first
+    # axis are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
     output_key: ClassVar[str] = "pixel_values"
@@ -453,6 +453,13 @@ class ModelConfig:
     # give the outputs: False where an image's output holds zeros written after normalising
     # (canvases), which no byte maps to.
     raw_pixels: ClassVar[bool] = True
+    # Whether pixel_values' rows are channel-last patches ((y, x, c): Gemma 4, SigLIP 2,
+    # LFM2-VL), which normalize_uint8 is told.
+    channels_last: ClassVar[bool] = False
+    # Outputs besides pixel_values with one entry per entry of its first axis where the
+    # layout concatenates (LFM2-VL's per-crop pixel_attention_mask and spatial_shapes):
+    # an image's part of them is cut where its pixel_values are (mmfast.ray).
+    entry_keys: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def pil_convert(self) -> str:
@@ -512,6 +519,23 @@ class ModelConfig:
         """The outputs after ``pixel_values``, in HF's key order (``sample_sizes``: the
         images of each sample)."""
         return {}
+
+    def rows_mask(
+        self, shape: tuple[int, ...], offsets: Sequence[int], plans: Sequence[ImagePlan]
+    ) -> NDArray[np.bool_] | None:
+        """``pixel_rows_mask`` of a uint8 output: (shape[0], shape[1]) True where the batch
+        (of :meth:`batch_shape`'s ``shape`` and ``offsets``) holds an image's row, False on
+        zero padding, which :func:`mmfast.reference.normalize_uint8` turns into 0.0; None when
+        nothing is padded. By default the padded layouts': each image writes its output's
+        first axis, in rows of ``prod(shape[2:])`` values, from its first value."""
+        if self.layout() not in ("pad_images", "pad_samples"):
+            return None
+        row = math.prod(shape[2:])
+        mask = np.zeros(shape[:2], bool).reshape(-1)
+        for offset, plan in zip(offsets, plans, strict=True):
+            first = offset // row
+            mask[first : first + plan.output_shapes["pixel_values"][0]] = True
+        return mask.reshape(shape[:2])
 
 
 @dataclass(frozen=True)

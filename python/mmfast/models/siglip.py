@@ -94,9 +94,14 @@ registry.register_builtin(
     "google/siglip-so400m-patch14-384", "siglip", _siglip_file(384, BICUBIC, "SiglipProcessor")
 )
 # google/siglip2-base-patch16-224 (fixed size): two write-ups of the hub file give 224x224,
-# bilinear (resample 2) and mean/std 0.5; the exact key set is not confirmed.
+# bilinear (resample 2) and mean/std 0.5; the exact key set is not confirmed. Fixed-size SigLIP 2
+# checkpoints name SiglipImageProcessor and SiglipProcessor with "do_convert_rgb": null (a
+# saved copy of another one, siglip2-giant-opt-patch16-384, has exactly these keys): transformers
+# then converts nothing and refuses greyscale, palette and RGBA images, and so does mmfast.
 registry.register_builtin(
-    "google/siglip2-base-patch16-224", "siglip", _siglip_file(224, BILINEAR, "SiglipProcessor")
+    "google/siglip2-base-patch16-224",
+    "siglip",
+    {**_siglip_file(224, BILINEAR, "SiglipProcessor"), "do_convert_rgb": None},
 )
 # google/paligemma2-3b-pt-224: transformers' conversion script writes siglip-so400m's file with
 # the tower's size (224) and image_seq_length (224 / 14) ** 2 = 256; the 448 checkpoint's file,
