@@ -41,7 +41,8 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return (
         a.dtype == b.dtype
         and a.shape == b.shape
-        and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        # reshape: a 0-d array (vLLM's per-image counts) cannot be viewed as other dtypes
+        and np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8))
     )
 
 
