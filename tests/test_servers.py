@@ -285,3 +285,170 @@ def test_vllm_renderer(
     uint8 = model in (QWEN2, QWEN25, QWEN3) and "mm_device_do_normalize" not in options
     pixels = want["completion"][0]["mm_kwargs"]["image"][0]["pixel_values"]
     assert (str(pixels.dtype) == "torch.uint8") == uint8
+
+
+@pytest.mark.parametrize("size", [{"shortest_edge": 3136, "longest_edge": 200704}])
+def test_vllm_request_kwargs(size: dict[str, int], tmp_path: Path, counted: None) -> None:
+    """A request's ``mm_processor_kwargs`` reach the image processor as call settings that
+    mmfast reads (Qwen2-VL's ``size`` bounds here)."""
+    quiet_import("vllm")
+    directory = write_server_checkpoint(tmp_path, QWEN2)
+
+    def request() -> list[dict[str, Any]]:
+        renderer = vllm_renderer(directory)
+        prompt = {
+            "prompt": QWEN2.prompt,
+            "multi_modal_data": {"image": pil(700, 900, 1)},
+            "mm_processor_kwargs": {"size": size},
+        }
+        return [engine_input(value) for value in renderer.render_cmpl([prompt])]
+
+    got, want = run_twice(request, clear_vllm_caches)
+    assert_same(got, want)
+    assert_all_computed_by_mmfast(1)
+    # The bounds applied: 700x900 is over 200704 pixels, so it was scaled down.
+    assert want[0]["mm_kwargs"]["image"][0]["pixel_values"].shape[0] * 14 * 14 <= 200704
+
+
+# --------------------------------------------------------------------------------------------
+# SGLang
+
+LLAVA = Model(
+    "llava-hf/llava-1.5-7b-hf",
+    {"architectures": ["LlavaForConditionalGeneration"], "image_token_index": VOCAB["<image>"]},
+    "<image>",
+)
+
+
+def jpeg(image: Image.Image) -> bytes:
+    """``image`` as the JPEG bytes of a request."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=95)
+    return buffer.getvalue()
+
+
+def sglang_manager(directory: Path, backend: str) -> Any:
+    """SGLang's TokenizerManager for the model in ``directory``, with what its ``__init__``
+    runs to load the model config, the HF processor (``get_processor``) and the multimodal
+    processor (``get_mm_processor``), after publishing the server arguments as the launcher
+    does for the tokenizer process; nothing else (no sockets, no scheduler)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from sglang.srt.managers.tokenizer_manager import TokenizerManager
+        from sglang.srt.runtime_context import publish
+        from sglang.srt.server_args import ServerArgs
+
+        server_args = ServerArgs(
+            model_path=str(directory),
+            device="cpu",
+            image_processor_backend=backend,
+            enable_multimodal=True,
+        )
+        publish(server_args, role="tokenizer")
+        manager = TokenizerManager.__new__(TokenizerManager)
+        manager.server_args = server_args
+        manager.init_model_config()
+        manager.init_tokenizer_and_processor()
+    # LLaVA's processor preprocesses in a forked process pool; a thread pool keeps its calls in
+    # this process, where stats() counts them.
+    processor = getattr(manager.mm_processor, "inner", manager.mm_processor)
+    processor.cpu_executor.shutdown()
+    processor.cpu_executor = ThreadPoolExecutor(1)
+    return manager
+
+
+def struct(value: Any) -> Any:
+    """An SGLang msgspec struct (and the structs in it) as dicts, for :func:`assert_same`."""
+    import msgspec
+
+    if isinstance(value, msgspec.Struct):
+        return {key: struct(item) for key, item in msgspec.structs.asdict(value).items()}
+    if isinstance(value, list):
+        return [struct(item) for item in value]
+    if isinstance(value, dict):
+        return {key: struct(item) for key, item in value.items()}
+    return value
+
+
+def sglang_requests(
+    directory: Path, backend: str, requests: list[tuple[str, list[bytes], list[str] | None]]
+) -> list[Any]:
+    """``process_mm_data_async`` for each (prompt, images, modalities), as the TokenizerManager
+    runs it for a request, through a new manager; the outputs as dicts."""
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    manager = sglang_manager(directory, backend)
+    outputs = []
+    for prompt, images, modalities in requests:
+        request = GenerateReqInput(text=prompt, image_data=images, modalities=modalities)
+        request.normalize_batch_and_arguments()
+        output = asyncio.run(
+            manager.mm_processor.process_mm_data_async(
+                image_data=request.image_data,
+                input_text=request.text,
+                request_obj=request,
+                max_req_input_len=100_000,
+            )
+        )
+        outputs.append(struct(output))
+    return outputs
+
+
+# The model, the image processor backend, whether the CPU engine runs (SGLANG_USE_CPU_ENGINE=1:
+# device="cpu" on each call; otherwise this machine, not CUDA-like, passes no device), and the
+# image-processor calls of the requests below (one per request; LLaVA's, one per image).
+SGLANG_CASES = [
+    pytest.param(QWEN2, "auto", True, 1, id="Qwen2-VL auto cpu"),
+    pytest.param(QWEN2, "auto", False, 1, id="Qwen2-VL auto"),
+    pytest.param(QWEN2, "pil", True, 1, id="Qwen2-VL pil"),
+    pytest.param(QWEN25, "auto", True, 1, id="Qwen2.5-VL auto cpu"),
+    pytest.param(QWEN25, "pil", True, 1, id="Qwen2.5-VL pil"),
+    pytest.param(QWEN3, "auto", True, 1, id="Qwen3-VL auto cpu"),
+    pytest.param(QWEN3, "pil", True, 1, id="Qwen3-VL pil"),
+    pytest.param(LLAMA4, "auto", True, 1, id="Llama-4 auto cpu"),
+    pytest.param(LLAMA4, "auto", False, 1, id="Llama-4 auto"),
+    pytest.param(LLAVA, "auto", True, 3, id="LLaVA-1.5 auto cpu"),
+    pytest.param(LLAVA, "pil", True, 3, id="LLaVA-1.5 pil"),
+]
+
+
+@pytest.mark.parametrize(("model", "backend", "cpu_engine", "calls"), SGLANG_CASES)
+def test_sglang_mm_processor(
+    model: Model,
+    backend: str,
+    cpu_engine: bool,
+    calls: int,
+    tmp_path: Path,
+    counted: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SGLang's multimodal processor with mmfast installed: the same input ids, tensors and
+    hashes as without, every image-processor call computed by mmfast, with the device and
+    return_tensors SGLang passes (device="cpu" under the CPU engine, LLaVA's calls without
+    return_tensors)."""
+    quiet_import("sglang")
+    base_processor = quiet_import("sglang.srt.multimodal.processors.base_processor")
+    monkeypatch.setattr(base_processor, "_is_cpu", cpu_engine)
+    seen: list[dict[str, Any]] = []
+    run = hf._run
+
+    def recording(processor: Any, images: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        seen.append(kwargs)
+        return run(processor, images, args, kwargs)
+
+    monkeypatch.setattr(hf, "_run", recording)
+    directory = write_server_checkpoint(tmp_path, model)
+    two = [jpeg(pil(333, 250, 1)), jpeg(pil(120, 200, 2))]
+    requests = [(f"{model.placeholder}{model.placeholder} describe this image", two, None)]
+    if model is LLAVA:  # one image per request, unless it says multi-images (then padded)
+        requests.append((requests[0][0], two, ["multi-images"]))
+    got, want = run_twice(lambda: sglang_requests(directory, backend, requests), lambda: None)
+    assert_same(got, want)
+    assert_all_computed_by_mmfast(calls)
+    # SGLang's own LLaVA code calls the image processor with neither device nor return_tensors.
+    llava = model is LLAVA
+    devices = {str(kwargs.get("device")) for kwargs in seen}
+    assert devices == ({"cpu"} if cpu_engine and backend == "auto" and not llava else {"None"})
+    assert {kwargs.get("return_tensors") for kwargs in seen} == {None if llava else "pt"}
