@@ -452,3 +452,56 @@ def test_sglang_mm_processor(
     devices = {str(kwargs.get("device")) for kwargs in seen}
     assert devices == ({"cpu"} if cpu_engine and backend == "auto" and not llava else {"None"})
     assert {kwargs.get("return_tensors") for kwargs in seen} == {None if llava else "pt"}
+
+
+class OnGpu:
+    """Stands in for a CUDA tensor, which this machine cannot make: SGLang on a GPU server
+    decodes JPEGs with nvJPEG into CUDA uint8 (3, H, W) tensors and passes device="cuda:N".
+    Like a CUDA tensor, it has a device other than the CPU and gives its values only through
+    ``.cpu()``."""
+
+    def __init__(self, tensor: Any) -> None:
+        import torch
+
+        self.tensor = tensor
+        self.device = torch.device("cuda:0")
+
+    def cpu(self) -> Any:
+        return self.tensor
+
+    def numpy(self) -> Any:
+        raise TypeError("can't convert cuda:0 device type tensor to numpy")
+
+
+def test_image_tensors_off_the_cpu(
+    tmp_path: Path, counted: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Image tensors on a GPU with a device named (the CPU here; a GPU one under
+    MMFAST_HF_CUDA=cpu) are copied to the CPU and computed by mmfast, with transformers'
+    values; without a device transformers computes where they are, so the call falls back
+    ("device"). Before, such a call failed inside mmfast and logged a warning on every call."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    from conftest import noise
+
+    chw = torch.from_numpy(noise(90, 130, 4).transpose(2, 0, 1).copy())
+    plain = transformers_auto().from_pretrained(write_server_checkpoint(tmp_path, QWEN2))
+    want = plain([chw], return_tensors="pt", device="cpu")
+    backed = hf.wrap(transformers_auto().from_pretrained(tmp_path))
+    prepare = backed._prepare_image_like_inputs
+    monkeypatch.setattr(
+        backed,
+        "_prepare_image_like_inputs",
+        lambda *args, **kwargs: [OnGpu(image) for image in prepare(*args, **kwargs)],
+    )
+    assert_same(dict(backed([chw], return_tensors="pt", device="cpu")), dict(want))
+    assert_all_computed_by_mmfast(1)
+    with pytest.raises(hf._Fallback, match="cuda:0") as info:
+        hf._inputs(backed, [chw], {"return_tensors": "pt"}, None)
+    assert info.value.kind == "device"
+
+
+def transformers_auto() -> Any:
+    import transformers
+
+    return transformers.AutoImageProcessor
