@@ -108,10 +108,10 @@ def measure(
         print(f"{name:<22} {size:>10} {'   '.join(columns)}", flush=True)
 
 
-def bench_vllm(root: Path, sizes: list[str], repeat: int) -> None:
+def bench_vllm(root: Path, sizes: list[str], repeat: int, only: list[str] | None) -> None:
     cases = [
         ("Qwen2-VL uint8", servers.QWEN2, {}),
-        ("Qwen2-VL", servers.QWEN2, {"mm_device_do_normalize": False}),
+        ("Qwen2-VL float", servers.QWEN2, {"mm_device_do_normalize": False}),
         ("Qwen2.5-VL uint8", servers.QWEN25, {}),
         ("Qwen3-VL uint8", servers.QWEN3, {}),
         ("LLaVA-OneVision", servers.ONEVISION, {}),
@@ -119,6 +119,8 @@ def bench_vllm(root: Path, sizes: list[str], repeat: int) -> None:
         ("Llama-4", servers.LLAMA4, {}),
     ]
     for name, model, options in cases:
+        if only and name not in only:
+            continue
         renderers = []
         for side in ("transformers", "mmfast"):
             if side == "mmfast":
@@ -144,7 +146,9 @@ def bench_vllm(root: Path, sizes: list[str], repeat: int) -> None:
     print(f"mmfast.hf.stats(): {hf.stats()}; load average {os.getloadavg()[0]:.1f}")
 
 
-def bench_sglang(root: Path, sizes: list[str], repeat: int, backends: list[str]) -> None:
+def bench_sglang(
+    root: Path, sizes: list[str], repeat: int, backends: list[str], only: list[str] | None
+) -> None:
     import asyncio
 
     from sglang.srt.managers.io_struct import GenerateReqInput
@@ -161,6 +165,8 @@ def bench_sglang(root: Path, sizes: list[str], repeat: int, backends: list[str])
     ]
     for backend in backends:
         for name, model in cases:
+            if only and name not in only:
+                continue
             managers = []
             for side in ("transformers", "mmfast"):
                 if side == "mmfast":
@@ -199,6 +205,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=SIZES, help="WxH")
     parser.add_argument("--repeat", type=int, default=5, help="timed requests per size")
     parser.add_argument("--backends", nargs="+", default=["auto", "pil"], help="SGLang only")
+    parser.add_argument("--only", nargs="+", help="cases to run, by name (default: all)")
     args = parser.parse_args()
     import warnings
 
@@ -223,9 +230,9 @@ def main() -> None:
     print(f"{'case':<22} {'size':>10} {header}   {header}")
     with tempfile.TemporaryDirectory() as root:
         if args.server == "vllm":
-            bench_vllm(Path(root), args.sizes, args.repeat)
+            bench_vllm(Path(root), args.sizes, args.repeat, args.only)
         else:
-            bench_sglang(Path(root), args.sizes, args.repeat, args.backends)
+            bench_sglang(Path(root), args.sizes, args.repeat, args.backends, args.only)
 
 
 if __name__ == "__main__":
