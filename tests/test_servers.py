@@ -20,7 +20,10 @@ every image-processor call as computed by mmfast (no fallback).
   ``init_tokenizer_and_processor`` (SGLang's ``get_processor`` and ``get_mm_processor``), then
   ``process_mm_data_async`` per request, with ``--image-processor-backend`` auto (with the CPU
   engine's ``device="cpu"``, and without a device) and pil; LLaVA's processor calls the image
-  processor without ``return_tensors``.
+  processor without ``return_tensors``, in a forked process pool that the tests replace with a
+  thread pool so that this process's ``stats()`` counts the calls. A GPU server's
+  ``device="cuda:N"`` with nvJPEG-decoded CUDA tensors cannot run here: a stand-in tensor checks
+  that mmfast.hf copies such images to the CPU (:func:`test_image_tensors_off_the_cpu`).
 
 vLLM and SGLang pin different transformers versions and are not in the project's test extra:
 each runs in its own environment with mmfast installed (README, "Use it in your server"); where
