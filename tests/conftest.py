@@ -42,8 +42,11 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return (
         a.dtype == b.dtype
         and a.shape == b.shape
+        # reshape: a 0-d array (vLLM's per-image counts) cannot be viewed as other dtypes;
+        # ascontiguousarray: nor can a strided one
         and np.array_equal(
-            np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)
+            np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+            np.ascontiguousarray(b).reshape(-1).view(np.uint8),
         )
     )
 

@@ -530,7 +530,11 @@ def _inputs(
             prepared = processor._prepare_image_like_inputs(images, **call)  # type: ignore[attr-defined]
         except Exception as exc:  # transformers refuses the input: let it say so
             raise _Fallback("input transformers refuses", repr(exc)) from exc
-        prepared = _nested_map(_channels_last, prepared)
+        # With a device named (the CPU, or another under MMFAST_HF_CUDA=cpu) transformers
+        # computes from the images moved to it, so tensors elsewhere come to the CPU (SGLang
+        # decodes JPEGs on the GPU); without one it computes where they are.
+        to_cpu = kwargs.get("device") is not None
+        prepared = _nested_map(functools.partial(_channels_last, to_cpu=to_cpu), prepared)
     if counts is not None:  # LLaVA-OneVision: the flat images of each sample
         flat_prepared = prepared if isinstance(prepared, list) else [prepared]
         starts = [0, *itertools.accumulate(counts)]
@@ -567,11 +571,16 @@ def _nested_map(function: Callable[[Any], Any], value: Any) -> Any:
     return function(value)
 
 
-def _channels_last(image: Any) -> np.ndarray:
-    """A prepared (channels-first) image as an (H, W, 3) uint8 view; :class:`_Fallback`
-    for what mmfast does not take (other dtypes, other channel counts)."""
+def _channels_last(image: Any, to_cpu: bool = False) -> np.ndarray:
+    """A prepared (channels-first) image as an (H, W, 3) uint8 view (a tensor off the CPU
+    copied to it when ``to_cpu``); :class:`_Fallback` for what mmfast does not take (other
+    dtypes, other channel counts, a tensor off the CPU otherwise)."""
     import numpy as np
 
+    if not isinstance(image, np.ndarray) and image.device.type != "cpu":
+        if not to_cpu:
+            raise _Fallback("device", f"an image tensor on {image.device} and no device")
+        image = image.cpu()
     array = image if isinstance(image, np.ndarray) else image.numpy()
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[0] != 3:
         raise _Fallback(
