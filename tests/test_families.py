@@ -302,13 +302,16 @@ PROCESSORS = [
 @pytest.mark.parametrize(("family", "name"), PROCESSORS)
 def test_processor_defaults_are_hfs(family: models.Family, name: str) -> None:
     """Every processor class a family names passes, on every call, the image kwargs the family
-    says (its ``images_kwargs``; ``return_tensors`` is a call argument, not a setting)."""
+    says (its ``images_kwargs``; ``return_tensors`` and ``data_format`` are call arguments)."""
     auto = importlib.import_module("transformers.models.auto.processing_auto")
     cls = auto.processor_class_from_name(name)
     if cls is None or getattr(cls, "is_dummy", False):
         pytest.skip(f"{name}: transformers builds it only with torch and torchvision")
     given = getattr(cls, "images_kwargs", {})
-    images_kwargs = {k: v for k, v in given.items() if k != "return_tensors"}
+    # (call arguments, not settings; channels-first is the only layout mmfast gives)
+    call = {"return_tensors": None, "data_format": "channels_first"}
+    images_kwargs = {k: v for k, v in given.items() if k not in call}
+    assert all(call[k] in (None, v) for k, v in given.items() if k in call)
     assert dict(family.processor_defaults.get(name, {})) == images_kwargs
 
 
@@ -493,3 +496,61 @@ def test_what_the_engine_cannot_lay_out_is_refused(
     proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision", **overrides)
     with pytest.raises(MmfastError, match=match):
         proc(noise(1080, 1920, 3))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    height=st.integers(1, 5000),
+    width=st.integers(1, 5000),
+    rate=st.sampled_from(["1/2", "1/4", 0.5, 1]),
+    strategy=st.sampled_from(["default", "full"]),
+)
+def test_granite4_vision_token_counts(height: int, width: int, rate: Any, strategy: str) -> None:
+    """Granite4VisionProcessor counts LLaVA-NeXT's features on a patch grid scaled by its
+    ``downsample_rate`` (a stand-in holding what ``replace_image_token`` reads)."""
+    from transformers.models.granite4_vision.processing_granite4_vision import (
+        Granite4VisionProcessor,
+    )
+
+    settings_ = {"patch_size": 16, "downsample_rate": rate}
+    proc = mmfast.ImageProcessor.from_pretrained(
+        "llava-hf/llava-v1.6-mistral-7b-hf",
+        vision_feature_select_strategy=strategy,
+        num_additional_image_tokens=0,
+        **settings_,
+    )
+    config = proc.config
+    fake = SimpleNamespace(
+        image_processor=SimpleNamespace(image_grid_pinpoints=config.image_grid_pinpoints),
+        image_token="<image>",
+        num_additional_image_tokens=0,
+        vision_feature_select_strategy=strategy,
+        **settings_,
+    )
+    for method in ("_get_number_of_features", "_get_unpadded_features"):
+        setattr(fake, method, getattr(Granite4VisionProcessor, method).__get__(fake))
+    side = config.crop_size[0]
+    inputs = {"image_sizes": [[height, width]], "pixel_values": [np.zeros((1, 3, side, side))]}
+    text = Granite4VisionProcessor.replace_image_token(fake, inputs, 0)
+    assert proc.num_image_tokens(height, width) == text.count("<image>")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "processor", "want"),
+    [
+        ("gemma3n", {}, 256),  # Gemma3nProcessor's image_seq_length
+        ("gemma3n", {"image_seq_length": 100}, 100),
+        ("qianfan_ocr", {}, 2 + 256 * 3),  # InternVL's count: two tiles and the thumbnail
+        ("shieldgemma2", {}, 256),  # Gemma 3's, pan-and-scan off
+        ("t5gemma2", {}, 256),
+    ],
+)
+def test_model_types_count_as_their_processors(
+    tmp_path: Path, model_type: str, processor: dict[str, Any], want: int
+) -> None:
+    """Checkpoints that name only their model type count their processor's tokens."""
+    (tmp_path / "preprocessor_config.json").write_text("{}")
+    (tmp_path / "processor_config.json").write_text(json.dumps(processor))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    assert proc.num_image_tokens(400, 900) == want

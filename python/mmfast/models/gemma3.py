@@ -194,7 +194,12 @@ registry.register(
     registry.Family(
         name="gemma3",
         processor_types=("Gemma3ImageProcessor",),
-        model_types={"gemma3": "Gemma3ImageProcessor"},
+        model_types={
+            "gemma3": "Gemma3ImageProcessor",
+            "shieldgemma2": "Gemma3ImageProcessor",
+            # T5Gemma 2's processor is Gemma3Processor.
+            "t5gemma2": "Gemma3ImageProcessor",
+        },
         build=_build,
         kwargs=frozenset(
             {
@@ -205,7 +210,7 @@ registry.register(
             }
         ),
         processor_kwargs=frozenset({"image_seq_length"}),
-        processor_classes={"Gemma3Processor": "gemma3"},
+        processor_classes={"Gemma3Processor": "gemma3", "ShieldGemma2Processor": "shieldgemma2"},
         # Gemma3Processor.images_kwargs: the values the checkpoints leave null.
         processor_defaults={
             "Gemma3Processor": {
@@ -214,7 +219,9 @@ registry.register(
                 "pan_and_scan_min_crop_size": 256,
                 "pan_and_scan_max_num_crops": 4,
                 "pan_and_scan_min_ratio_to_activate": 1.2,
-            }
+            },
+            # Counts Gemma 3's way (image_seq_length per view); pan-and-scan off.
+            "ShieldGemma2Processor": {"do_convert_rgb": True, "do_pan_and_scan": False},
         },
         hf_pil="gemma3.image_processing_pil_gemma3.Gemma3ImageProcessorPil",
         hf_torchvision="gemma3.image_processing_gemma3.Gemma3ImageProcessor",

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
@@ -163,6 +163,18 @@ class GotOcr2Config(PilBackendConfig):
         }
 
 
+# The processors that use the class, by the model type AutoProcessor gives them.
+PROCESSOR_CLASSES: Final = MappingProxyType(
+    {
+        "InternVLProcessor": "internvl",
+        "AyaVisionProcessor": "aya_vision",
+        "GotOcr2Processor": "got_ocr2",
+        # Counts InternVL's way: <img>, image_seq_length per tile, </img>.
+        "QianfanOCRProcessor": "qianfan_ocr",
+    }
+)
+
+
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> GotOcr2Config:
     """Mirrors ``GotOcr2ImageProcessorPil``'s class defaults; the processor values count tokens
     (``InternVLProcessor``: ``image_seq_length``, default 256; ``AyaVisionProcessor``:
@@ -180,7 +192,6 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         raise cfg.error(
             "size", "a {height, width} tile size (crop_to_patches is on)", dict(fields["size"])
         )
-    processor_class = source.preprocessor.get("processor_class")
     patch = processor.positive_int("patch_size", 28) * processor.positive_int(
         "downsample_factor", 1
     )
@@ -191,7 +202,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         crop_to_patches=crop_to_patches,
         min_patches=cfg.positive_int("min_patches", 1, MAX_TILES),
         max_patches=cfg.positive_int("max_patches", 12, MAX_TILES),
-        processor_class=processor_class if isinstance(processor_class, str) else None,
+        processor_class=registry.source_processor_class(source, PROCESSOR_CLASSES),
         image_seq_length=processor.positive_int("image_seq_length", 256),
         tokens_per_tile=(processor.positive_int("img_size", 364) // patch) ** 2,
     )
@@ -205,21 +216,19 @@ registry.register(
             "got_ocr2": "GotOcr2ImageProcessor",
             "internvl": "GotOcr2ImageProcessor",
             "aya_vision": "GotOcr2ImageProcessor",
+            "qianfan_ocr": "GotOcr2ImageProcessor",
         },
         build=_build,
         kwargs=frozenset({"crop_to_patches", "min_patches", "max_patches"}),
         processor_kwargs=frozenset(
             {"image_seq_length", "img_size", "patch_size", "downsample_factor"}
         ),
-        processor_classes={
-            "InternVLProcessor": "internvl",
-            "AyaVisionProcessor": "aya_vision",
-            "GotOcr2Processor": "got_ocr2",
-        },
+        processor_classes=PROCESSOR_CLASSES,
         processor_defaults={
             "InternVLProcessor": {"crop_to_patches": True},
             "AyaVisionProcessor": {"crop_to_patches": True},
             "GotOcr2Processor": {"crop_to_patches": False, "min_patches": 1, "max_patches": 12},
+            "QianfanOCRProcessor": {"crop_to_patches": True},
         },
         hf_pil="got_ocr2.image_processing_pil_got_ocr2.GotOcr2ImageProcessorPil",
         hf_torchvision="got_ocr2.image_processing_got_ocr2.GotOcr2ImageProcessor",

@@ -12,7 +12,8 @@ zeros to the batch's largest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
@@ -80,6 +81,8 @@ class LlavaNextConfig(PilBackendConfig):
     patch_size: int
     num_additional_image_tokens: int
     vision_feature_select_strategy: str | None
+    # Granite4VisionProcessor's: the patch grid scaled by it (a fraction) before counting.
+    downsample_rate: Fraction | None = field(default=None, kw_only=True)
 
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"pixel_values": "rows", "image_sizes": "tuples"}
@@ -141,6 +144,9 @@ class LlavaNextConfig(PilBackendConfig):
         best_height, best_width = select_best_resolution((height, width), self.image_grid_pinpoints)
         patches_height = out_height // self.patch_size
         patches_width = out_width // self.patch_size
+        if self.downsample_rate is not None:  # Granite4VisionProcessor
+            patches_height = int(patches_height * self.downsample_rate)
+            patches_width = int(patches_width * self.downsample_rate)
         unpadded, newlines = unpadded_features(
             height,
             width,
@@ -262,8 +268,23 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         patch_size=processor.positive_int("patch_size", 14),
         num_additional_image_tokens=processor.int_in("num_additional_image_tokens", 0, 0, MAX_INT),
         vision_feature_select_strategy=strategy(processor),
+        downsample_rate=downsample_rate(processor),
     )
     return anyres_checked(config, cfg)
+
+
+def downsample_rate(processor: Fields) -> Fraction | None:
+    """Granite4VisionProcessor's ``downsample_rate`` (``Fraction(value)``: "1/2", 0.5, ...)."""
+    value = processor.raw("downsample_rate")
+    if value is None:
+        return None
+    try:
+        rate = Fraction(value) if isinstance(value, (str, int, float)) else None
+    except (ValueError, ZeroDivisionError):
+        rate = None
+    if rate is None or isinstance(value, bool) or rate <= 0:
+        raise processor.error("downsample_rate", "a positive fraction ('1/2', 0.5, ...)", value)
+    return rate
 
 
 registry.register(
@@ -273,17 +294,27 @@ registry.register(
         model_types={
             "llava_next": "LlavaNextImageProcessor",
             "llava_next_video": "LlavaNextImageProcessor",
+            "granite4_vision": "LlavaNextImageProcessor",
         },
         build=_build,
         kwargs=frozenset({"image_grid_pinpoints", "aspect_ratio_setting"}),
         processor_kwargs=frozenset(
-            {"patch_size", "num_additional_image_tokens", "vision_feature_select_strategy"}
+            {
+                "patch_size",
+                "num_additional_image_tokens",
+                "vision_feature_select_strategy",
+                "downsample_rate",
+            }
         ),
         processor_classes={
             "LlavaNextProcessor": "llava_next",
             "LlavaNextVideoProcessor": "llava_next_video",
+            "Granite4VisionProcessor": "granite4_vision",
         },
-        processor_defaults={"LlavaNextProcessor": {"do_pad": True}},
+        processor_defaults={
+            "LlavaNextProcessor": {"do_pad": True},
+            "Granite4VisionProcessor": {"do_pad": True},
+        },
         hf_pil="llava_next.image_processing_pil_llava_next.LlavaNextImageProcessorPil",
         hf_torchvision="llava_next.image_processing_llava_next.LlavaNextImageProcessor",
     )

@@ -325,6 +325,15 @@ registry.register(
                 "qwen3_vl",
                 "qwen2_5_omni",
                 "qwen3_omni_moe",
+                "qwen3_5",
+                "qwen3_5_moe",
+                "qwen4_exp",
+                # Models built on Qwen's vision tower that AutoImageProcessor maps here too.
+                "cosmos3_omni",
+                "dots3_note",
+                "exaone4_5",
+                "hyperclovax_vision_v2",
+                "lfm3_vl",
             )
         },
         build=_build,
@@ -337,6 +346,11 @@ registry.register(
             "Qwen3VLProcessor": "qwen3_vl",
             "Qwen2_5OmniProcessor": "qwen2_5_omni",
             "Qwen3OmniMoeProcessor": "qwen3_omni_moe",
+            # Their processors count Qwen's way: image_grid_thw.prod() // merge_size**2.
+            "Dots3NoteProcessor": "dots3_note",
+            "Exaone4_5_Processor": "exaone4_5",
+            "HyperCLOVAXVisionV2Processor": "hyperclovax_vision_v2",
+            "Lfm3VlProcessor": "lfm3_vl",
         },
         hf_pil="qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
         hf_torchvision="qwen2_vl.image_processing_qwen2_vl.Qwen2VLImageProcessor",
@@ -683,7 +697,14 @@ _VIDEO_KWARGS = frozenset(
 registry.register_video(
     registry.VideoFamily(
         processor_type="Qwen2VLVideoProcessor",
-        model_types=("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni", "qwen3_omni_moe"),
+        model_types=(
+            "qwen2_vl",
+            "qwen2_5_vl",
+            "qwen2_5_omni",
+            "qwen3_omni_moe",
+            "exaone4_5",
+            "hyperclovax_vision_v2",
+        ),
         build=_build_video,
         kwargs=_VIDEO_KWARGS,
         ignores=QWEN_VIDEO_IGNORES,

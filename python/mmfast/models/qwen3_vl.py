@@ -86,7 +86,16 @@ def _build_video(model_id: str | None, cfg: Fields) -> Qwen3VLVideoConfig:
 registry.register_video(
     registry.VideoFamily(
         processor_type="Qwen3VLVideoProcessor",
-        model_types=("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"),
+        model_types=(
+            "qwen3_vl",
+            "qwen3_vl_moe",
+            "qwen3_5",
+            "qwen3_5_moe",
+            "qwen4_exp",
+            "cosmos3_omni",
+            "dots3_note",
+            "lfm3_vl",
+        ),
         build=_build_video,
         ignores=QWEN_VIDEO_IGNORES,
         none_is_default=frozenset({"cap_pixels_per_frame"}),

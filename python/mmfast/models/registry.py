@@ -23,9 +23,11 @@ __all__ = [
     "Family",
     "by_model_type",
     "by_processor_type",
+    "processor_class",
     "register",
     "register_builtin",
     "register_video",
+    "source_processor_class",
     "video_family",
 ]
 
@@ -157,16 +159,35 @@ def model_type_of(values: Mapping[str, Any], model_type: str | None) -> str | No
     return PROCESSOR_MODEL_TYPES.get(processor_class)
 
 
+def processor_class(
+    classes: Mapping[str, str],
+    values: Mapping[str, Any],
+    processor: Mapping[str, Any],
+    model_type: str | None,
+) -> str | None:
+    """The checkpoint's HF processor class: ``processor_config.json``'s ``processor_class``,
+    else the image config's (``values``), else the one ``classes`` (a family's
+    ``processor_classes``) gives its model type (from ``config.json``, else implied by the
+    image config); None for a checkpoint with neither."""
+    for name in (processor.get("processor_class"), values.get("processor_class")):
+        if isinstance(name, str):
+            return name
+    model_type = model_type_of(values, model_type)
+    return next((p for p, m in classes.items() if m == model_type), None)
+
+
+def source_processor_class(source: Source, classes: Mapping[str, str]) -> str | None:
+    """:func:`processor_class` of a checkpoint's files."""
+    return processor_class(classes, source.preprocessor, source.processor, source.model_type)
+
+
 def processor_defaults(
     family: Family, values: Mapping[str, Any], processor: Mapping[str, Any], model_type: str | None
 ) -> Mapping[str, Any]:
-    """The image kwargs the checkpoint's HF processor passes on every call: its class from
-    ``processor_config.json``'s or the image config's ``processor_class``, else the one
-    ``family.processor_classes`` gives its model type; none for a checkpoint with neither."""
-    name = processor.get("processor_class") or values.get("processor_class")
-    if not isinstance(name, str):
-        name = next((p for p, m in family.processor_classes.items() if m == model_type), "")
-    return family.processor_defaults.get(name, {})
+    """The image kwargs the checkpoint's HF processor (:func:`processor_class`) passes on
+    every call; none for a checkpoint without one."""
+    name = processor_class(family.processor_classes, values, processor, model_type)
+    return family.processor_defaults.get(name or "", {})
 
 
 def builtin_processor_defaults(model_id: str, family: Family) -> Mapping[str, Any]:

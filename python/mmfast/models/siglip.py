@@ -10,6 +10,8 @@ another class).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
 
 from mmfast.models import registry
 from mmfast.models.base import (
@@ -29,21 +31,34 @@ __all__ = ["SiglipConfig"]
 class SiglipConfig(PilBackendConfig):
     """Settings of ``SiglipImageProcessor``.
 
-    ``image_seq_length`` is PaliGemma's ``<image>`` token count per image (from the
-    checkpoint's ``preprocessor_config.json``); SiglipProcessor itself inserts none, so a
-    config without it counts 0.
+    ``image_seq_length`` is the ``<image>`` tokens per image of the processor: PaliGemma's
+    from the checkpoint's ``preprocessor_config.json``, Gemma3nProcessor's from
+    ``processor_config.json`` (default 256); SiglipProcessor itself inserts none, so a config
+    without either counts 0.
     """
 
     image_seq_length: int | None
 
     def count_tokens(self, height: int, width: int) -> int:
-        """``PaliGemmaProcessor.replace_image_token``: ``image_seq_length`` tokens."""
+        """``PaliGemmaProcessor.replace_image_token`` (and Gemma3nProcessor's):
+        ``image_seq_length`` tokens."""
         return self.image_seq_length or 0
+
+
+# The processors that use the class, by the model type AutoProcessor gives them.
+PROCESSOR_CLASSES: Final = MappingProxyType(
+    {"SiglipProcessor": "siglip", "PaliGemmaProcessor": "paligemma", "Gemma3nProcessor": "gemma3n"}
+)
 
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> SiglipConfig:
     """Mirrors ``SiglipImageProcessorPil``'s class defaults."""
-    seq_length = cfg.raw("image_seq_length")
+    if registry.source_processor_class(source, PROCESSOR_CLASSES) == "Gemma3nProcessor":
+        seq_length: int | None = processor.positive_int("image_seq_length", 256)
+    elif cfg.raw("image_seq_length") is None:
+        seq_length = None
+    else:
+        seq_length = cfg.positive_int("image_seq_length", 0)
     return SiglipConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -55,7 +70,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
             mean=IMAGENET_STANDARD_MEAN,
             std=IMAGENET_STANDARD_STD,
         ),
-        image_seq_length=None if seq_length is None else cfg.positive_int("image_seq_length", 0),
+        image_seq_length=seq_length,
     )
 
 
@@ -66,8 +81,10 @@ registry.register(
         model_types={
             "siglip": "SiglipImageProcessor",
             "paligemma": "SiglipImageProcessor",
+            "gemma3n": "SiglipImageProcessor",
         },
         build=_build,
+        processor_classes=PROCESSOR_CLASSES,
         hf_pil="siglip.image_processing_pil_siglip.SiglipImageProcessorPil",
         hf_torchvision="siglip.image_processing_siglip.SiglipImageProcessor",
     )
