@@ -901,18 +901,23 @@ def test_output_dtypes(model_id: str) -> None:
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3)]
     want = proc(images, dtype="float32")
+    # DeepSeek-OCR-2's local tiles are pixels too (the 1000-pixel side gives tiles).
+    pixels = ["pixel_values", *(k for k in proc.config.extra_pixel_outputs if k in want)]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
         got = proc(images, dtype=dtype)
-        assert got.pixel_values.dtype == numpy_dtype
-        assert same_bits(got.pixel_values, want.pixel_values.astype(numpy_dtype))
+        for key in pixels:
+            assert got[key].dtype == numpy_dtype
+            assert same_bits(got[key], want[key].astype(numpy_dtype))
         assert list(got) == list(want)
     raw = proc(images, dtype="uint8")
     assert raw.pixel_values.dtype == np.uint8 and raw.pixel_values.shape == want.pixel_values.shape
     assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32
     back = reference.normalize_uint8(raw.pixel_values, raw.pixel_lut, raw.get("pixel_rows_mask"))
     assert same_bits(back, want.pixel_values)
+    for key in pixels[1:]:
+        assert same_bits(reference.normalize_uint8(raw[key], raw.pixel_lut), want[key])
     for key in want:
-        if key != "pixel_values":
+        if key not in pixels:
             assert_same_outputs({key: raw[key]}, {key: want[key]})
 
 

@@ -435,8 +435,10 @@ def merge_batches(batches: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]
     (zero-padding the second where calls padded to different lengths), lists joined, the
     uint8 table kept once."""
     merged: dict[str, np.ndarray] = {}
-    for key in batches[0]:
-        parts = [batch[key] for batch in batches]
+    # Every batch's keys in order: an output HF leaves out of a batch (DeepSeek-OCR-2's local
+    # tiles where no image has any) joins from the batches that have it.
+    for key in dict.fromkeys(key for batch in batches for key in batch):
+        parts = [batch[key] for batch in batches if key in batch]
         if key == "pixel_lut":
             merged[key] = parts[0]
             continue

@@ -303,6 +303,9 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     if not on_cpu and cuda_policy() == "transformers":
         raise _Fallback("device", f"device={device!r} (see {CUDA_ENV_VAR})")
     inputs = _inputs(processor, images, kwargs, counts)
+    if backend == "torchvision":
+        # Settings the class reads from the instance, whatever the call merged in.
+        kwargs = {**kwargs, **{n: getattr(processor, n) for n in family.instance_settings}}
     settings = _settings(hf_class, family, kwargs)
     proc = _processor(hf_class, settings)
     # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
@@ -335,6 +338,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
     :attr:`~mmfast.models.base.ModelConfig.unbatched`)."""
     data: dict[str, Any] = dict(outputs)
     for key, kind in config.unbatched.items():
+        if key not in data:  # an output HF leaves out of this batch (pixel_values_local)
+            continue
         value = data[key]
         if kind == "rows":
             data[key] = list(value)
@@ -343,6 +348,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
         elif kind == "ints":
             data[key] = [int(v) for v in value]
+        elif kind == "lists":
+            data[key] = [[int(v) for v in row] for row in value]
         else:
             data[key] = [tuple(int(v) for v in row) for row in value]
     return data

@@ -746,6 +746,7 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
     jobs: list[tuple[Any, ...]] = []
     sizes: list[tuple[int, int]] = []
     for view in plan.views:
+        offset = offset if view.at is None else view.at
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         crop, resize, pad, out = view.crop, view.resize, view.pad, view.out
         size = size if crop is None else (crop.height, crop.width)
@@ -819,8 +820,7 @@ def run_plans(
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {"pixel_values": out if view is None else out.view(view)}
-    outputs.update(config.batch_outputs(plans, sample_sizes))
+    outputs = config.outputs(out if view is None else out.view(view), plans, sample_sizes)
     if lut is not None:
         outputs["pixel_lut"] = lut
         if config.layout() in ("pad_images", "pad_samples"):
@@ -867,10 +867,13 @@ def output_tables(
 def written_rows(
     shape: tuple[int, ...], offsets: Sequence[int], plans: Sequence[ImagePlan]
 ) -> NDArray[np.bool_]:
-    """(batch, rows) True where a padded batch holds an image's row, False for padding."""
-    row = math.prod(shape[2:])
-    mask = np.zeros(shape[:2], bool).reshape(-1)
+    """True where a padded batch holds an image's row, False for padding: (batch, rows), or
+    (batch, images, rows) where images are padded within samples (Mllama's tiles): the axes
+    before the images' row shape."""
+    lead = len(shape) - len(plans[0].output_shapes["pixel_values"]) + 1
+    row = math.prod(shape[lead:])
+    mask = np.zeros(shape[:lead], bool).reshape(-1)
     for offset, plan in zip(offsets, plans, strict=True):
         first = offset // row
         mask[first : first + plan.output_shapes["pixel_values"][0]] = True
-    return mask.reshape(shape[:2])
+    return mask.reshape(shape[:lead])

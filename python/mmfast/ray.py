@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,9 +75,11 @@ class Preprocess:
     holds paths, which stay to name the rows; every other column passes through. Each row
     holds its image's part of the batch: what ``proc([[image]])`` returns, without the leading
     batch axis. Where the model concatenates the images' rows (Qwen, GLM, PaddleOCR, Kimi,
-    InternVL, Aya, Gemma 3, Llama 4) a row's ``pixel_values`` are its own patches, tiles or
-    crops; zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and SmolVLM) lose their
-    padding. A bfloat16 output is stored as its uint16 bits under ``"<name>.bfloat16_bits"``,
+    InternVL, Aya, Gemma 3, Llama 4, Command A Vision, Ovis2) a row's ``pixel_values`` are its
+    own patches, tiles or crops, and DeepSeek-OCR-2's ``pixel_values_local`` its own tiles;
+    zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and SmolVLM, Granite for Docling)
+    lose their padding (Llama 3.2 Vision keeps HF's own padding to ``max_image_tiles``). A
+    bfloat16 output is stored as its uint16 bits under ``"<name>.bfloat16_bits"``,
     as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
     ``torch.from_numpy(bits).view(torch.bfloat16)`` turns it back. With ``dtype="uint8"``
     every row carries the (3, 256) ``pixel_lut``.
@@ -172,7 +175,7 @@ class Preprocess:
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)
         rows = [plan.output_shapes["pixel_values"][0] for plan in plans]
-        return split_rows(feature, rows, config.layout())
+        return split_rows(feature, rows, config.layout(), config.extra_pixel_outputs)
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -184,14 +187,22 @@ class Preprocess:
         return f"{self.column}[{row}] of a batch without a 'path' column"
 
 
-def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout: str) -> Columns:
+def split_rows(
+    outputs: Mapping[str, NDArray[Any]],
+    rows: Sequence[int],
+    layout: str,
+    extra: Mapping[str, str] = MappingProxyType({}),
+) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
     ``rows`` is each image's length along ``pixel_values``' first axis (its
     ``plan.output_shapes``), ``layout`` the config's (:meth:`ModelConfig.layout`):
     ``"concat"`` ``pixel_values`` is cut at those lengths; padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
-    keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
+    keys in ``PADDED_KEYS``; the pixel arrays in ``extra``
+    (:attr:`ModelConfig.extra_pixel_outputs`) are cut at the counts their output names (an
+    image without rows gets an empty array; a batch without any has no such column); every
+    other output already has an entry per image along its first
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
     (:func:`mmfast.cli.npz_arrays`: Idefics3's nested ``rows`` and ``cols`` lists become int64
     arrays, bfloat16 becomes uint16 bits under ``BF16_SUFFIX``). A column whose entries share
@@ -204,6 +215,8 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
         elif name == "pixel_values" and layout == "concat":
             columns[key] = np.split(value, np.cumsum(rows)[:-1])
+        elif name in extra:
+            columns[key] = np.split(value, np.cumsum(np.asarray(outputs[extra[name]]))[:-1])
         elif name in PADDED_KEYS and layout in PADDED_LAYOUTS and min(rows) < value.shape[1]:
             columns[key] = [v[:n] for v, n in zip(value, rows, strict=True)]
         else:

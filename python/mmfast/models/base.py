@@ -218,7 +218,10 @@ class View:
     normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
     canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
     share). ``out=None``: the view only feeds later views. ``table`` picks the config's
-    normalisation table for the view's values (families with one table use 0).
+    normalisation table for the view's values (families with one table use 0). ``at``, where
+    a family's :meth:`ModelConfig.finish_batch` sets it, places the view's values at that
+    index of the batch's output buffer instead (the next view's follow them): how one image
+    writes into several of HF's pixel arrays (see :meth:`ModelConfig.outputs`).
     """
 
     resize: Resize | None = None
@@ -227,6 +230,7 @@ class View:
     crop: CropBox | None = None
     pad: Pad | None = None
     table: int = 0
+    at: int | None = None
 
     @property
     def windows(self) -> tuple[CropBox, ...]:
@@ -404,9 +408,15 @@ class ModelConfig:
     flat_is_one_sample: ClassVar[bool] = False
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
-    # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
-    # ints or tuples of ints. The lists of these joined along the first axis are the arrays.
+    # first axis; "images", each image's rows; "ints", "lists" and "tuples", the entries as
+    # Python ints, lists or tuples of ints. The lists of these joined along the first axis are
+    # the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Pixel arrays besides pixel_values (values from the same tables, so a call's ``dtype``
+    # applies to them too), by name -> the output counting each image's rows in it: the
+    # images' rows joined along the first axis. HF leaves such an array out of a batch
+    # where no image has rows (DeepSeek-OCR-2's pixel_values_local).
+    extra_pixel_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     @property
     def pil_convert(self) -> str:
@@ -492,3 +502,12 @@ class ModelConfig:
         """The outputs after ``pixel_values``, in HF's key order (``sample_sizes``: the
         images of each sample)."""
         return {}
+
+    def outputs(
+        self, pixels: NDArray[Any], plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """Every output in HF's key order, ``pixels`` being the engine's output buffer
+        (:meth:`batch_shape`): by default ``pixel_values`` then :meth:`batch_outputs`. A
+        family whose images fill several pixel arrays (:attr:`extra_pixel_outputs`) cuts the
+        buffer into them here, as views of it (no copy)."""
+        return {"pixel_values": pixels, **self.batch_outputs(plans, sample_sizes)}
