@@ -592,6 +592,13 @@ def test_supported_models_load() -> None:
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
         "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
+        "meta-llama/Llama-3.2-11B-Vision-Instruct": models.MllamaConfig,
+        "meta-llama/Llama-3.2-11B-Vision": models.MllamaConfig,
+        "deepseek-community/DeepSeek-OCR-2": models.DeepseekOcr2Config,
+        "CohereLabs/command-a-vision-07-2025": models.Cohere2VisionConfig,
+        "thisisiron/Ovis2-2B-hf": models.Ovis2Config,
+        "thisisiron/Ovis2-1B-hf": models.Ovis2Config,
+        "ibm-granite/granite-for-docling-500m": models.GraniteDoclingConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

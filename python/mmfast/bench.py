@@ -91,6 +91,11 @@ MODELS = (
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    "deepseek-community/DeepSeek-OCR-2",
+    "CohereLabs/command-a-vision-07-2025",
+    "thisisiron/Ovis2-2B-hf",
+    "ibm-granite/granite-for-docling-500m",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

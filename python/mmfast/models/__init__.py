@@ -34,6 +34,11 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    mllama,
+    deepseek_ocr2,
+    cohere2_vision,
+    ovis2,
+    granite_docling,
 )
 
 # isort: on
@@ -48,7 +53,9 @@ from mmfast.models.base import (
     PatchGrid,
     TileGrid,
 )
+from mmfast.models.cohere2_vision import Cohere2VisionConfig
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.deepseek_ocr2 import DeepseekOcr2Config
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
@@ -59,6 +66,7 @@ from mmfast.models.geometry import (
 )
 from mmfast.models.glm4v import Glm4vConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.granite_docling import GraniteDoclingConfig
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config
 from mmfast.models.kimi_vl import KimiVLConfig
@@ -73,6 +81,8 @@ from mmfast.models.llama4 import (
 from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
+from mmfast.models.mllama import MllamaConfig
+from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
@@ -83,10 +93,13 @@ __all__ = [
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
     "ClipConfig",
+    "Cohere2VisionConfig",
     "CropBox",
+    "DeepseekOcr2Config",
     "Gemma3Config",
     "Glm4vConfig",
     "GotOcr2Config",
+    "GraniteDoclingConfig",
     "Idefics3Config",
     "ImagePlan",
     "KimiK25Config",
@@ -94,13 +107,17 @@ __all__ = [
     "Llama4Config",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
+    "MllamaConfig",
     "ModelConfig",
+    "Ovis2Config",
     "PaddleOCRVLConfig",
     "PatchGrid",
     "QwenVLConfig",
     "SiglipConfig",
     "TileGrid",
     "center_crop_box",
+    "cohere2_vision",
+    "deepseek_ocr2",
     "find_supported_resolutions",
     "gemma3",
     "get_best_fit",
@@ -112,6 +129,7 @@ __all__ = [
     "get_size_with_aspect_ratio",
     "glm4v",
     "got_ocr2",
+    "granite_docling",
     "idefics3",
     "kimi_k25",
     "kimi_vl",
@@ -120,6 +138,8 @@ __all__ = [
     "llava_next",
     "llava_onevision",
     "load_config",
+    "mllama",
+    "ovis2",
     "paddleocr_vl",
     "qwen2_vl",
     "qwen3_vl",
