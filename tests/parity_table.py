@@ -642,6 +642,202 @@ TABLE += [
 ]
 
 
+def placeholder_tokens(
+    processor: str, pattern: str, inputs: Callable[[Outputs], dict[str, Any]], **attributes: Any
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """The tokens of the placeholder a processor's ``replace_image_token`` (``module.Class``
+    under ``transformers.models``) writes for the image, run on a stand-in holding the
+    attributes it reads, counted as the matches of ``pattern`` (one token each: the
+    checkpoints' tokenizers hold every tag as a special token). An attribute given as a
+    callable is computed from the row's overrides."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        values = {k: v(overrides) if callable(v) else v for k, v in attributes.items()}
+        text = cls.replace_image_token(SimpleNamespace(**values), inputs(out), 0)
+        return len(re.findall(pattern, text))
+
+    return count
+
+
+def setting(model_id: str, name: str) -> Callable[[dict[str, Any]], Any]:
+    """A setting of the built-in as an override may change it."""
+    return lambda overrides: overrides.get(name, builtin_dict(model_id)[name])
+
+
+MLLAMA = "meta-llama/Llama-3.2-11B-Vision-Instruct"
+DEEPSEEK_OCR2 = "deepseek-community/DeepSeek-OCR-2"
+GRANITE_DOCLING = "ibm-granite/granite-for-docling-500m"
+TABLE += [
+    Row(
+        MLLAMA,
+        # MllamaProcessor keeps the one <|image|> token (the model attends by cross-attention).
+        placeholder_tokens(
+            "mllama.processing_mllama.MllamaProcessor",
+            r"<\|image\|>",
+            lambda out: {},
+            image_token="<|image|>",
+        ),
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"do_rescale": False}),
+            Override({"max_image_tiles": 2}),
+            Override({"max_image_tiles": 6}),
+            Override({"size": {"height": 64, "width": 64}}),
+            Override({"size": {"height": 224, "width": 224}, "resample": 3}),
+            Override({"resample": 0}),
+            Override({"resample": 1}),
+        ),
+    ),
+    Row("meta-llama/Llama-3.2-11B-Vision", lambda out, overrides: 1),
+    Row(
+        DEEPSEEK_OCR2,
+        placeholder_tokens(
+            "deepseek_ocr2.processing_deepseek_ocr2.DeepseekOcr2Processor",
+            "<image>",
+            lambda out: {"num_local_patches": out["num_local_patches"]},
+            image_processor=lambda overrides: SimpleNamespace(
+                size=setting(DEEPSEEK_OCR2, "size")(overrides),
+                tile_size=setting(DEEPSEEK_OCR2, "tile_size")(overrides),
+            ),
+            patch_size=16,
+            downsample_ratio=4,
+            image_token="<image>",
+        ),
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"do_rescale": False}),
+            Override({"tile_size": 128}),
+            Override({"tile_size": 64, "min_patches": 1, "max_patches": 9}),
+            Override({"tile_size": 128, "crop_to_patches": False}),
+            Override({"crop_to_patches": False}),
+            Override({"background_color": [255, 0, 10], "size": {"height": 640, "width": 640}}),
+            Override({"background_color": 200}),
+            Override({"resample": 2}),
+            Override({"resample": 0, "tile_size": 100}),
+        ),
+    ),
+    Row(
+        "CohereLabs/command-a-vision-07-2025",
+        placeholder_tokens(
+            "cohere2_vision.processing_cohere2_vision.Cohere2VisionProcessor",
+            r"<\|[A-Z_]+\|>",
+            lambda out: {"num_patches": out["num_patches"]},
+            patch_size=16,
+            boi_token="<|START_OF_IMG|>",
+            eoi_token="<|END_OF_IMG|>",
+            image_token="<|IMG_PATCH|>",
+            img_line_break_token="<|IMG_LINE_BREAK|>",
+        ),
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"do_rescale": False}),
+            Override({"crop_to_patches": False}),
+            Override({"crop_to_patches": False, "size": {"shortest_edge": 100}}),
+            Override({"crop_to_patches": False, "do_resize": False}),
+            Override({"max_patches": 3}),
+            Override({"size": {"height": 64, "width": 96}}),
+            Override({"size": {"height": 48, "width": 48}, "max_patches": 30}),
+            Override({"resample": 1}),
+            Override({"resample": 2}),
+        ),
+    ),
+    *(
+        Row(
+            model_id,
+            placeholder_tokens(
+                "ovis2.processing_ovis2.Ovis2Processor",
+                "<[^>]+>",
+                lambda out: {"grids": out["grids"]},
+                image_seq_length=256,
+            ),
+            overrides,
+        )
+        for model_id, overrides in [
+            (
+                "thisisiron/Ovis2-2B-hf",
+                (
+                    *COMMON,
+                    BOTH_OFF,
+                    Override({"do_rescale": False}),
+                    Override({"crop_to_patches": False}),
+                    Override({"use_covering_area_grid": False}),
+                    Override({"size": {"height": 64, "width": 64}}),
+                    Override({"size": {"height": 40, "width": 56}, "max_patches": 20}),
+                    Override(
+                        {
+                            "size": {"height": 64, "width": 64},
+                            "min_patches": 3,
+                            "max_patches": 6,
+                            "use_covering_area_grid": False,
+                        }
+                    ),
+                    Override({"size": {"height": 64, "width": 64}, "max_patches": 1}),
+                    Override({"do_center_crop": True, "crop_size": {"height": 201, "width": 333}}),
+                    Override({"do_center_crop": True, "crop_size": {"height": 461, "width": 447}}),
+                    Override({"do_resize": False}),
+                    Override({"do_resize": False, "crop_to_patches": False}),
+                    Override({"crop_to_patches": False, "size": {"shortest_edge": 100}}),
+                    Override({"resample": 2}),
+                ),
+            ),
+            ("thisisiron/Ovis2-1B-hf", ()),
+        ]
+    ),
+    Row(
+        GRANITE_DOCLING,
+        placeholder_tokens(
+            "granite_docling.processing_granite_docling.GraniteDoclingProcessor",
+            # Each tag and each run of newlines one token, as Idefics3's tokenizer reads them.
+            r"<[^>]+>|\n+",
+            lambda out: {
+                "rows": out["rows"],
+                "cols": out["cols"],
+                **({"tile_fine_mask": None} if "tile_fine_mask" in out else {}),
+            },
+            image_seq_len=64,
+            image_token="<image>",
+            fake_image_token="<fake_token_around_image>",
+            global_image_tag="<global-img>",
+        ),
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"do_rescale": False}),
+            Override({"crop_to_patches": False}),
+            Override({"size": {"height": 64, "width": 64}}),
+            Override({"size": {"height": 64, "width": 64}, "max_patches": 6}),
+            Override({"size": {"height": 64, "width": 64}, "min_patches": 4, "max_patches": 3}),
+            Override({"size": {"height": 32, "width": 48}, "min_patches": 5}),
+            Override({"fine_route": True}),
+            Override(
+                {
+                    "size": {"height": 64, "width": 64},
+                    "max_patches": 4,
+                    "dense_max_patches": 12,
+                    "dense_max_scale": 1.5,
+                    "dense_min_aspect": 1.2,
+                }
+            ),
+            Override(
+                {
+                    "size": {"height": 64, "width": 64},
+                    "max_patches": 4,
+                    "dense_max_patches": 12,
+                    "dense_min_aspect": 1.2,
+                    "dense_max_aspect": 5.0,
+                }
+            ),
+            Override({"resample": 2}),
+        ),
+    ),
+]
+
+
 def tv_overrides(row: Row) -> Sequence[Override]:
     """The overrides the torchvision class is tried with."""
     return row.tv_overrides if row.tv_overrides is not None else row.overrides

@@ -357,14 +357,24 @@ NESTED_MODELS = [
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "OpenGVLab/InternVL3-8B-hf",
     "Qwen/Qwen2.5-Omni-7B",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    "ibm-granite/granite-for-docling-500m",
+    "deepseek-community/DeepSeek-OCR-2",
 ]
+# Models whose samples are stacked, so that a sample may be empty (a text-only prompt).
+STACKED_SAMPLES = (
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "HuggingFaceM4/Idefics3-8B-Llama3",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    "ibm-granite/granite-for-docling-500m",
+)
 
 
 @pytest.mark.parametrize("model_id", NESTED_MODELS)
 def test_samples_nest_like_hf(model_id: str) -> None:
     """A nested list is one list of images per prompt: OneVision pads a multi-image prompt's
-    images to squares, Idefics3/SmolVLM stack prompts padded to the longest (an empty prompt
-    is all padding), the others flatten the nesting."""
+    images to squares, Idefics3/SmolVLM, Mllama and Granite for Docling stack prompts padded
+    to the longest (an empty prompt is all padding), the others flatten the nesting."""
     pil = [
         Image.fromarray(make_image("noise" if i % 2 else "smooth", h, w, i))
         for i, (h, w) in enumerate([(300, 200), (64, 90), (100, 900), (500, 500)])
@@ -372,8 +382,8 @@ def test_samples_nest_like_hf(model_id: str) -> None:
     reference = hf_reference(model_id)
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     layouts: list[list[Any]] = [[pil[:2], pil[2:3]], [pil[:1], pil[1:4]], [pil[:1]]]
-    if model_id in ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "HuggingFaceM4/Idefics3-8B-Llama3"):
-        layouts.append([[], pil[1:3]])
+    if model_id in STACKED_SAMPLES:
+        layouts += [[[], pil[1:3]], [pil[1:3], []], [pil[:1], [], pil[1:2]]]
     for samples in layouts:
         assert_same_outputs(proc(samples), reference(samples, {}))
     with pytest.raises(MmfastError, match="mix of both"):
@@ -554,3 +564,45 @@ def test_model_types_count_as_their_processors(
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
     proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
     assert proc.num_image_tokens(400, 900) == want
+
+
+MLLAMA = "meta-llama/Llama-3.2-11B-Vision-Instruct"
+DEEPSEEK_OCR2 = "deepseek-community/DeepSeek-OCR-2"
+
+
+@pytest.mark.parametrize(
+    ("model_id", "overrides"),
+    [
+        (MLLAMA, {"size": {"height": 300, "width": 200}}),
+        (MLLAMA, {"size": {"shortest_edge": 300}}),
+        (MLLAMA, {"do_pad": False}),
+        (MLLAMA, {"do_resize": False}),
+        (MLLAMA, {"max_image_tiles": 0}),
+    ],
+)
+def test_tiled_refusals_follow_hf(model_id: str, overrides: dict[str, Any]) -> None:
+    """Settings transformers' class refuses when it is built (ValueError): refused by name."""
+    with pytest.raises(ValueError):
+        hf_class(model_id).from_dict(builtin_dict(model_id) | overrides)
+    with pytest.raises(MmfastError, match=next(iter(overrides))):
+        mmfast.ImageProcessor.from_pretrained(model_id, **overrides)
+
+
+def test_deepseek_ocr2_global_view_of_nothing() -> None:
+    """A strip whose short side rounds to 0 in the global view: transformers' ValueError."""
+    strip = Image.fromarray(smooth(1, 2100, 1))
+    row = next(r for r in PIL_TABLE if r.model_id == DEEPSEEK_OCR2)
+    check(row, [strip], [strip], Override({}))
+    with pytest.raises(MmfastError, match="global view resizes to 0x1024"):
+        mmfast.ImageProcessor.from_pretrained(DEEPSEEK_OCR2)(strip)
+
+
+def test_deepseek_ocr2_pads_with_a_calls_background_color() -> None:
+    """The PIL class paints its padding with a call's background_color."""
+    image = Image.fromarray(noise(300, 200, 1))
+    hf = hf_class(DEEPSEEK_OCR2).from_dict(builtin_dict(DEEPSEEK_OCR2))
+    want = hf([image], return_tensors="np", background_color=[9, 200, 30])
+    proc = mmfast.ImageProcessor.from_pretrained(DEEPSEEK_OCR2)
+    got = proc(image, background_color=[9, 200, 30])
+    assert_same_outputs(got, want)
+    assert not np.array_equal(got.pixel_values, proc(image).pixel_values)

@@ -68,6 +68,8 @@ SPECIAL_TOKENS = (
     "<|end_of_image|>", "<|IMAGE_PLACEHOLDER|>", "<|IMAGE_START|>", "<|IMAGE_END|>",
     "<|begin_of_video|>", "<|end_of_video|>", "<|image>", "<image|>", "<|video|>", "<|audio>",
     "<|audio|>", "<audio|>",
+    "<|python_tag|>", "<IMG_ATOM>", "<IMG_START>", "<IMG_GRID>", "<IMG_COL>", "<IMG_ROW>",
+    "<IMG_END>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -159,6 +161,27 @@ PROCESSOR_CASES = [
         torchvision=True,
     ),
     Case("LiquidAI/LFM2-VL-1.6B", torchvision=True),
+    # MllamaProcessor keeps one <|image|> per image (cross-attention): nothing to expand.
+    Case(
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "<|image|> describe this image",
+        image_token=None,
+    ),
+    Case("deepseek-community/DeepSeek-OCR-2"),
+    Case(
+        "CohereLabs/command-a-vision-07-2025",
+        "<|IMG_PATCH|> describe this image",
+        {
+            "boi_token": "<|START_OF_IMG|>",
+            "eoi_token": "<|END_OF_IMG|>",
+            "image_token": "<|IMG_PATCH|>",
+            "img_line_break_token": "<|IMG_LINE_BREAK|>",
+        },
+        image_token="<|IMG_PATCH|>",
+        torchvision=True,
+    ),
+    Case("thisisiron/Ovis2-2B-hf", image_token="<IMG_ATOM>"),
+    Case("ibm-granite/granite-for-docling-500m"),
 ]
 
 
@@ -387,6 +410,38 @@ def test_concurrent_calls_match_transformers(tmp_path: Path, mmfast_calls: list[
     for batch, result in zip(batches, got, strict=True):
         assert_same(result, plain(batch, return_tensors="np"))
     assert len(mmfast_calls) == len(batches)
+
+
+TILED_BATCHES = [
+    # Local tiles in one image of two: pixel_values_local, a list with return_tensors=None.
+    ("deepseek-community/DeepSeek-OCR-2", [pil(900, 500, 1), pil(300, 200, 2)], {}),
+    # A call's background colour: the PIL class paints with it, the torchvision class not.
+    ("deepseek-community/DeepSeek-OCR-2", [pil(300, 200, 2)], {"background_color": [9, 200, 30]}),
+    # Samples padded to the most images and tiles, an empty one included.
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", [[pil(300, 500, 1), pil(90, 60, 2)], []], {}),
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", [[pil(300, 500, 1)], [pil(9, 60, 2)]], {}),
+    ("ibm-granite/granite-for-docling-500m", [[pil(700, 500, 1), pil(90, 60, 2)], []], {}),
+    ("thisisiron/Ovis2-2B-hf", [pil(700, 500, 1), pil(90, 60, 2)], {}),
+]
+
+
+@pytest.mark.parametrize(("model_id", "images", "kwargs"), TILED_BATCHES)
+@pytest.mark.parametrize("tensors", [*TENSORS, None])
+def test_tiled_batches(
+    model_id: str,
+    images: Any,
+    kwargs: dict[str, Any],
+    tensors: str | None,
+    tmp_path: Path,
+    mmfast_calls: list[int],
+) -> None:
+    """Outputs HF leaves out of some batches, nested samples and a call's settings that one
+    class reads and the other ignores: transformers' outputs, computed by mmfast."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    want = plain(images, return_tensors=tensors, **kwargs)
+    got = backed(images, return_tensors=tensors, **kwargs)
+    assert_same(dict(got), dict(want))
+    assert len(mmfast_calls) == 1
 
 
 IDEFICS3 = ["HuggingFaceM4/Idefics3-8B-Llama3", "HuggingFaceTB/SmolVLM-Instruct"]

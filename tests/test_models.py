@@ -611,6 +611,13 @@ def test_supported_models_load() -> None:
         "google/gemma-4-31B-it": models.Gemma4Config,
         "google/gemma-4-12B-it": models.Gemma4UnifiedConfig,
         "LiquidAI/LFM2-VL-1.6B": models.Lfm2VlConfig,
+        "meta-llama/Llama-3.2-11B-Vision-Instruct": models.MllamaConfig,
+        "meta-llama/Llama-3.2-11B-Vision": models.MllamaConfig,
+        "deepseek-community/DeepSeek-OCR-2": models.DeepseekOcr2Config,
+        "CohereLabs/command-a-vision-07-2025": models.Cohere2VisionConfig,
+        "thisisiron/Ovis2-2B-hf": models.Ovis2Config,
+        "thisisiron/Ovis2-1B-hf": models.Ovis2Config,
+        "ibm-granite/granite-for-docling-500m": models.GraniteDoclingConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

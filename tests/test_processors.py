@@ -905,10 +905,13 @@ def test_output_dtypes(model_id: str) -> None:
     images = [image for image in images if takes(proc, image)]
     assert len(images) >= 2
     want = proc(images, dtype="float32")
+    # DeepSeek-OCR-2's local tiles are pixels too (the 1000-pixel side gives tiles).
+    pixels = ["pixel_values", *(k for k in proc.config.extra_pixel_outputs if k in want)]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
         got = proc(images, dtype=dtype)
-        assert got.pixel_values.dtype == numpy_dtype
-        assert same_bits(got.pixel_values, want.pixel_values.astype(numpy_dtype))
+        for key in pixels:
+            assert got[key].dtype == numpy_dtype
+            assert same_bits(got[key], want[key].astype(numpy_dtype))
         assert list(got) == list(want)
     if not proc.config.raw_pixels:
         with pytest.raises(MmfastError, match="dtype: 'uint8' cannot give"):
@@ -924,8 +927,10 @@ def test_output_dtypes(model_id: str) -> None:
         channels_last=proc.config.channels_last,
     )
     assert same_bits(back, want.pixel_values)
+    for key in pixels[1:]:
+        assert same_bits(reference.normalize_uint8(raw[key], raw.pixel_lut), want[key])
     for key in want:
-        if key != "pixel_values":
+        if key not in pixels:
             assert_same_outputs({key: raw[key]}, {key: want[key]})
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SHARED, assert_same_outputs, make_image, same_bits
+from conftest import SHARED, assert_same_outputs, builtin_dict, make_image, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from parity_table import TABLE, Row, tv_overrides
@@ -205,3 +205,21 @@ def test_random_videos_match_transformers(
     model_id: str, frames: int, height: int, width: int, rate: float, options: dict[str, Any]
 ) -> None:
     compare_video_live(VideoCase(model_id, frames, height, width, rate, options))
+
+
+def test_deepseek_ocr2_keeps_its_background_color_over_a_calls() -> None:
+    """transformers' torchvision DeepseekOcr2ImageProcessor pads with its own
+    background_color whatever a call passes (its PIL class takes the call's)."""
+    pytest.importorskip("torchvision")
+    from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import (
+        DeepseekOcr2ImageProcessor,
+    )
+
+    model_id = "deepseek-community/DeepSeek-OCR-2"
+    image = Image.fromarray(make_image("noise", 300, 200, 1))
+    hf = DeepseekOcr2ImageProcessor.from_dict(builtin_dict(model_id))
+    want = hf([image], return_tensors="pt", background_color=[9, 200, 30])
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision")
+    got = proc(image, background_color=[9, 200, 30])
+    assert_same_outputs(got, {k: v.numpy() for k, v in want.items()})
+    assert same_bits(got.pixel_values, proc(image).pixel_values)

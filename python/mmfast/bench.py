@@ -107,6 +107,11 @@ MODELS = (
     "google/siglip2-base-patch16-naflex",
     "LiquidAI/LFM2-VL-1.6B",
     "google/gemma-4-12B-it",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    "deepseek-community/DeepSeek-OCR-2",
+    "CohereLabs/command-a-vision-07-2025",
+    "thisisiron/Ovis2-2B-hf",
+    "ibm-granite/granite-for-docling-500m",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -500,8 +500,10 @@ def merge_batches(
     uint8 table kept once. With the "strip" layout (MiniCPM-V) ``pixel_values`` is one strip
     for all images, as one call would give it: joined along its last axis."""
     merged: dict[str, np.ndarray] = {}
-    for key in batches[0]:
-        parts = [batch[key] for batch in batches]
+    # Every batch's keys in order: an output HF leaves out of a batch (DeepSeek-OCR-2's local
+    # tiles where no image has any) joins from the batches that have it.
+    for key in dict.fromkeys(key for batch in batches for key in batch):
+        parts = [batch[key] for batch in batches if key in batch]
         if key == "pixel_lut":
             merged[key] = parts[0]
             continue

@@ -364,7 +364,7 @@ def __getattr__(name: str) -> type:
 def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """The call on mmfast, as transformers' ``BatchFeature``; raises :class:`_Fallback`."""
     hf_class = type(processor)._mmfast_hf_class
-    family = _supported()[hf_class.__name__][0]
+    family, _, backend = _supported()[hf_class.__name__]
     # LLaVA-OneVision's preprocess passes the images it counted per sample; mmfast counts too.
     counts = args[0] if len(args) == 1 and family.name == "llava_onevision" else None
     if args and counts is None:
@@ -376,6 +376,9 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     if not on_cpu and cuda_policy() == "transformers":
         raise _Fallback("device", f"device={device!r} (see {CUDA_ENV_VAR})")
     inputs = _inputs(processor, images, kwargs, counts)
+    if backend == "torchvision":
+        # Settings the class reads from the instance, whatever the call merged in.
+        kwargs = {**kwargs, **{n: getattr(processor, n) for n in family.instance_settings}}
     settings = _settings(hf_class, family, kwargs)
     proc = _processor(hf_class, settings)
     # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
@@ -471,6 +474,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
     :attr:`~mmfast.models.base.ModelConfig.unbatched`)."""
     data: dict[str, Any] = dict(outputs)
     for key, kind in config.unbatched.items():
+        if key not in data:  # an output HF leaves out of this batch (pixel_values_local)
+            continue
         value = data[key]
         if kind == "rows":
             data[key] = list(value)

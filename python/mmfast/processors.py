@@ -756,6 +756,7 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
     jobs: list[tuple[Any, ...]] = []
     sizes: list[tuple[int, int]] = []
     for view in plan.views:
+        offset = offset if view.at is None else view.at
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         source = None if view.source is None else first + view.source
         job, length = view_job(index, view, size, offset, source)
@@ -885,8 +886,7 @@ def run_plans(
     for i, plan in enumerate(plans):
         jobs += native_jobs(i, plan, offsets[i], len(jobs))
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
-    outputs.update(config.batch_outputs(plans, sample_sizes))
+    outputs = config.outputs(out if view is None else out.view(view), plans, sample_sizes)
     if lut is not None:
         outputs["pixel_lut"] = lut
         mask = config.rows_mask(shape, offsets, plans)

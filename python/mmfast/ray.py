@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from numpy.typing import NDArray
 
 from mmfast.cli import BF16_SUFFIX, image_files, npz_arrays
 from mmfast.errors import MmfastError
-from mmfast.models import ImagePlan, ModelConfig
+from mmfast.models import ImagePlan
 from mmfast.processors import (
     ON_ERROR,
     BatchInput,
@@ -74,12 +75,14 @@ class Preprocess:
     holds paths, which stay to name the rows; every other column passes through. Each row
     holds its image's part of the batch: what ``proc([[image]])`` returns, without the leading
     batch axis. Where the model concatenates the images' rows (Qwen, GLM, PaddleOCR, Kimi,
-    InternVL, Aya, Gemma 3, Llama 4, LFM2-VL) a row's ``pixel_values`` are its own patches,
-    tiles or crops (and LFM2-VL's per-crop masks and shapes its crops'); MiniCPM-V's one
-    strip for the batch is cut into each image's part (with its ``target_sizes`` rows);
-    zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and
-    SmolVLM) lose their padding. A bfloat16 output is stored as its uint16 bits under
-    ``"<name>.bfloat16_bits"``, as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
+    InternVL, Aya, Gemma 3, Llama 4, LFM2-VL, Command A Vision, Ovis2) a row's
+    ``pixel_values`` are its own patches, tiles or crops (and LFM2-VL's per-crop masks and
+    shapes its crops'), DeepSeek-OCR-2's ``pixel_values_local`` its own tiles; MiniCPM-V's
+    one strip for the batch is cut into each image's part (with its ``target_sizes`` rows);
+    zero-padded layouts (LLaVA-NeXT and OneVision, Idefics3 and SmolVLM, Granite for Docling)
+    lose their padding (Llama 3.2 Vision keeps HF's own padding to ``max_image_tiles``). A
+    bfloat16 output is stored as its uint16 bits under ``"<name>.bfloat16_bits"``,
+    as Arrow has no bfloat16: ``bits.view(ml_dtypes.bfloat16)`` or
     ``torch.from_numpy(bits).view(torch.bfloat16)`` turns it back. With ``dtype="uint8"``
     every row carries the (3, 256) ``pixel_lut``.
 
@@ -169,10 +172,10 @@ class Preprocess:
         """The images' outputs in one native call, split per image (:func:`split_rows`)."""
         config = self.processor.config
         # Outputs of different shapes (do_resize=False, say) cannot share a stacked batch, and
-        # a family that shapes each image by the others (finish_batch: a canvas as large as
-        # the largest) must see each image alone: a row is that image's own output.
+        # a family that shapes each image by the others (a canvas as large as the largest)
+        # must see each image alone: a row is that image's own output.
         ragged = len({p.output_shapes["pixel_values"] for p in plans}) > 1
-        alone = type(config).finish_batch is not ModelConfig.finish_batch
+        alone = config.batch_shapes_images
         if len(plans) > 1 and (alone or (config.layout() == "stack" and ragged)):
             parts = [self._run([i], [p]) for i, p in zip(inputs, plans, strict=True)]
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
@@ -180,7 +183,9 @@ class Preprocess:
         # A strip (MiniCPM-V) is cut along its last axis, the images' strip lengths.
         axis = -1 if config.layout() == "strip" else 0
         rows = [plan.output_shapes["pixel_values"][axis] for plan in plans]
-        return split_rows(feature, rows, config.layout(), config.entry_keys)
+        return split_rows(
+            feature, rows, config.layout(), config.entry_keys, config.extra_pixel_outputs
+        )
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -197,6 +202,7 @@ def split_rows(
     rows: Sequence[int],
     layout: str,
     entry_keys: frozenset[str] = frozenset(),
+    extra: Mapping[str, str] = MappingProxyType({}),
 ) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
@@ -208,7 +214,10 @@ def split_rows(
     (MiniCPM-V) cuts the one strip into each image's (3, patch_size, length) and
     ``target_sizes`` into each image's views (``num_patches_per_image``); padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
-    keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
+    keys in ``PADDED_KEYS``; the pixel arrays in ``extra``
+    (:attr:`ModelConfig.extra_pixel_outputs`) are cut at the counts their output names (an
+    image without rows gets an empty array; a batch without any has no such column); every
+    other output already has an entry per image along its first
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
     (:func:`mmfast.cli.npz_arrays`: Idefics3's nested ``rows`` and ``cols`` lists become int64
     arrays, bfloat16 becomes uint16 bits under ``BF16_SUFFIX``). A column whose entries share
@@ -226,6 +235,8 @@ def split_rows(
         elif name == "target_sizes" and layout == "strip":
             views = np.asarray(outputs["num_patches_per_image"])
             columns[key] = np.split(value, np.cumsum(views)[:-1])
+        elif name in extra:
+            columns[key] = np.split(value, np.cumsum(np.asarray(outputs[extra[name]]))[:-1])
         elif name in PADDED_KEYS and layout in PADDED_LAYOUTS and min(rows) < value.shape[1]:
             columns[key] = [v[:n] for v, n in zip(value, rows, strict=True)]
         else:

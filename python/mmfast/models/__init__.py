@@ -49,6 +49,11 @@ from mmfast.models import (
     gemma4,
     gemma4_unified,
     lfm2_vl,
+    mllama,
+    deepseek_ocr2,
+    cohere2_vision,
+    ovis2,
+    granite_docling,
 )
 
 # isort: on
@@ -63,7 +68,9 @@ from mmfast.models.base import (
     PatchGrid,
     TileGrid,
 )
+from mmfast.models.cohere2_vision import Cohere2VisionConfig
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.deepseek_ocr2 import DeepseekOcr2Config
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
@@ -81,6 +88,7 @@ from mmfast.models.glm5_next import Glm5NextConfig
 from mmfast.models.glm_image import GlmImageConfig
 from mmfast.models.glmga import GlmgaConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.granite_docling import GraniteDoclingConfig
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
@@ -100,6 +108,8 @@ from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
 from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
+from mmfast.models.mllama import MllamaConfig
+from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
@@ -113,7 +123,9 @@ __all__ = [
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
     "ClipConfig",
+    "Cohere2VisionConfig",
     "CropBox",
+    "DeepseekOcr2Config",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
     "Gemma3Config",
@@ -124,6 +136,7 @@ __all__ = [
     "GlmImageConfig",
     "GlmgaConfig",
     "GotOcr2Config",
+    "GraniteDoclingConfig",
     "HunYuanVLConfig",
     "Idefics2Config",
     "Idefics3Config",
@@ -137,7 +150,9 @@ __all__ = [
     "LlavaOnevisionConfig",
     "MiniCPMOcrConfig",
     "MiniCPMV4_6Config",
+    "MllamaConfig",
     "ModelConfig",
+    "Ovis2Config",
     "PaddleOCRVLConfig",
     "PatchGrid",
     "PixtralConfig",
@@ -147,6 +162,8 @@ __all__ = [
     "TileGrid",
     "VideoLlama3Config",
     "center_crop_box",
+    "cohere2_vision",
+    "deepseek_ocr2",
     "emu3",
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
@@ -165,6 +182,7 @@ __all__ = [
     "glm_image",
     "glmga",
     "got_ocr2",
+    "granite_docling",
     "hunyuan_vl",
     "idefics2",
     "idefics3",
@@ -178,6 +196,8 @@ __all__ = [
     "load_config",
     "minicpm_ocr",
     "minicpmv4_6",
+    "mllama",
+    "ovis2",
     "paddleocr_vl",
     "pixtral",
     "qwen2_vl",

@@ -221,7 +221,10 @@ class View:
     normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
     canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
     share). ``out=None``: the view only feeds later views. ``table`` picks the config's
-    normalisation table for the view's values (families with one table use 0).
+    normalisation table for the view's values (families with one table use 0). ``at``, where
+    a family's :meth:`ModelConfig.finish_batch` sets it, places the view's values at that
+    index of the batch's output buffer instead (the next view's follow them): how one image
+    writes into several of HF's pixel arrays (see :meth:`ModelConfig.outputs`).
     """
 
     resize: Resize | None = None
@@ -230,6 +233,7 @@ class View:
     crop: CropBox | None = None
     pad: Pad | None = None
     table: int = 0
+    at: int | None = None
 
     @property
     def windows(self) -> tuple[CropBox, ...]:
@@ -453,6 +457,9 @@ class ModelConfig:
     # give the outputs: False where an image's output holds zeros written after normalising
     # (canvases), which no byte maps to.
     raw_pixels: ClassVar[bool] = True
+    # Whether an image's outputs depend on the other images of its batch (finish_batch pads
+    # every image to the batch's largest canvas: Pixtral, Idefics2, Emu3).
+    batch_shapes_images: ClassVar[bool] = False
     # Whether pixel_values' rows are channel-last patches ((y, x, c): Gemma 4, SigLIP 2,
     # LFM2-VL), which normalize_uint8 is told.
     channels_last: ClassVar[bool] = False
@@ -460,6 +467,11 @@ class ModelConfig:
     # layout concatenates (LFM2-VL's per-crop pixel_attention_mask and spatial_shapes):
     # an image's part of them is cut where its pixel_values are (mmfast.ray).
     entry_keys: ClassVar[frozenset[str]] = frozenset()
+    # Pixel arrays besides pixel_values (values from the same tables, so a call's ``dtype``
+    # applies to them too), by name -> the output counting each image's rows in it: the
+    # images' rows joined along the first axis. HF leaves such an array out of a batch
+    # where no image has rows (DeepSeek-OCR-2's pixel_values_local).
+    extra_pixel_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     @property
     def pil_convert(self) -> str:
@@ -523,19 +535,31 @@ class ModelConfig:
     def rows_mask(
         self, shape: tuple[int, ...], offsets: Sequence[int], plans: Sequence[ImagePlan]
     ) -> NDArray[np.bool_] | None:
-        """``pixel_rows_mask`` of a uint8 output: (shape[0], shape[1]) True where the batch
-        (of :meth:`batch_shape`'s ``shape`` and ``offsets``) holds an image's row, False on
-        zero padding, which :func:`mmfast.reference.normalize_uint8` turns into 0.0; None when
-        nothing is padded. By default the padded layouts': each image writes its output's
-        first axis, in rows of ``prod(shape[2:])`` values, from its first value."""
+        """``pixel_rows_mask`` of a uint8 output: True where the batch (of
+        :meth:`batch_shape`'s ``shape`` and ``offsets``) holds an image's row, False on zero
+        padding, which :func:`mmfast.reference.normalize_uint8` turns into 0.0; None when
+        nothing is padded. By default the padded layouts': the axes before the images' row
+        shape, (batch, rows), or (batch, images, rows) where images are padded within samples
+        (Mllama's tiles); each image writes its output's first axis from its first value."""
         if self.layout() not in ("pad_images", "pad_samples"):
             return None
-        row = math.prod(shape[2:])
-        mask = np.zeros(shape[:2], bool).reshape(-1)
+        lead = len(shape) - len(plans[0].output_shapes["pixel_values"]) + 1
+        row = math.prod(shape[lead:])
+        mask = np.zeros(shape[:lead], bool).reshape(-1)
         for offset, plan in zip(offsets, plans, strict=True):
             first = offset // row
             mask[first : first + plan.output_shapes["pixel_values"][0]] = True
-        return mask.reshape(shape[:2])
+        return mask.reshape(shape[:lead])
+
+    def outputs(
+        self, pixels: NDArray[Any], plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, Any]:
+        """Every output in HF's key order, ``pixels`` being the engine's output buffer
+        (:meth:`batch_shape`): by default the pixels (:attr:`output_key`) then
+        :meth:`batch_outputs`. A
+        family whose images fill several pixel arrays (:attr:`extra_pixel_outputs`) cuts the
+        buffer into them here, as views of it (no copy)."""
+        return {self.output_key: pixels, **self.batch_outputs(plans, sample_sizes)}
 
 
 @dataclass(frozen=True)

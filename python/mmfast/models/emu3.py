@@ -134,6 +134,7 @@ class Emu3Config(ModelConfig):
     backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "stack"
+    batch_shapes_images: ClassVar[bool] = True
 
     @property
     def raw_pixels(self) -> bool:  # type: ignore[override]

@@ -110,6 +110,7 @@ class Idefics2Config(ModelConfig):
     backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "pad_samples"
+    batch_shapes_images: ClassVar[bool] = True
 
     @property
     def raw_pixels(self) -> bool:  # type: ignore[override]

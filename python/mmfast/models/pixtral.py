@@ -110,6 +110,7 @@ class PixtralConfig(ModelConfig):
     backend: str = field(default="pil", kw_only=True)
 
     batch_layout: ClassVar[str] = "stack"
+    batch_shapes_images: ClassVar[bool] = True
 
     @property
     def raw_pixels(self) -> bool:  # type: ignore[override]

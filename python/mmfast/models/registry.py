@@ -54,7 +54,9 @@ class Family:
     ``processor_classes``: HF processor class -> model type, for configs read without
     ``config.json``. ``call_settings(values, call)`` puts a call's keyword arguments over a
     config's values as transformers' ``preprocess`` puts them over the instance's attributes
-    (by default they replace the values they name).
+    (by default they replace the values they name). ``instance_settings``: settings the
+    torchvision class reads from its instance, ignoring a call's value (DeepSeek-OCR-2's
+    ``background_color``).
     """
 
     name: str
@@ -69,6 +71,7 @@ class Family:
     backends: tuple[str, ...] = ("pil", "torchvision")
     processor_classes: Mapping[str, str] = field(default_factory=dict)
     call_settings: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
+    instance_settings: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)
