@@ -442,10 +442,10 @@ class ModelConfig:
     flat_is_one_sample: ClassVar[bool] = False
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
-    # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
-    # ints or tuples of ints; "sizes", tuples from the PIL backend and ``torch.Size`` from
-    # torchvision (image shapes). The lists of these joined along the first axis are the
-    # arrays.
+    # first axis; "images", each image's rows; "ints", "tuples" and "lists", the entries as
+    # Python ints, tuples or lists of ints; "sizes", tuples from the PIL backend and
+    # ``torch.Size`` from torchvision (image shapes). The lists of these joined along the first
+    # axis are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
     output_key: ClassVar[str] = "pixel_values"
