@@ -861,3 +861,64 @@ TABLE += [
         pil_reference=refuses_channels_first_misread(hf_reference("BAAI/Emu3-Chat-hf")),
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# Smart-resize patch-row families of transformers 5.24: Apertus 1.5, Cohere North Micro Vision,
+# Cosmos3 Edge, Hy4, MiniMax-M3, Muse Glimmer. Token counts from each processor's
+# replace_image_token, run on a stand-in holding what it reads.
+
+
+def replaced_tokens(
+    processor: str, token: str, **attributes: Any
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """The ``token`` count in ``replace_image_token``'s string for the first image of the
+    outputs, the processor (``module.Class`` under ``transformers.models``) run on a stand-in
+    with ``attributes`` and an image processor holding the row's ``merge_size`` and
+    ``spatial_factor`` (the overrides', else 2 and 16)."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        image_processor = SimpleNamespace(
+            merge_size=overrides.get("merge_size", 2),
+            spatial_factor=overrides.get("spatial_factor", 16),
+        )
+        fake = SimpleNamespace(image_processor=image_processor, **attributes)
+        fake._num_frame_tokens = getattr(cls, "_num_frame_tokens", None)
+        return str(cls.replace_image_token(fake, dict(out), 0)).count(token)
+
+    return count
+
+
+APERTUS = "swiss-ai/Apertus-v1.5-8B"
+NORTH = "CohereLabs/North-Micro-Vision-Instruct"
+COSMOS3_EDGE = "nvidia/Cosmos3-Edge"
+HY4 = "tencent/Hy4"
+MINIMAX_M3 = "MiniMaxAI/MiniMax-M3"
+MUSE_GLIMMER = "meta-models/Muse-Glimmer-30B"
+TABLE += [
+    Row(
+        APERTUS,
+        replaced_tokens(
+            "apertus1p5.processing_apertus1p5.Apertus1p5Processor",
+            "<|image|>",
+            image_token="<|image|>",
+            eol_token="<|eol|>",
+            boi_token="<|boi|>",
+            eoi_token="<|eoi|>",
+            image_wrapper_token="<|wrap|>",
+        ),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"min_pixels": 64 * 64, "max_pixels": 200 * 200}}),
+            Override({"size": {"min_pixels": 300 * 300, "max_pixels": 600 * 600}}),
+            Override({"spatial_factor": 8}),
+            Override({"do_resize": False}),
+            Override({"do_pad": False}),
+            Override({"do_resize": False, "do_pad": False, "do_rescale": False}),
+        ),
+    ),
+]

@@ -103,6 +103,7 @@ MODELS = (
     "zai-org/GLM-GA",
     "openbmb/MiniCPM-V-4.6",
     "openbmb/MiniCPM-OCR-1.0",
+    "swiss-ai/Apertus-v1.5-8B",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -45,10 +45,12 @@ from mmfast.models import (
     glmga,
     minicpmv4_6,
     minicpm_ocr,
+    apertus1p5,
 )
 
 # isort: on
 from mmfast.models import registry
+from mmfast.models.apertus1p5 import Apertus1p5Config
 from mmfast.models.base import (
     BICUBIC,
     BILINEAR,
@@ -104,6 +106,7 @@ __all__ = [
     "BILINEAR",
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
+    "Apertus1p5Config",
     "ClipConfig",
     "CropBox",
     "Emu3Config",
@@ -134,6 +137,7 @@ __all__ = [
     "SiglipConfig",
     "TileGrid",
     "VideoLlama3Config",
+    "apertus1p5",
     "center_crop_box",
     "emu3",
     "ernie4_5_vl_moe",
