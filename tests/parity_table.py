@@ -921,4 +921,19 @@ TABLE += [
             Override({"do_resize": False, "do_pad": False, "do_rescale": False}),
         ),
     ),
+    Row(
+        NORTH,
+        merged_tokens(2),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"max_pixels": 32 * 32 * 64}),
+            Override({"min_pixels": 32 * 32 * 400, "max_pixels": 32 * 32 * 900}),
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"patch_size": 14}),
+            Override({"temporal_patch_size": 1}),
+            Override({"do_resize": False}),
+        ),
+    ),
 ]

@@ -104,6 +104,7 @@ MODELS = (
     "openbmb/MiniCPM-V-4.6",
     "openbmb/MiniCPM-OCR-1.0",
     "swiss-ai/Apertus-v1.5-8B",
+    "CohereLabs/North-Micro-Vision-Instruct",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

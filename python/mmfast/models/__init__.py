@@ -46,6 +46,7 @@ from mmfast.models import (
     minicpmv4_6,
     minicpm_ocr,
     apertus1p5,
+    cohere_compass,
 )
 
 # isort: on
@@ -61,6 +62,7 @@ from mmfast.models.base import (
     PatchGrid,
     TileGrid,
 )
+from mmfast.models.cohere_compass import CohereCompassConfig
 from mmfast.models.config import load_config, supported_models
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
@@ -108,6 +110,7 @@ __all__ = [
     "OPENAI_CLIP_STD",
     "Apertus1p5Config",
     "ClipConfig",
+    "CohereCompassConfig",
     "CropBox",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
@@ -139,6 +142,7 @@ __all__ = [
     "VideoLlama3Config",
     "apertus1p5",
     "center_crop_box",
+    "cohere_compass",
     "emu3",
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
