@@ -936,4 +936,17 @@ TABLE += [
             Override({"do_resize": False}),
         ),
     ),
+    Row(
+        COSMOS3_EDGE,
+        merged_tokens(2),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"shortest_edge": 32 * 32 * 10, "longest_edge": 32 * 32 * 90}}),
+            Override({"size": {"shortest_edge": 400 * 400, "longest_edge": 900 * 900}}),
+            Override({"patch_size": 14}),
+            Override({"do_resize": False}),
+        ),
+    ),
 ]

@@ -609,6 +609,7 @@ def test_supported_models_load() -> None:
         "openbmb/MiniCPM-OCR-1.0": models.MiniCPMOcrConfig,
         "swiss-ai/Apertus-v1.5-8B": models.Apertus1p5Config,
         "CohereLabs/North-Micro-Vision-Instruct": models.CohereCompassConfig,
+        "nvidia/Cosmos3-Edge": models.Cosmos3EdgeConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -105,6 +105,7 @@ MODELS = (
     "openbmb/MiniCPM-OCR-1.0",
     "swiss-ai/Apertus-v1.5-8B",
     "CohereLabs/North-Micro-Vision-Instruct",
+    "nvidia/Cosmos3-Edge",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -47,6 +47,7 @@ from mmfast.models import (
     minicpm_ocr,
     apertus1p5,
     cohere_compass,
+    cosmos3_edge,
 )
 
 # isort: on
@@ -64,6 +65,7 @@ from mmfast.models.base import (
 )
 from mmfast.models.cohere_compass import CohereCompassConfig
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.cosmos3_edge import Cosmos3EdgeConfig
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
@@ -111,6 +113,7 @@ __all__ = [
     "Apertus1p5Config",
     "ClipConfig",
     "CohereCompassConfig",
+    "Cosmos3EdgeConfig",
     "CropBox",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
@@ -143,6 +146,7 @@ __all__ = [
     "apertus1p5",
     "center_crop_box",
     "cohere_compass",
+    "cosmos3_edge",
     "emu3",
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
