@@ -949,4 +949,22 @@ TABLE += [
             Override({"do_resize": False}),
         ),
     ),
+    Row(
+        HY4,
+        replaced_tokens(
+            "hy_v4_vl.processing_hy_v4_vl.HYV4VLProcessor",
+            "<|image_pad|>",
+            image_token="<|image_pad|>",
+        ),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"max_pixels": 32 * 32 * 64}),
+            Override({"min_pixels": 32 * 32 * 400, "max_pixels": 32 * 32 * 900}),
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"patch_size": 14}),
+            Override({"temporal_patch_size": 2}),
+            Override({"do_resize": False}),
+        ),
+    ),
 ]

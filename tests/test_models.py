@@ -610,6 +610,7 @@ def test_supported_models_load() -> None:
         "swiss-ai/Apertus-v1.5-8B": models.Apertus1p5Config,
         "CohereLabs/North-Micro-Vision-Instruct": models.CohereCompassConfig,
         "nvidia/Cosmos3-Edge": models.Cosmos3EdgeConfig,
+        "tencent/Hy4": models.HYV4VLConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

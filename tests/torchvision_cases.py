@@ -211,6 +211,7 @@ VIDEO_MODELS = [
     "Qwen/Qwen3-VL-8B-Instruct",
     "CohereLabs/North-Micro-Vision-Instruct",
     "nvidia/Cosmos3-Edge",
+    "tencent/Hy4",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)

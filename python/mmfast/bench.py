@@ -106,6 +106,7 @@ MODELS = (
     "swiss-ai/Apertus-v1.5-8B",
     "CohereLabs/North-Micro-Vision-Instruct",
     "nvidia/Cosmos3-Edge",
+    "tencent/Hy4",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -48,6 +48,7 @@ from mmfast.models import (
     apertus1p5,
     cohere_compass,
     cosmos3_edge,
+    hy_v4_vl,
 )
 
 # isort: on
@@ -82,6 +83,7 @@ from mmfast.models.glm_image import GlmImageConfig
 from mmfast.models.glmga import GlmgaConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
+from mmfast.models.hy_v4_vl import HYV4VLConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
@@ -123,6 +125,7 @@ __all__ = [
     "GlmImageConfig",
     "GlmgaConfig",
     "GotOcr2Config",
+    "HYV4VLConfig",
     "HunYuanVLConfig",
     "Idefics2Config",
     "Idefics3Config",
@@ -164,6 +167,7 @@ __all__ = [
     "glmga",
     "got_ocr2",
     "hunyuan_vl",
+    "hy_v4_vl",
     "idefics2",
     "idefics3",
     "kimi_k25",
