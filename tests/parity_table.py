@@ -967,4 +967,27 @@ TABLE += [
             Override({"do_resize": False}),
         ),
     ),
+    Row(
+        MINIMAX_M3,
+        replaced_tokens(
+            "minimax_m3_vl.processing_minimax_m3_vl.MiniMaxM3VLProcessor",
+            "]<]image[>[",
+            IMAGE_TOKEN="]<]image[>[",
+            VISION_START_TOKEN="]<]start of image[>[",
+            VISION_END_TOKEN="]<]end of image[>[",
+        ),
+        (
+            # Not min_pixels/max_pixels: with the checkpoint's [672, 672] size, transformers
+            # folds them into the class's own default size, which every later instance in the
+            # process then inherits (mmfast reads each config alone).
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"size": {"shortest_edge": 500 * 500, "longest_edge": 900 * 900}}),
+            Override({"patch_size": 16}),
+            Override({"temporal_patch_size": 1}),
+            Override({"do_resize": False}),
+        ),
+    ),
 ]

@@ -611,6 +611,7 @@ def test_supported_models_load() -> None:
         "CohereLabs/North-Micro-Vision-Instruct": models.CohereCompassConfig,
         "nvidia/Cosmos3-Edge": models.Cosmos3EdgeConfig,
         "tencent/Hy4": models.HYV4VLConfig,
+        "MiniMaxAI/MiniMax-M3": models.MiniMaxM3VLConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -212,6 +212,7 @@ VIDEO_MODELS = [
     "CohereLabs/North-Micro-Vision-Instruct",
     "nvidia/Cosmos3-Edge",
     "tencent/Hy4",
+    "MiniMaxAI/MiniMax-M3",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)

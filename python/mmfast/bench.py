@@ -107,6 +107,7 @@ MODELS = (
     "CohereLabs/North-Micro-Vision-Instruct",
     "nvidia/Cosmos3-Edge",
     "tencent/Hy4",
+    "MiniMaxAI/MiniMax-M3",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

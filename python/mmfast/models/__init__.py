@@ -49,6 +49,7 @@ from mmfast.models import (
     cohere_compass,
     cosmos3_edge,
     hy_v4_vl,
+    minimax_m3_vl,
 )
 
 # isort: on
@@ -101,6 +102,7 @@ from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
 from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
+from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
@@ -138,6 +140,7 @@ __all__ = [
     "LlavaOnevisionConfig",
     "MiniCPMOcrConfig",
     "MiniCPMV4_6Config",
+    "MiniMaxM3VLConfig",
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
@@ -179,6 +182,7 @@ __all__ = [
     "load_config",
     "minicpm_ocr",
     "minicpmv4_6",
+    "minimax_m3_vl",
     "paddleocr_vl",
     "pixtral",
     "qwen2_vl",
