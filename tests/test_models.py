@@ -612,6 +612,7 @@ def test_supported_models_load() -> None:
         "nvidia/Cosmos3-Edge": models.Cosmos3EdgeConfig,
         "tencent/Hy4": models.HYV4VLConfig,
         "MiniMaxAI/MiniMax-M3": models.MiniMaxM3VLConfig,
+        "meta-models/Muse-Glimmer-30B": models.MuseGlimmerConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -108,6 +108,7 @@ MODELS = (
     "nvidia/Cosmos3-Edge",
     "tencent/Hy4",
     "MiniMaxAI/MiniMax-M3",
+    "meta-models/Muse-Glimmer-30B",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

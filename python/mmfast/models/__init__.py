@@ -50,6 +50,7 @@ from mmfast.models import (
     cosmos3_edge,
     hy_v4_vl,
     minimax_m3_vl,
+    muse_glimmer,
 )
 
 # isort: on
@@ -103,6 +104,7 @@ from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
 from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
 from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
+from mmfast.models.muse_glimmer import MuseGlimmerConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
@@ -142,6 +144,7 @@ __all__ = [
     "MiniCPMV4_6Config",
     "MiniMaxM3VLConfig",
     "ModelConfig",
+    "MuseGlimmerConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
     "PixtralConfig",
@@ -183,6 +186,7 @@ __all__ = [
     "minicpm_ocr",
     "minicpmv4_6",
     "minimax_m3_vl",
+    "muse_glimmer",
     "paddleocr_vl",
     "pixtral",
     "qwen2_vl",
