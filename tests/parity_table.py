@@ -1177,3 +1177,158 @@ TABLE += [
         ),
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# Smart-resize patch-row families of transformers 5.24: Apertus 1.5, Cohere North Micro Vision,
+# Cosmos3 Edge, Hy4, MiniMax-M3, Muse Glimmer. Token counts from each processor's
+# replace_image_token, run on a stand-in holding what it reads.
+
+
+def replaced_tokens(
+    processor: str, token: str, **attributes: Any
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """The ``token`` count in ``replace_image_token``'s string for the first image of the
+    outputs, the processor (``module.Class`` under ``transformers.models``) run on a stand-in
+    with ``attributes`` and an image processor holding the row's ``merge_size`` and
+    ``spatial_factor`` (the overrides', else 2 and 16)."""
+    module, name = processor.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        image_processor = SimpleNamespace(
+            merge_size=overrides.get("merge_size", 2),
+            spatial_factor=overrides.get("spatial_factor", 16),
+        )
+        fake = SimpleNamespace(image_processor=image_processor, **attributes)
+        fake._num_frame_tokens = getattr(cls, "_num_frame_tokens", None)
+        return str(cls.replace_image_token(fake, dict(out), 0)).count(token)
+
+    return count
+
+
+APERTUS = "swiss-ai/Apertus-v1.5-8B"
+NORTH = "CohereLabs/North-Micro-Vision-Instruct"
+COSMOS3_EDGE = "nvidia/Cosmos3-Edge"
+HY4 = "tencent/Hy4"
+MINIMAX_M3 = "MiniMaxAI/MiniMax-M3"
+MUSE_GLIMMER = "meta-models/Muse-Glimmer-30B"
+TABLE += [
+    Row(
+        APERTUS,
+        replaced_tokens(
+            "apertus1p5.processing_apertus1p5.Apertus1p5Processor",
+            "<|image|>",
+            image_token="<|image|>",
+            eol_token="<|eol|>",
+            boi_token="<|boi|>",
+            eoi_token="<|eoi|>",
+            image_wrapper_token="<|wrap|>",
+        ),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"min_pixels": 64 * 64, "max_pixels": 200 * 200}}),
+            Override({"size": {"min_pixels": 300 * 300, "max_pixels": 600 * 600}}),
+            Override({"spatial_factor": 8}),
+            Override({"do_resize": False}),
+            Override({"do_pad": False}),
+            Override({"do_resize": False, "do_pad": False, "do_rescale": False}),
+        ),
+    ),
+    Row(
+        NORTH,
+        merged_tokens(2),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"max_pixels": 32 * 32 * 64}),
+            Override({"min_pixels": 32 * 32 * 400, "max_pixels": 32 * 32 * 900}),
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"patch_size": 14}),
+            Override({"temporal_patch_size": 1}),
+            Override({"do_resize": False}),
+        ),
+    ),
+    Row(
+        COSMOS3_EDGE,
+        merged_tokens(2),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"shortest_edge": 32 * 32 * 10, "longest_edge": 32 * 32 * 90}}),
+            Override({"size": {"shortest_edge": 400 * 400, "longest_edge": 900 * 900}}),
+            Override({"patch_size": 14}),
+            Override({"do_resize": False}),
+        ),
+    ),
+    Row(
+        HY4,
+        replaced_tokens(
+            "hy_v4_vl.processing_hy_v4_vl.HYV4VLProcessor",
+            "<|image_pad|>",
+            image_token="<|image_pad|>",
+        ),
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"max_pixels": 32 * 32 * 64}),
+            Override({"min_pixels": 32 * 32 * 400, "max_pixels": 32 * 32 * 900}),
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"patch_size": 14}),
+            Override({"temporal_patch_size": 2}),
+            Override({"do_resize": False}),
+        ),
+    ),
+    Row(
+        MINIMAX_M3,
+        replaced_tokens(
+            "minimax_m3_vl.processing_minimax_m3_vl.MiniMaxM3VLProcessor",
+            "]<]image[>[",
+            IMAGE_TOKEN="]<]image[>[",
+            VISION_START_TOKEN="]<]start of image[>[",
+            VISION_END_TOKEN="]<]end of image[>[",
+        ),
+        (
+            # Not min_pixels/max_pixels: with the checkpoint's [672, 672] size, transformers
+            # folds them into the class's own default size, which every later instance in the
+            # process then inherits (mmfast reads each config alone).
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"shortest_edge": 28 * 28 * 10, "longest_edge": 28 * 28 * 90}}),
+            Override({"size": {"shortest_edge": 500 * 500, "longest_edge": 900 * 900}}),
+            Override({"patch_size": 16}),
+            Override({"temporal_patch_size": 1}),
+            Override({"do_resize": False}),
+        ),
+    ),
+    Row(
+        MUSE_GLIMMER,
+        replaced_tokens(
+            "muse_glimmer.processing_muse_glimmer.MuseGlimmerProcessor",
+            "<|patch|>",
+            image_token="<|patch|>",
+            image_start_token="<|image_start|>",
+            image_end_token="<|image_end|>",
+        ),
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"do_rescale": False}),
+            Override({"resample": 0}),
+            Override({"resample": 2}),
+            Override({"resample": 3}),
+            Override({"max_image_tokens": 64}),
+            Override({"max_image_tokens": 1}),
+            Override({"patch_size": 16}),
+            Override({"merge_size": 1}),
+            Override({"temporal_patch_size": 1}),
+            Override({"temporal_patch_size": 3}),
+            Override({"do_resize": False}),
+        ),
+    ),
+]

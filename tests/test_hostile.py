@@ -351,7 +351,11 @@ BAD_FIELDS: dict[str, list[Any]] = {
 # Keys a family's class stores but never uses, so that transformers takes any value for them
 # (HunYuanVL resizes with bicubic whatever `resample` says; Emu3's size is always its
 # min/max_pixels).
-UNREAD: dict[str, set[str]] = {"hunyuan_vl": {"resample"}, "emu3": {"size"}}
+UNREAD: dict[str, set[str]] = {
+    "hunyuan_vl": {"resample"},
+    "emu3": {"size"},
+    "hy_v4_vl": {"resample"},
+}
 
 
 @pytest.mark.parametrize(("key", "value"), cases(BAD_FIELDS), ids=short)
@@ -381,7 +385,7 @@ CONFIG_DIRS: list[tuple[dict[str, Any], type[MmfastError], list[str]]] = [
     ({CONFIG: {"image_processor_type": "Qwen2VLImageProcessorSlow"}}, UnsupportedModelError, []),
     ({CONFIG: {"auto_map": {"AutoImageProcessor": "a.B"}}}, UnsupportedModelError, []),
     ({CONFIG: {"feature_extractor_type": "WhisperFeatureExtractor"}}, UnsupportedModelError, []),
-    ({CONFIG: {}}, UnsupportedModelError, ["supported processors: CLIPImageProcessor"]),
+    ({CONFIG: {}}, UnsupportedModelError, ["supported processors: ", "CLIPImageProcessor"]),
     ({CONFIG: {}, "config.json": {"model_type": "bert"}}, UnsupportedModelError, ["'bert'"]),
     ({CONFIG: builtin_dict(QWEN), "config.json": b"{broken"}, MmfastError, ["config.json"]),
     ({}, MmfastError, ["no preprocessor_config.json"]),

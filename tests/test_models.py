@@ -618,6 +618,12 @@ def test_supported_models_load() -> None:
         "thisisiron/Ovis2-2B-hf": models.Ovis2Config,
         "thisisiron/Ovis2-1B-hf": models.Ovis2Config,
         "ibm-granite/granite-for-docling-500m": models.GraniteDoclingConfig,
+        "swiss-ai/Apertus-v1.5-8B": models.Apertus1p5Config,
+        "CohereLabs/North-Micro-Vision-Instruct": models.CohereCompassConfig,
+        "nvidia/Cosmos3-Edge": models.Cosmos3EdgeConfig,
+        "tencent/Hy4": models.HYV4VLConfig,
+        "MiniMaxAI/MiniMax-M3": models.MiniMaxM3VLConfig,
+        "meta-models/Muse-Glimmer-30B": models.MuseGlimmerConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -209,6 +209,10 @@ VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
     "Qwen/Qwen3-VL-8B-Instruct",
+    "CohereLabs/North-Micro-Vision-Instruct",
+    "nvidia/Cosmos3-Edge",
+    "tencent/Hy4",
+    "MiniMaxAI/MiniMax-M3",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)

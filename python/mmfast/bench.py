@@ -112,6 +112,12 @@ MODELS = (
     "CohereLabs/command-a-vision-07-2025",
     "thisisiron/Ovis2-2B-hf",
     "ibm-granite/granite-for-docling-500m",
+    "swiss-ai/Apertus-v1.5-8B",
+    "CohereLabs/North-Micro-Vision-Instruct",
+    "nvidia/Cosmos3-Edge",
+    "tencent/Hy4",
+    "MiniMaxAI/MiniMax-M3",
+    "meta-models/Muse-Glimmer-30B",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -110,7 +110,7 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "image_seq_length": None,
         "pad_size": None,
         # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's)
-        # leave size None.
+        # or whose resize reads no size (MuseGlimmerImageProcessor's) leave size None.
         "size": None,
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
@@ -459,8 +459,8 @@ def _feature(
 
 def _feature_class(hf_class: type) -> Any:
     """The ``BatchFeature`` class ``hf_class`` returns: the one the module of its
-    ``_preprocess`` imports (image_processing_base's, or for VideoLLaMA3 and GLM-Image
-    feature_extraction_utils' base class)."""
+    ``_preprocess`` imports (image_processing_base's, or for VideoLLaMA3, GLM-Image and
+    MiniMax-M3's video class feature_extraction_utils' base class)."""
     base = importlib.import_module(_BASE_MODULE)
     owner = next((k for k in hf_class.__mro__ if "_preprocess" in vars(k)), hf_class)
     feature = getattr(sys.modules.get(owner.__module__), "BatchFeature", None)
@@ -641,8 +641,7 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
     except MmfastError as exc:
         raise _Fallback("mmfast refused the call", str(exc)) from exc
     data = _nested_map(_as_tensor, dict(out)) if return_tensors != "np" else dict(out)
-    base = importlib.import_module(_BASE_MODULE)
-    return base.BatchFeature(data=data, tensor_type=return_tensors)
+    return _feature_class(hf_class)(data=data, tensor_type=return_tensors)
 
 
 @functools.lru_cache(maxsize=128)

@@ -54,10 +54,17 @@ from mmfast.models import (
     cohere2_vision,
     ovis2,
     granite_docling,
+    apertus1p5,
+    cohere_compass,
+    cosmos3_edge,
+    hy_v4_vl,
+    minimax_m3_vl,
+    muse_glimmer,
 )
 
 # isort: on
 from mmfast.models import registry
+from mmfast.models.apertus1p5 import Apertus1p5Config
 from mmfast.models.base import (
     BICUBIC,
     BILINEAR,
@@ -69,7 +76,9 @@ from mmfast.models.base import (
     TileGrid,
 )
 from mmfast.models.cohere2_vision import Cohere2VisionConfig
+from mmfast.models.cohere_compass import CohereCompassConfig
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.cosmos3_edge import Cosmos3EdgeConfig
 from mmfast.models.deepseek_ocr2 import DeepseekOcr2Config
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
@@ -90,6 +99,7 @@ from mmfast.models.glmga import GlmgaConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
 from mmfast.models.granite_docling import GraniteDoclingConfig
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
+from mmfast.models.hy_v4_vl import HYV4VLConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
@@ -108,7 +118,9 @@ from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
 from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
+from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
 from mmfast.models.mllama import MllamaConfig
+from mmfast.models.muse_glimmer import MuseGlimmerConfig
 from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
@@ -122,8 +134,11 @@ __all__ = [
     "BILINEAR",
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
+    "Apertus1p5Config",
     "ClipConfig",
     "Cohere2VisionConfig",
+    "CohereCompassConfig",
+    "Cosmos3EdgeConfig",
     "CropBox",
     "DeepseekOcr2Config",
     "Emu3Config",
@@ -137,6 +152,7 @@ __all__ = [
     "GlmgaConfig",
     "GotOcr2Config",
     "GraniteDoclingConfig",
+    "HYV4VLConfig",
     "HunYuanVLConfig",
     "Idefics2Config",
     "Idefics3Config",
@@ -150,8 +166,10 @@ __all__ = [
     "LlavaOnevisionConfig",
     "MiniCPMOcrConfig",
     "MiniCPMV4_6Config",
+    "MiniMaxM3VLConfig",
     "MllamaConfig",
     "ModelConfig",
+    "MuseGlimmerConfig",
     "Ovis2Config",
     "PaddleOCRVLConfig",
     "PatchGrid",
@@ -161,8 +179,11 @@ __all__ = [
     "SiglipConfig",
     "TileGrid",
     "VideoLlama3Config",
+    "apertus1p5",
     "center_crop_box",
     "cohere2_vision",
+    "cohere_compass",
+    "cosmos3_edge",
     "deepseek_ocr2",
     "emu3",
     "ernie4_5_vl_moe",
@@ -184,6 +205,7 @@ __all__ = [
     "got_ocr2",
     "granite_docling",
     "hunyuan_vl",
+    "hy_v4_vl",
     "idefics2",
     "idefics3",
     "kimi_k25",
@@ -196,7 +218,9 @@ __all__ = [
     "load_config",
     "minicpm_ocr",
     "minicpmv4_6",
+    "minimax_m3_vl",
     "mllama",
+    "muse_glimmer",
     "ovis2",
     "paddleocr_vl",
     "pixtral",
