@@ -755,3 +755,69 @@ TABLE += [
         pil_reference=refuses_channels_first_misread(hf_reference("BAAI/Emu3-Chat-hf")),
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# PP-Chart2Table, LayoutLMv3 (UDOP), PI0, Video-LLaVA, Fuyu, PP-FormulaNet.
+
+
+def no_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """PPChart2TableProcessor, UdopProcessor and PPFormulaNetProcessor put no image tokens in
+    the text (none of them has an image token)."""
+    return 0
+
+
+def pi0_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``PI0Processor``: ``image_token * image_seq_length`` per camera image, the length read
+    from its image processor (built here from the same settings)."""
+    from transformers.models.pi0.image_processing_pi0 import PI0ImageProcessor
+
+    config = builtin_dict("lerobot/pi0_base") | overrides
+    return int(PI0ImageProcessor.from_dict(config).image_seq_length)
+
+
+TABLE += [
+    Row(
+        "PaddlePaddle/PP-Chart2Table_safetensors",
+        no_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"height": 300, "width": 200}, "do_convert_rgb": True}),
+        ),
+    ),
+    Row(
+        "microsoft/udop-large",
+        no_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 3}),
+            Override({"size": {"height": 100, "width": 300}}),
+        ),
+        tv_overrides=(
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 3}),
+            # The PIL class fails with a centre crop (a TypeError in transformers).
+            Override({"do_center_crop": True, "crop_size": {"height": 200, "width": 250}}),
+        ),
+    ),
+    Row("microsoft/udop-large-512", no_tokens),
+    Row(
+        "lerobot/pi0_base",
+        pi0_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"pad_size": {"height": 300, "width": 256}}),
+            Override({"pad_size": 100}),
+            Override({"do_pad": False}),
+            Override({"size": {"max_height": 100, "max_width": 300}, "image_seq_length": 64}),
+            Override({"size": {"height": 200, "width": 150}}),
+            Override({"do_resize": False, "pad_size": 1000}),
+        ),
+    ),
+]

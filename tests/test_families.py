@@ -24,6 +24,7 @@ from conftest import (
     Override,
     assert_same_outputs,
     builtin_dict,
+    builtin_settings,
     hf_load_image,
     make_image,
     noise,
@@ -45,7 +46,9 @@ SHARED_IMAGES = sorted(p.name for p in (SHARED / "images").glob("*")) if SHARED.
 
 def check(row: Row, ours: Sequence[Any], theirs: list[Image.Image], override: Override) -> None:
     """mmfast on ``ours`` equals the reference on ``theirs``, or both refuse them."""
-    proc = mmfast.ImageProcessor.from_pretrained(row.model_id, **override.ours)
+    proc = mmfast.ImageProcessor.from_pretrained(
+        row.model_id, **builtin_settings(row.model_id, **override.ours)
+    )
     assert row.reference is not None
     try:
         want = row.reference(theirs, override.reference)
@@ -156,7 +159,7 @@ def test_batches_and_threads(row: Row) -> None:
         for i, (h, w) in enumerate([(300, 200), (45, 700), (1000, 37), (336, 336), (2, 5)])
     ]
     assert row.reference is not None
-    proc = mmfast.ImageProcessor.from_pretrained(row.model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(row.model_id, **builtin_settings(row.model_id))
     refused = [image for image in images if refuses(row, image)]
     if refused:  # GLM-Image takes no aspect ratio over 4: the batch fails as a whole
         with pytest.raises(ValueError):

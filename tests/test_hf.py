@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import describe, noise, same_bits
+from conftest import builtin_dict, describe, noise, same_bits
 from PIL import Image
 
 import mmfast
@@ -163,7 +163,7 @@ def write_checkpoint(directory: Path, model_id: str, tokens: Mapping[str, str] =
 
     builtin = registry.BUILTINS[model_id]
     files = {
-        "preprocessor_config.json": dict(builtin.preprocessor),
+        "preprocessor_config.json": builtin_dict(model_id),
         "config.json": {"model_type": builtin.model_type},
         "tokenizer_config.json": {
             "tokenizer_class": "PreTrainedTokenizerFast",

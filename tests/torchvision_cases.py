@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import SHARED, Override, builtin_dict, make_image
+from conftest import SHARED, Override, builtin_dict, builtin_settings, make_image
 from parity_table import TABLE, tv_overrides
 from PIL import Image, ImageOps
 
@@ -154,8 +154,9 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
 
 def ours(case: Case, bfloat16: bool = False) -> dict[str, Any]:
     """mmfast with ``backend="torchvision"`` on the case; bfloat16 as its uint16 bits."""
+    model_id = case.model.model_id
     proc = mmfast.ImageProcessor.from_pretrained(
-        case.model.model_id, backend="torchvision", **case.override.ours
+        model_id, backend="torchvision", **builtin_settings(model_id, **case.override.ours)
     )
     images = [load_image(name) for name in case.images]
     out = dict(proc(images, dtype="bfloat16" if bfloat16 else None))

@@ -647,7 +647,9 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
     for name, value in kwargs.items():
         if name in _CALL_ONLY:
             continue
-        if name not in known or (name == "pad_size" and value is not None):
+        # pad_size is read only by the families that name it among their kwargs (PI0).
+        reads_pad_size = "pad_size" in family.kwargs
+        if name not in known or (name == "pad_size" and value is not None and not reads_pad_size):
             raise _Fallback(
                 f"setting {name}", f"{name!r} is not a {hf_class.__name__} setting mmfast reads"
             )

@@ -43,6 +43,9 @@ from mmfast.models import (
     video_llama_3,
     glm_image,
     glmga,
+    pp_chart2table,
+    layoutlmv3,
+    pi0,
 )
 
 # isort: on
@@ -78,6 +81,7 @@ from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
+from mmfast.models.layoutlmv3 import LayoutLMv3Config
 from mmfast.models.llama4 import (
     Llama4Config,
     find_supported_resolutions,
@@ -90,7 +94,9 @@ from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.pi0 import PI0Config
 from mmfast.models.pixtral import PixtralConfig
+from mmfast.models.pp_chart2table import PPChart2TableConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 from mmfast.models.video_llama_3 import VideoLlama3Config
@@ -117,10 +123,13 @@ __all__ = [
     "KimiK25Config",
     "KimiK25ImageConfig",
     "KimiVLConfig",
+    "LayoutLMv3Config",
     "Llama4Config",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
     "ModelConfig",
+    "PI0Config",
+    "PPChart2TableConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
     "PixtralConfig",
@@ -150,13 +159,16 @@ __all__ = [
     "idefics3",
     "kimi_k25",
     "kimi_vl",
+    "layoutlmv3",
     "llama4",
     "llava",
     "llava_next",
     "llava_onevision",
     "load_config",
     "paddleocr_vl",
+    "pi0",
     "pixtral",
+    "pp_chart2table",
     "qwen2_vl",
     "qwen3_vl",
     "registry",

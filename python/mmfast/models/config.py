@@ -228,6 +228,11 @@ class Fields:
     def raw(self, name: str) -> Any:
         return self._values.get(name)
 
+    def given(self, name: str) -> bool:
+        """Whether the config names ``name`` (null included), where a null means something
+        other than the class default (PI0's null ``pad_size``: pad to the batch's largest)."""
+        return name in self._values
+
     def flag(self, name: str, default: bool) -> bool:
         value = self._values.get(name)
         if value is None:
