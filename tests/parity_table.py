@@ -821,3 +821,38 @@ TABLE += [
         ),
     ),
 ]
+
+
+def video_llava_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``VideoLlavaProcessor.replace_image_token`` on a stand-in holding what it reads (its
+    defaults: 14-pixel patches, one CLS token, the "default" strategy dropping it)."""
+    from transformers.models.video_llava.processing_video_llava import VideoLlavaProcessor
+
+    fake = SimpleNamespace(
+        patch_size=14,
+        num_additional_image_tokens=1,
+        vision_feature_select_strategy="default",
+        image_token="<image>",
+    )
+    return str(VideoLlavaProcessor.replace_image_token(fake, dict(out), 0)).count("<image>")
+
+
+VIDEO_LLAVA = "LanguageBind/Video-LLaVA-7B-hf"
+TABLE += [
+    Row(
+        VIDEO_LLAVA,
+        video_llava_tokens,
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"size": {"height": 200, "width": 300}}),
+            Override({"size": {"shortest_edge": 100, "longest_edge": 150}}),
+            Override({"size": 300, "crop_size": {"height": 250, "width": 301}}),
+            Override({"do_center_crop": False}),
+            Override({"crop_size": 501}),
+            Override({"do_resize": False, "crop_size": 100}),
+            Override({"do_convert_rgb": False}),
+        ),
+        pil_reference=refuses_channels_first_misread(hf_reference(VIDEO_LLAVA)),
+    ),
+]

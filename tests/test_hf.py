@@ -54,7 +54,13 @@ KIMI_K25 = "moonshotai/Kimi-K2.5"
 # Kimi_K25ImageProcessor, with its class defaults, unless trust_remote_code is given).
 IMAGE_IDS = [m for m in mmfast.supported_models() if not m.startswith("moonshotai/Kimi-VL")]
 # Image processors transformers has only as torchvision classes.
-TORCHVISION_ONLY = (LLAMA4, KIMI_K25, "moonshotai/Kimi-K2.6")
+TORCHVISION_ONLY = (
+    LLAMA4,
+    KIMI_K25,
+    "moonshotai/Kimi-K2.6",
+    "lerobot/pi0_base",
+    "PaddlePaddle/PP-FormulaNet_plus-L_safetensors",
+)
 
 # Every special token the processors below put in or look for; the words make the prompts.
 SPECIAL_TOKENS = (

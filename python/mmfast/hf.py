@@ -113,6 +113,9 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
         "pan_and_scan_min_ratio_to_activate": "do_pan_and_scan",
+        # LayoutLMv3: Tesseract's settings, unused without OCR.
+        "ocr_lang": "apply_ocr",
+        "tesseract_config": "apply_ocr",
     }
 )
 # The module whose ImageProcessingMixin install() patches; install_from_env() waits for it.

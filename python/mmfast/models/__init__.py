@@ -46,6 +46,7 @@ from mmfast.models import (
     pp_chart2table,
     layoutlmv3,
     pi0,
+    video_llava,
 )
 
 # isort: on
@@ -100,6 +101,7 @@ from mmfast.models.pp_chart2table import PPChart2TableConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 from mmfast.models.video_llama_3 import VideoLlama3Config
+from mmfast.models.video_llava import VideoLlavaConfig, VideoLlavaVideoConfig
 
 __all__ = [
     "BICUBIC",
@@ -137,6 +139,8 @@ __all__ = [
     "SiglipConfig",
     "TileGrid",
     "VideoLlama3Config",
+    "VideoLlavaConfig",
+    "VideoLlavaVideoConfig",
     "center_crop_box",
     "emu3",
     "ernie4_5_vl_moe",
@@ -176,4 +180,5 @@ __all__ = [
     "smart_resize",
     "supported_models",
     "video_llama_3",
+    "video_llava",
 ]
