@@ -46,13 +46,16 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 # Settings the tests run a built-in with, over its checkpoint's file, where the file asks for
-# something mmfast refuses (UnsupportedModelError) and transformers needs outside software or
-# the pixels for: UDOP's apply_ocr (Tesseract), PP-FormulaNet's do_crop_margin (a crop found
-# from the pixels).
+# something mmfast refuses (UnsupportedModelError, or MmfastError for some inputs) and
+# transformers needs outside software or the pixels for: UDOP's apply_ocr (Tesseract),
+# PP-FormulaNet's do_crop_margin (a crop found from the pixels).
 TEST_SETTINGS: dict[str, dict[str, Any]] = {
     "microsoft/udop-large": {"apply_ocr": False},
     "microsoft/udop-large-512": {"apply_ocr": False},
     "PaddlePaddle/PP-FormulaNet_plus-L_safetensors": {"do_crop_margin": False},
+    # Fuyu's class has no do_convert_rgb: transformers keeps a greyscale or RGBA image's
+    # channels, which mmfast refuses (test_families checks the refusal).
+    "adept/fuyu-8b": {"do_convert_rgb": True},
 }
 
 

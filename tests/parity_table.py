@@ -856,3 +856,51 @@ TABLE += [
         pil_reference=refuses_channels_first_misread(hf_reference(VIDEO_LLAVA)),
     ),
 ]
+
+
+def fuyu_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``FuyuProcessor._process_images``' count for the first image: the padded image cut to
+    the unpadded size rounded up to whole patches, ``get_num_patches`` of it, then
+    ``replace_image_token``'s ``|SPEAKER|`` and ``|NEWLINE|`` tokens (its ``<s>`` not
+    counted), on a stand-in holding what it reads."""
+    import math
+
+    from transformers.models.fuyu.image_processing_pil_fuyu import FuyuImageProcessorPil
+    from transformers.models.fuyu.processing_fuyu import FuyuProcessor
+
+    processor = FuyuImageProcessorPil.from_dict(builtin_dict("adept/fuyu-8b") | overrides)
+    patch = processor.patch_size
+    height, width = np.asarray(out["images"][0]).shape[-2:]
+    new_h = min(
+        height, math.ceil(int(out["image_unpadded_heights"][0][0]) / patch.height) * patch.height
+    )
+    new_w = min(
+        width, math.ceil(int(out["image_unpadded_widths"][0][0]) / patch.width) * patch.width
+    )
+    num_patches = processor.get_num_patches(new_h, new_w, patch)
+    fake = SimpleNamespace(image_token="|SPEAKER|", image_newline_token="|NEWLINE|")
+    text = str(
+        FuyuProcessor.replace_image_token(
+            fake, dict(out), 0, num_patches=num_patches, row_width=new_w // patch.width
+        )
+    )
+    return text.count("|SPEAKER|") + text.count("|NEWLINE|")
+
+
+FUYU = "adept/fuyu-8b"
+FUYU_OVERRIDES = (
+    *COMMON,
+    BOTH_OFF,
+    Override({"resample": 0}),
+    Override({"resample": 3}),
+    Override({"size": {"height": 300, "width": 400}}),
+    Override({"size": {"height": 120, "width": 90}, "padding_value": 0.5}),
+    Override({"size": {"height": 200, "width": 120}, "padding_value": -1.0}),
+    Override({"size": {"height": 160, "width": 600}, "padding_value": 300}),
+    Override({"size": {"height": 160, "width": 600}, "patch_size": {"height": 16, "width": 20}}),
+    Override({"do_pad": False}),
+    # Larger than size on both sides: the PIL class leaves it unpadded, torchvision's raises.
+    Override({"do_resize": False, "size": {"height": 50, "width": 60}}),
+    Override({"do_resize": False, "size": {"height": 200, "width": 60}}),
+)
+TABLE += [Row(FUYU, fuyu_tokens, FUYU_OVERRIDES)]

@@ -60,7 +60,12 @@ def check(row: Row, ours: Sequence[Any], theirs: list[Image.Image], override: Ov
     got = proc(list(ours))
     assert_same_outputs(got, want)
     if len(theirs) == 1 and row.tokens is not None:
-        tokens = row.tokens(want, override.reference)
+        try:
+            tokens = row.tokens(want, override.reference)
+        except ValueError:  # the processor's count fails (Fuyu: no whole patches)
+            with pytest.raises(MmfastError):
+                proc.num_image_tokens(theirs[0].height, theirs[0].width)
+            return
         assert proc.num_image_tokens(theirs[0].height, theirs[0].width) == tokens
 
 

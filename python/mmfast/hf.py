@@ -446,6 +446,9 @@ def _feature(
         tensors = return_tensors == "pt"
         data = dict(out)
     if tensors:
+        for key, dtype in config.tensor_dtypes.items():
+            if key in data and not isinstance(data[key], list):
+                data[key] = data[key].astype(dtype)
         data = _nested_map(_as_tensor, data)
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     feature_class = _feature_class(hf_class)
@@ -479,6 +482,10 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
         elif kind == "ints":
             data[key] = [int(v) for v in value]
+        elif kind == "lists":
+            data[key] = value.tolist()
+        elif kind == "samples":
+            data[key] = [list(sample) for sample in value]
         elif kind == "sizes" and config.backend == "torchvision":
             size = importlib.import_module("torch").Size
             data[key] = [size(int(v) for v in row) for row in value]

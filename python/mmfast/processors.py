@@ -364,12 +364,17 @@ CALL_ONLY: dict[str, tuple[Callable[[Any], bool], str]] = {
 MAX_CACHED_CONFIGS = 64
 
 
-def as_tensors(outputs: Mapping[str, Any]) -> dict[str, Any]:
+def as_tensors(
+    outputs: Mapping[str, Any], dtypes: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The outputs as torch tensors sharing their memory (bfloat16 through its bits); lists
-    stay lists."""
+    stay lists. ``dtypes``: keys converted as torch converts the Python floats transformers
+    builds them from (``ModelConfig.tensor_dtypes``)."""
     torch = importlib.import_module("torch")
     tensors: dict[str, Any] = {}
     for key, value in outputs.items():
+        if dtypes and key in dtypes and isinstance(value, np.ndarray):
+            value = value.astype(dtypes[key])
         if isinstance(value, np.ndarray):
             bf16 = value.dtype.name == "bfloat16"
             tensor = torch.from_numpy(value.view(np.uint16) if bf16 else value)
@@ -522,7 +527,7 @@ class ImageProcessor:
         if not plans:
             return BatchFeature({}, kept, skipped)
         out = run_plans(config, inputs, plans, sizes, threads, dtype)
-        data = as_tensors(out) if return_tensors == "pt" else out
+        data = as_tensors(out, config.tensor_dtypes) if return_tensors == "pt" else out
         return BatchFeature(data, kept, skipped, out.image_rows)
 
     def _config_for(self, backend: str | None, settings: dict[str, Any]) -> ModelConfig:

@@ -47,6 +47,7 @@ from mmfast.models import (
     layoutlmv3,
     pi0,
     video_llava,
+    fuyu,
 )
 
 # isort: on
@@ -64,6 +65,7 @@ from mmfast.models.base import (
 from mmfast.models.config import load_config, supported_models
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
+from mmfast.models.fuyu import FuyuConfig
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
@@ -112,6 +114,7 @@ __all__ = [
     "CropBox",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
+    "FuyuConfig",
     "Gemma3Config",
     "Glm4vConfig",
     "Glm5NextConfig",
@@ -145,6 +148,7 @@ __all__ = [
     "emu3",
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
+    "fuyu",
     "gemma3",
     "get_best_fit",
     "get_factors",

@@ -444,10 +444,15 @@ class ModelConfig:
     # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
     # ints or tuples of ints; "sizes", tuples from the PIL backend and ``torch.Size`` from
     # torchvision (image shapes). The lists of these joined along the first axis are the
-    # arrays.
+    # arrays. "lists": nested lists of Python numbers (rows of an array); "samples": each
+    # sample's list of image arrays (rows of the first two axes).
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
     output_key: ClassVar[str] = "pixel_values"
+    # The dtype torch gives an output transformers builds from Python floats (float32), where
+    # numpy gives float64: applied to those keys with return_tensors="pt" (Fuyu's
+    # image_scale_factors).
+    tensor_dtypes: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # Whether dtype="uint8" (the pixels before rescaling and normalising, with pixel_lut) can
     # give the outputs: False where an image's output holds zeros written after normalising
     # (canvases), which no byte maps to.

@@ -272,7 +272,7 @@ registry.register_video(
         build=_build_video,
         kwargs=frozenset(),
         # _preprocess never pads.
-        ignores=frozenset({"do_pad"}),
+        ignores=frozenset({"do_pad", "pad_size"}),
     )
 )
 
