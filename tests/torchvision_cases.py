@@ -141,7 +141,8 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     images = [load_image(name) for name in case.images]
     out = processor(images, return_tensors="pt", **kwargs)
     result: dict[str, Any] = {}
-    bfloat16 = out["pixel_values"].dtype == torch.bfloat16
+    # The pixels come first (pixel_values, or Fuyu's images).
+    bfloat16 = next(iter(out.values())).dtype == torch.bfloat16
     for key, value in out.items():
         if isinstance(value, torch.Tensor):
             if value.dtype == torch.bfloat16:
@@ -162,6 +163,11 @@ def ours(case: Case, bfloat16: bool = False) -> dict[str, Any]:
     out = dict(proc(images, dtype="bfloat16" if bfloat16 else None))
     if bfloat16:
         out["pixel_values"] = out["pixel_values"].view(np.uint16)
+    # The cases run transformers with return_tensors="pt": torch's dtype for what it builds
+    # from Python floats, as mmfast's return_tensors="pt" gives it.
+    for key, dtype in proc.config.tensor_dtypes.items():
+        if key in out:
+            out[key] = out[key].astype(dtype)
     return out
 
 
