@@ -904,3 +904,24 @@ FUYU_OVERRIDES = (
     Override({"do_resize": False, "size": {"height": 200, "width": 60}}),
 )
 TABLE += [Row(FUYU, fuyu_tokens, FUYU_OVERRIDES)]
+
+FORMULANET = "PaddlePaddle/PP-FormulaNet_plus-L_safetensors"
+TABLE += [
+    Row(
+        FORMULANET,
+        no_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 3}),
+            Override({"size": {"height": 100, "width": 300}}),
+            Override({"size": {"height": 300, "width": 90}}),
+            Override({"do_thumbnail": False}),
+            Override({"do_thumbnail": False, "size": {"height": 120, "width": 64}}),
+            Override({"do_resize": False}),
+            Override({"do_resize": False, "do_thumbnail": False, "size": 100}),
+            Override({"do_pad": False}),
+            Override({"do_align_long_axis": True}),
+        ),
+    ),
+]

@@ -48,6 +48,7 @@ from mmfast.models import (
     pi0,
     video_llava,
     fuyu,
+    pp_formulanet,
 )
 
 # isort: on
@@ -100,6 +101,7 @@ from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pi0 import PI0Config
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.pp_chart2table import PPChart2TableConfig
+from mmfast.models.pp_formulanet import PPFormulaNetConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 from mmfast.models.video_llama_3 import VideoLlama3Config
@@ -135,6 +137,7 @@ __all__ = [
     "ModelConfig",
     "PI0Config",
     "PPChart2TableConfig",
+    "PPFormulaNetConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
     "PixtralConfig",
@@ -177,6 +180,7 @@ __all__ = [
     "pi0",
     "pixtral",
     "pp_chart2table",
+    "pp_formulanet",
     "qwen2_vl",
     "qwen3_vl",
     "registry",
