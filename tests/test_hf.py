@@ -60,6 +60,8 @@ TORCHVISION_ONLY = (
     "moonshotai/Kimi-K2.6",
     "lerobot/pi0_base",
     "PaddlePaddle/PP-FormulaNet_plus-L_safetensors",
+    # FuyuImageProcessorPil is marked as needing torch: AutoImageProcessor loads neither.
+    "adept/fuyu-8b",
 )
 
 # Every special token the processors below put in or look for; the words make the prompts.

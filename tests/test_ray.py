@@ -17,7 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import describe, same_bits, shared_path, smooth
+from conftest import builtin_settings, describe, same_bits, shared_path, smooth
 from PIL import Image
 
 from mmfast import ImageDecodeError, ImageProcessor, MmfastError, supported_models
@@ -79,7 +79,13 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
 CASES = [
     *[
         # Gemma 3 gives every image one view unless pan-and-scan adds crops.
-        (model, {"do_pan_and_scan": True} if model.startswith("google/gemma-3") else {}, {})
+        (
+            model,
+            builtin_settings(
+                model, **({"do_pan_and_scan": True} if model.startswith("google/gemma-3") else {})
+            ),
+            {},
+        )
         for model in supported_models()
     ],
     *[

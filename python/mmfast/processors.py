@@ -409,15 +409,17 @@ class ImageProcessor:
         cls,
         name_or_path: str | os.PathLike[str],
         *,
-        backend: str = "pil",
+        backend: str | None = None,
         video_overrides: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> ImageProcessor:
         """A local directory with ``preprocessor_config.json``, such a file, or a built-in id.
 
         ``backend`` is the transformers class the outputs match bit for bit: ``"pil"``
-        (``XImageProcessorPil``) or ``"torchvision"`` (``XImageProcessor``, which
-        ``AutoImageProcessor`` picks when torchvision is installed); a call can override it.
+        (``XImageProcessorPil``, the default where transformers has one) or ``"torchvision"``
+        (``XImageProcessor``, which ``AutoImageProcessor`` picks when torchvision is
+        installed, and the default for PI0 and PP-FormulaNet, which have only that class); a
+        call can override it.
         ``overrides`` work like keyword arguments to the HF processor (``max_pixels=...``);
         ``video_overrides`` do the same for its video processor, where the model has one
         (:meth:`videos`).
