@@ -423,3 +423,21 @@ def test_a_files_nulls_read_as_transformers_reads_them(
         return
     got = mmfast.ImageProcessor.from_pretrained(tmp_path)(image)
     assert_same_outputs(got, want)
+
+
+def test_fuyu_refuses_what_it_would_not_convert() -> None:
+    """Fuyu's class has no do_convert_rgb: transformers keeps a greyscale or RGBA image's
+    channels (1- or 4-channel outputs), which mmfast refuses; with do_convert_rgb set, both
+    convert."""
+    config = dict(models.registry.BUILTINS["adept/fuyu-8b"].preprocessor)
+    gray = Image.fromarray(smooth(40, 50, 1)[..., 0])
+    rgba = Image.fromarray(noise(40, 50, 2)).convert("RGBA")
+    hf = hf_class("adept/fuyu-8b").from_dict(config)
+    proc = mmfast.ImageProcessor.from_pretrained("adept/fuyu-8b")
+    for image, channels in ((gray, 1), (rgba, 4)):
+        assert hf([image], return_tensors="np")["images"].shape[2] == channels
+        with pytest.raises(MmfastError, match="do_convert_rgb"):
+            proc(image)
+    converting = mmfast.ImageProcessor.from_pretrained("adept/fuyu-8b", do_convert_rgb=True)
+    want = hf_class("adept/fuyu-8b").from_dict(config | {"do_convert_rgb": True})
+    assert_same_outputs(converting(rgba), want([rgba], return_tensors="np"))

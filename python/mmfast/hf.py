@@ -409,8 +409,11 @@ def _run_legacy(
     known = IMAGES_KWARGS | family.kwargs
     instance = {name: getattr(processor, name) for name in known if hasattr(processor, name)}
     proc = _processor(hf_class, _settings(hf_class, family, instance))
-    out = _call(proc, inputs, **{name: _plain(value) for name, value in call.items()})
-    return _feature(hf_class, proc.config, out, return_tensors)
+    arguments = {name: _plain(value) for name, value in call.items()}
+    out = _call(proc, inputs, **arguments)
+    # The outputs' form (key, lists) follows the call's config, not the instance's.
+    config = proc._config_for(None, {k: v for k, v in arguments.items() if k in known})
+    return _feature(hf_class, config, out, return_tensors)
 
 
 def _return_tensors(value: Any) -> str | None:
@@ -712,16 +715,27 @@ def _processor(hf_class: type, settings: str) -> ImageProcessor:
     family, processor_type, backend = _supported()[hf_class.__name__]
     values = json.loads(settings)
     origin = f"{hf_class.__name__} settings"
-    try:
+
+    def build(slot: str | None = None, call: Mapping[str, Any] | None = None) -> ModelConfig:
+        # A call's arguments (an old-style class's preprocess, such as Emu3's do_pad or
+        # Video-LLaVA's return_legacy_image_output) go over the settings as the class puts
+        # them (the family's call_settings).
+        merged = values
+        if call:
+            merged = (family.call_settings or (lambda v, c: {**v, **c}))(values, call)
         config = family.build(
-            Source(origin, None, None, values, {}),
+            Source(origin, None, None, merged, {}),
             processor_type,
-            Fields(origin, values),
+            Fields(origin, merged),
             Fields(f"{origin} (processor)", {}),
         )
+        return with_backend(config, slot or backend, family)
+
+    try:
+        config = build()
     except MmfastError as exc:  # a setting mmfast refuses or cannot compute exactly
         raise _Fallback("mmfast refused the settings", str(exc)) from exc
-    return ImageProcessor(with_backend(config, backend, family))
+    return ImageProcessor(config, reload=lambda backend=None, call=None: build(backend, call))
 
 
 def _computes_bfloat16(proc: ImageProcessor) -> bool:
