@@ -51,8 +51,31 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
+# Settings the tests run a built-in with, over its checkpoint's file, where the file asks for
+# something mmfast refuses (UnsupportedModelError, or MmfastError for some inputs) and
+# transformers needs outside software or the pixels for: UDOP's apply_ocr (Tesseract),
+# PP-FormulaNet's do_crop_margin (a crop found from the pixels).
+TEST_SETTINGS: dict[str, dict[str, Any]] = {
+    "microsoft/udop-large": {"apply_ocr": False},
+    "microsoft/udop-large-512": {"apply_ocr": False},
+    "PaddlePaddle/PP-FormulaNet_plus-L_safetensors": {"do_crop_margin": False},
+    # Fuyu's class has no do_convert_rgb: transformers keeps a greyscale or RGBA image's
+    # channels, which mmfast refuses (test_families checks the refusal).
+    "adept/fuyu-8b": {"do_convert_rgb": True},
+}
+
+
 def builtin_dict(model_id: str) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(models.registry.BUILTINS[model_id].preprocessor)))
+    """The built-in's preprocessor config, with its :data:`TEST_SETTINGS`."""
+    values = dict(models.registry.BUILTINS[model_id].preprocessor) | TEST_SETTINGS.get(model_id, {})
+    result: dict[str, Any] = json.loads(json.dumps(values))
+    return result
+
+
+def builtin_settings(model_id: str, **overrides: Any) -> dict[str, Any]:
+    """The keyword arguments mmfast's processor for a built-in is built with in the tests:
+    its :data:`TEST_SETTINGS`, then ``overrides``."""
+    return {**TEST_SETTINGS.get(model_id, {}), **overrides}
 
 
 def noise(height: int, width: int, seed: int = 0) -> np.ndarray:

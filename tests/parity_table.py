@@ -1332,3 +1332,173 @@ TABLE += [
         ),
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# PP-Chart2Table, LayoutLMv3 (UDOP), PI0, Video-LLaVA, Fuyu, PP-FormulaNet.
+
+
+def no_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """PPChart2TableProcessor, UdopProcessor and PPFormulaNetProcessor put no image tokens in
+    the text (none of them has an image token)."""
+    return 0
+
+
+def pi0_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``PI0Processor``: ``image_token * image_seq_length`` per camera image, the length read
+    from its image processor (built here from the same settings)."""
+    from transformers.models.pi0.image_processing_pi0 import PI0ImageProcessor
+
+    config = builtin_dict("lerobot/pi0_base") | overrides
+    return int(PI0ImageProcessor.from_dict(config).image_seq_length)
+
+
+TABLE += [
+    Row(
+        "PaddlePaddle/PP-Chart2Table_safetensors",
+        no_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"size": {"height": 300, "width": 200}, "do_convert_rgb": True}),
+        ),
+    ),
+    Row(
+        "microsoft/udop-large",
+        no_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 3}),
+            Override({"size": {"height": 100, "width": 300}}),
+        ),
+        tv_overrides=(
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 3}),
+            # The PIL class fails with a centre crop (a TypeError in transformers).
+            Override({"do_center_crop": True, "crop_size": {"height": 200, "width": 250}}),
+        ),
+    ),
+    Row("microsoft/udop-large-512", no_tokens),
+    Row(
+        "lerobot/pi0_base",
+        pi0_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 2}),
+            Override({"pad_size": {"height": 300, "width": 256}}),
+            Override({"pad_size": 100}),
+            Override({"do_pad": False}),
+            Override({"size": {"max_height": 100, "max_width": 300}, "image_seq_length": 64}),
+            Override({"size": {"height": 200, "width": 150}}),
+            Override({"do_resize": False, "pad_size": 1000}),
+        ),
+    ),
+]
+
+
+def video_llava_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``VideoLlavaProcessor.replace_image_token`` on a stand-in holding what it reads (its
+    defaults: 14-pixel patches, one CLS token, the "default" strategy dropping it)."""
+    from transformers.models.video_llava.processing_video_llava import VideoLlavaProcessor
+
+    fake = SimpleNamespace(
+        patch_size=14,
+        num_additional_image_tokens=1,
+        vision_feature_select_strategy="default",
+        image_token="<image>",
+    )
+    return str(VideoLlavaProcessor.replace_image_token(fake, dict(out), 0)).count("<image>")
+
+
+VIDEO_LLAVA = "LanguageBind/Video-LLaVA-7B-hf"
+TABLE += [
+    Row(
+        VIDEO_LLAVA,
+        video_llava_tokens,
+        (
+            *PATCH_COMMON,
+            BOTH_OFF,
+            Override({"size": {"height": 200, "width": 300}}),
+            Override({"size": {"shortest_edge": 100, "longest_edge": 150}}),
+            Override({"size": 300, "crop_size": {"height": 250, "width": 301}}),
+            Override({"do_center_crop": False}),
+            Override({"crop_size": 501}),
+            Override({"do_resize": False, "crop_size": 100}),
+            Override({"do_convert_rgb": False}),
+        ),
+        pil_reference=refuses_channels_first_misread(hf_reference(VIDEO_LLAVA)),
+    ),
+]
+
+
+def fuyu_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``FuyuProcessor._process_images``' count for the first image: the padded image cut to
+    the unpadded size rounded up to whole patches, ``get_num_patches`` of it, then
+    ``replace_image_token``'s ``|SPEAKER|`` and ``|NEWLINE|`` tokens (its ``<s>`` not
+    counted), on a stand-in holding what it reads."""
+    import math
+
+    from transformers.models.fuyu.image_processing_pil_fuyu import FuyuImageProcessorPil
+    from transformers.models.fuyu.processing_fuyu import FuyuProcessor
+
+    processor = FuyuImageProcessorPil.from_dict(builtin_dict("adept/fuyu-8b") | overrides)
+    patch = processor.patch_size
+    height, width = np.asarray(out["images"][0]).shape[-2:]
+    new_h = min(
+        height, math.ceil(int(out["image_unpadded_heights"][0][0]) / patch.height) * patch.height
+    )
+    new_w = min(
+        width, math.ceil(int(out["image_unpadded_widths"][0][0]) / patch.width) * patch.width
+    )
+    num_patches = processor.get_num_patches(new_h, new_w, patch)
+    fake = SimpleNamespace(image_token="|SPEAKER|", image_newline_token="|NEWLINE|")
+    text = str(
+        FuyuProcessor.replace_image_token(
+            fake, dict(out), 0, num_patches=num_patches, row_width=new_w // patch.width
+        )
+    )
+    return text.count("|SPEAKER|") + text.count("|NEWLINE|")
+
+
+FUYU = "adept/fuyu-8b"
+FUYU_OVERRIDES = (
+    *COMMON,
+    BOTH_OFF,
+    Override({"resample": 0}),
+    Override({"resample": 3}),
+    Override({"size": {"height": 300, "width": 400}}),
+    Override({"size": {"height": 120, "width": 90}, "padding_value": 0.5}),
+    Override({"size": {"height": 200, "width": 120}, "padding_value": -1.0}),
+    Override({"size": {"height": 160, "width": 600}, "padding_value": 300}),
+    Override({"size": {"height": 160, "width": 600}, "patch_size": {"height": 16, "width": 20}}),
+    Override({"do_pad": False}),
+    # Larger than size on both sides: the PIL class leaves it unpadded, torchvision's raises.
+    Override({"do_resize": False, "size": {"height": 50, "width": 60}}),
+    Override({"do_resize": False, "size": {"height": 200, "width": 60}}),
+)
+TABLE += [Row(FUYU, fuyu_tokens, FUYU_OVERRIDES)]
+
+FORMULANET = "PaddlePaddle/PP-FormulaNet_plus-L_safetensors"
+TABLE += [
+    Row(
+        FORMULANET,
+        no_tokens,
+        (
+            *COMMON,
+            BOTH_OFF,
+            Override({"resample": 3}),
+            Override({"size": {"height": 100, "width": 300}}),
+            Override({"size": {"height": 300, "width": 90}}),
+            Override({"do_thumbnail": False}),
+            Override({"do_thumbnail": False, "size": {"height": 120, "width": 64}}),
+            Override({"do_resize": False}),
+            Override({"do_resize": False, "do_thumbnail": False, "size": 100}),
+            Override({"do_pad": False}),
+            Override({"do_align_long_axis": True}),
+        ),
+    ),
+]

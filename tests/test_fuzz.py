@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SHARED, builtin_dict, noise, smooth
+from conftest import SHARED, builtin_dict, builtin_settings, noise, smooth
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
@@ -233,7 +233,9 @@ def test_random_overrides(
     model: str, overrides: dict[str, Any], sizes: list[tuple[int, int]], backend: str
 ) -> None:
     try:
-        proc = mmfast.ImageProcessor.from_pretrained(model, backend=backend, **overrides)
+        proc = mmfast.ImageProcessor.from_pretrained(
+            model, backend=backend, **builtin_settings(model, **overrides)
+        )
     except MmfastError:
         return
     run_model(proc, sizes, "float32")

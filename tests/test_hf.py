@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import describe, noise, same_bits
+from conftest import builtin_dict, describe, noise, same_bits
 from PIL import Image
 
 import mmfast
@@ -53,9 +53,11 @@ KIMI_K25 = "moonshotai/Kimi-K2.5"
 # remote code only; for the Kimi-K2.5 checkpoints transformers loads its own
 # Kimi_K25ImageProcessor, with its class defaults, unless trust_remote_code is given).
 IMAGE_IDS = [m for m in mmfast.supported_models() if not m.startswith("moonshotai/Kimi-VL")]
-# Checkpoints AutoImageProcessor loads transformers' torchvision-only Kimi_K25ImageProcessor
-# for (its local class wins over their auto_map); a family without a PIL class is one too.
-TORCHVISION_ONLY = (KIMI_K25, "moonshotai/Kimi-K2.6")
+# Image processors transformers has only as torchvision classes, for the checkpoints a family
+# lookup does not tell: Kimi-K2.5's (AutoImageProcessor loads transformers' own
+# Kimi_K25ImageProcessor, its local class winning over their auto_map) and Fuyu's
+# (FuyuImageProcessorPil is marked as needing torch: AutoImageProcessor loads neither).
+TORCHVISION_ONLY = (KIMI_K25, "moonshotai/Kimi-K2.6", "adept/fuyu-8b")
 
 # Every special token the processors below put in or look for; the words make the prompts.
 SPECIAL_TOKENS = (
@@ -213,7 +215,7 @@ def write_checkpoint(directory: Path, model_id: str, tokens: Mapping[str, str] =
 
     builtin = registry.BUILTINS[model_id]
     files = {
-        "preprocessor_config.json": dict(builtin.preprocessor),
+        "preprocessor_config.json": builtin_dict(model_id),
         "config.json": {"model_type": builtin.model_type},
         "tokenizer_config.json": {
             "tokenizer_class": "PreTrainedTokenizerFast",
@@ -297,8 +299,7 @@ def test_image_processor_matches_transformers(
 ) -> None:
     """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
     with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
-    config = mmfast.ImageProcessor.from_pretrained(model_id).config
-    family = registry.family_of(config.image_processor_type)
+    family = mmfast.models.config.select_family(mmfast.models.config.read_source(model_id))[0]
     if not TORCH and (model_id in TORCHVISION_ONLY or family.hf_pil is None):
         pytest.skip(f"{model_id}'s image processor: {NEEDS_TORCHVISION}")
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
@@ -533,8 +534,12 @@ def test_video_processor_matches_transformers(
     plain, backed = load_pair(auto, directory)
     assert isinstance(backed, hf.MmfastBackedVideo) and isinstance(backed, type(plain))
     assert type(backed).__name__ in hf.supported_classes()
-    videos = [clip(8, 90, 120, 1), clip(5, 60, 200, 2)]
-    metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": 5, "fps": 10.0}]
+    # Clips of different lengths, except for a class that stacks its clips (Video-LLaVA):
+    # transformers cannot stack those.
+    stacks = mmfast.ImageProcessor.from_pretrained(model_id).video_config.batch_layout == "stack"
+    second = 8 if stacks else 5
+    videos = [clip(8, 90, 120, 1), clip(second, 60, 200, 2)]
+    metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": second, "fps": 10.0}]
     before = hf.stats()["mmfast"]
     for tensors in TENSORS:
         for kwargs in ({}, {"do_sample_frames": False}):
@@ -870,7 +875,9 @@ def test_wrap_converts_in_place(tmp_path: Path, mmfast_calls: list[int]) -> None
 
 
 def test_wrap_refuses_other_objects() -> None:
-    with pytest.raises(UnsupportedModelError, match=r"got a dict; supported classes: .*CLIPImageProcessor,"):
+    with pytest.raises(
+        UnsupportedModelError, match=r"got a dict; supported classes: .*CLIPImageProcessor,"
+    ):
         hf.wrap({})
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import CLIP_MEAN, CLIP_STD, builtin_dict, noise, smooth
+from conftest import CLIP_MEAN, CLIP_STD, builtin_dict, builtin_settings, noise, smooth
 from PIL import Image, ImageOps
 
 import mmfast
@@ -38,7 +38,13 @@ BACKENDS = ("pil", "torchvision")
 IMAGE = noise(20, 30, 11)
 CLIP = np.stack([noise(30, 40, t) for t in range(4)])
 BUILTINS = mmfast.supported_models()
-load = mmfast.ImageProcessor.from_pretrained
+
+
+def load(model: Any, **overrides: Any) -> mmfast.ImageProcessor:
+    """The processor of a built-in (with its test settings, see conftest) or a path."""
+    if isinstance(model, str) and model in BUILTINS:
+        overrides = builtin_settings(model, **overrides)
+    return mmfast.ImageProcessor.from_pretrained(model, **overrides)
 
 
 def raises(kind: type[BaseException], call: Callable[[], Any], *names: str) -> str:
@@ -323,7 +329,7 @@ def test_one_pixel_image_in_every_model(model_id: str) -> None:
     except MmfastError as exc:
         raises(MmfastError, lambda: proc(pixel), "images[0]: " + str(exc)[:20])
         return
-    values = proc(pixel).pixel_values
+    values = proc(pixel)[proc.config.output_key]
     per_image = plan.output_shapes["pixel_values"]
     # Batched along a new or the first axis: the trailing axes are the plan's.
     assert values.shape[values.ndim - len(per_image) + 1 :] == tuple(per_image[1:])

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import builtin_dict
+from conftest import builtin_dict, builtin_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -624,10 +624,17 @@ def test_supported_models_load() -> None:
         "tencent/Hy4": models.HYV4VLConfig,
         "MiniMaxAI/MiniMax-M3": models.MiniMaxM3VLConfig,
         "meta-models/Muse-Glimmer-30B": models.MuseGlimmerConfig,
+        "PaddlePaddle/PP-Chart2Table_safetensors": models.PPChart2TableConfig,
+        "microsoft/udop-large": models.LayoutLMv3Config,
+        "microsoft/udop-large-512": models.LayoutLMv3Config,
+        "lerobot/pi0_base": models.PI0Config,
+        "LanguageBind/Video-LLaVA-7B-hf": models.VideoLlavaConfig,
+        "adept/fuyu-8b": models.FuyuConfig,
+        "PaddlePaddle/PP-FormulaNet_plus-L_safetensors": models.PPFormulaNetConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():
-        assert type(load_config(model_id)) is config_type, model_id
+        assert type(load_config(model_id, **builtin_settings(model_id))) is config_type, model_id
 
 
 def test_builtin_values() -> None:

@@ -26,6 +26,7 @@ from conftest import (
     SHARED,
     assert_same_outputs,
     builtin_dict,
+    builtin_settings,
     describe,
     hf_load_image,
     make_image,
@@ -899,39 +900,40 @@ def test_output_dtypes(model_id: str) -> None:
     ``.to(dtype)``); uint8 plus ``pixel_lut`` (and the rows mask of padded batches) gives the
     float32 output back through :func:`mmfast.reference.normalize_uint8`, bit for bit; a
     family whose padding is zero after normalising refuses uint8 before decoding anything."""
-    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, **builtin_settings(model_id))
     images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3), smooth(120, 400, 4)]
     # GLM-Image refuses aspect ratios over 4: the images its geometry takes.
     images = [image for image in images if takes(proc, image)]
     assert len(images) >= 2
+    key = proc.config.output_key  # pixel_values, or the family's own key
     want = proc(images, dtype="float32")
     # DeepSeek-OCR-2's local tiles are pixels too (the 1000-pixel side gives tiles).
-    pixels = ["pixel_values", *(k for k in proc.config.extra_pixel_outputs if k in want)]
+    pixels = [key, *(k for k in proc.config.extra_pixel_outputs if k in want)]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
         got = proc(images, dtype=dtype)
-        for key in pixels:
-            assert got[key].dtype == numpy_dtype
-            assert same_bits(got[key], want[key].astype(numpy_dtype))
+        for name in pixels:
+            assert got[name].dtype == numpy_dtype
+            assert same_bits(got[name], want[name].astype(numpy_dtype))
         assert list(got) == list(want)
     if not proc.config.raw_pixels:
         with pytest.raises(MmfastError, match="dtype: 'uint8' cannot give"):
             proc([b"not an image"], dtype="uint8")
         return
     raw = proc(images, dtype="uint8")
-    assert raw.pixel_values.dtype == np.uint8 and raw.pixel_values.shape == want.pixel_values.shape
+    assert raw[key].dtype == np.uint8 and raw[key].shape == want[key].shape
     assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32
     back = reference.normalize_uint8(
-        raw.pixel_values,
+        raw[key],
         raw.pixel_lut,
         raw.get("pixel_rows_mask"),
         channels_last=proc.config.channels_last,
     )
-    assert same_bits(back, want.pixel_values)
-    for key in pixels[1:]:
-        assert same_bits(reference.normalize_uint8(raw[key], raw.pixel_lut), want[key])
-    for key in want:
-        if key not in pixels:
-            assert_same_outputs({key: raw[key]}, {key: want[key]})
+    assert same_bits(back, want[key])
+    for name in pixels[1:]:
+        assert same_bits(reference.normalize_uint8(raw[name], raw.pixel_lut), want[name])
+    for name in want:
+        if name not in pixels:
+            assert_same_outputs({name: raw[name]}, {name: want[name]})
 
 
 def takes(proc: mmfast.ImageProcessor, image: np.ndarray) -> bool:

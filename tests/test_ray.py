@@ -17,7 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import describe, same_bits, shared_path, smooth
+from conftest import builtin_settings, describe, same_bits, shared_path, smooth
 from PIL import Image
 
 from mmfast import ImageDecodeError, ImageProcessor, MmfastError, supported_models
@@ -95,7 +95,7 @@ CASES = [
     *[
         # Gemma 3 gives every image one view unless pan-and-scan adds crops; LFM2-VL splits
         # only images above its budget (here 500x900, into 256-pixel tiles and a thumbnail).
-        (model, SPLITTING.get(model, {}), {})
+        (model, builtin_settings(model, **SPLITTING.get(model, {})), {})
         for model in supported_models()
     ],
     (LFM2, SPLITTING[LFM2], {"dtype": "uint8"}),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import SHARED, Override, builtin_dict, make_image
+from conftest import SHARED, Override, builtin_dict, builtin_settings, make_image
 from parity_table import TABLE, tv_overrides
 from PIL import Image, ImageOps
 
@@ -141,7 +141,8 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     images = [load_image(name) for name in case.images]
     out = processor(images, return_tensors="pt", **kwargs)
     result: dict[str, Any] = {}
-    bfloat16 = out["pixel_values"].dtype == torch.bfloat16
+    # The pixels come first (pixel_values, or Fuyu's images).
+    bfloat16 = next(iter(out.values())).dtype == torch.bfloat16
     for key, value in out.items():
         if isinstance(value, torch.Tensor):
             if value.dtype == torch.bfloat16:
@@ -154,13 +155,19 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
 
 def ours(case: Case, bfloat16: bool = False) -> dict[str, Any]:
     """mmfast with ``backend="torchvision"`` on the case; bfloat16 as its uint16 bits."""
+    model_id = case.model.model_id
     proc = mmfast.ImageProcessor.from_pretrained(
-        case.model.model_id, backend="torchvision", **case.override.ours
+        model_id, backend="torchvision", **builtin_settings(model_id, **case.override.ours)
     )
     images = [load_image(name) for name in case.images]
     out = dict(proc(images, dtype="bfloat16" if bfloat16 else None))
     if bfloat16:
         out["pixel_values"] = out["pixel_values"].view(np.uint16)
+    # The cases run transformers with return_tensors="pt": torch's dtype for what it builds
+    # from Python floats, as mmfast's return_tensors="pt" gives it.
+    for key, dtype in proc.config.tensor_dtypes.items():
+        if key in out:
+            out[key] = out[key].astype(dtype)
     return out
 
 
@@ -213,6 +220,7 @@ VIDEO_MODELS = [
     "nvidia/Cosmos3-Edge",
     "tencent/Hy4",
     "MiniMaxAI/MiniMax-M3",
+    "LanguageBind/Video-LLaVA-7B-hf",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)

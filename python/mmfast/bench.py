@@ -118,7 +118,19 @@ MODELS = (
     "tencent/Hy4",
     "MiniMaxAI/MiniMax-M3",
     "meta-models/Muse-Glimmer-30B",
+    "PaddlePaddle/PP-Chart2Table_safetensors",
+    "microsoft/udop-large",
+    "lerobot/pi0_base",
+    "LanguageBind/Video-LLaVA-7B-hf",
+    "adept/fuyu-8b",
+    "PaddlePaddle/PP-FormulaNet_plus-L_safetensors",
 )
+# Settings a model is measured with where its file asks for something mmfast refuses (both
+# sides run them): UDOP's OCR and PP-FormulaNet's crop found from the pixels.
+MODEL_SETTINGS: dict[str, dict[str, Any]] = {
+    "microsoft/udop-large": {"apply_ocr": False},
+    "PaddlePaddle/PP-FormulaNet_plus-L_safetensors": {"do_crop_margin": False},
+}
 JPEG_NAME = "grace_hopper_12mp.jpg"
 
 
@@ -237,7 +249,11 @@ def hf_processor(model_id: str, backend: str) -> Any | None:
     module, name = where.rsplit(".", 1)
     # The model's processor passes its image defaults on every call (InternVL's tiling, ...).
     defaults = models.registry.builtin_processor_defaults(model_id, family)
-    config = {**models.registry.BUILTINS[model_id].preprocessor, **defaults}
+    config = {
+        **models.registry.BUILTINS[model_id].preprocessor,
+        **defaults,
+        **MODEL_SETTINGS.get(model_id, {}),
+    }
     return getattr(importlib.import_module(f"transformers.models.{module}"), name).from_dict(config)
 
 
@@ -395,7 +411,7 @@ def model_rows(
     images = {size: _pil(size) for size in sizes}
     with _torch_threads(backends, 1):
         for model_id in ids:
-            proc = ImageProcessor.from_pretrained(model_id)
+            proc = ImageProcessor.from_pretrained(model_id, **MODEL_SETTINGS.get(model_id, {}))
             hf_pil = hf_processor(model_id, "pil") if backends.transformers else None
             hf_torch = hf_processor(model_id, "torch") if backends.torch else None
             if backends.transformers and hf_pil is None:

@@ -127,8 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     pre.add_argument(
         "--backend",
         choices=("pil", "torchvision"),
-        default="pil",
-        help="the transformers class to match bit for bit: the PIL one (default) or the "
+        default=None,
+        help="the transformers class to match bit for bit: the PIL one (default, or the "
+        "torchvision one for a model transformers has only as torchvision) or the "
         "torchvision one, which AutoImageProcessor picks when torchvision is installed",
     )
     pre.add_argument(
@@ -328,7 +329,7 @@ def preprocess(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     *,
-    backend: str = "pil",
+    backend: str | None = None,
     skip_errors: bool = False,
     batch_size: int = DEFAULT_BATCH,
     recursive: bool = False,

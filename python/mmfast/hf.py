@@ -116,6 +116,9 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
         "pan_and_scan_min_ratio_to_activate": "do_pan_and_scan",
+        # LayoutLMv3: Tesseract's settings, unused without OCR.
+        "ocr_lang": "apply_ocr",
+        "tesseract_config": "apply_ocr",
     }
 )
 # The module whose ImageProcessingMixin install() patches; install_from_env() waits for it.
@@ -412,8 +415,11 @@ def _run_legacy(
     known = IMAGES_KWARGS | family.kwargs
     instance = {name: getattr(processor, name) for name in known if hasattr(processor, name)}
     proc = _processor(hf_class, _settings(hf_class, family, instance))
-    out = _call(proc, inputs, **{name: _plain(value) for name, value in call.items()})
-    return _feature(hf_class, proc.config, out, return_tensors)
+    arguments = {name: _plain(value) for name, value in call.items()}
+    out = _call(proc, inputs, **arguments)
+    # The outputs' form (key, lists) follows the call's config, not the instance's.
+    config = proc._config_for(None, {k: v for k, v in arguments.items() if k in known})
+    return _feature(hf_class, config, out, return_tensors)
 
 
 def _return_tensors(value: Any) -> str | None:
@@ -449,6 +455,9 @@ def _feature(
         tensors = return_tensors == "pt"
         data = dict(out)
     if tensors:
+        for key, dtype in config.tensor_dtypes.items():
+            if key in data and not isinstance(data[key], list):
+                data[key] = data[key].astype(dtype)
         data = _nested_map(_as_tensor, data)
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     feature_class = _feature_class(hf_class)
@@ -484,6 +493,10 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
         elif kind == "ints":
             data[key] = [int(v) for v in value]
+        elif kind == "lists":
+            data[key] = value.tolist()
+        elif kind == "samples":
+            data[key] = [list(sample) for sample in value]
         elif kind == "sizes" and config.backend == "torchvision":
             size = importlib.import_module("torch").Size
             data[key] = [size(int(v) for v in row) for row in value]
@@ -665,7 +678,9 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
     for name, value in kwargs.items():
         if name in _CALL_ONLY:
             continue
-        if name not in known or (name == "pad_size" and value is not None):
+        # pad_size is read only by the families that name it among their kwargs (PI0).
+        reads_pad_size = "pad_size" in family.kwargs
+        if name not in known or (name == "pad_size" and value is not None and not reads_pad_size):
             raise _Fallback(
                 f"setting {name}", f"{name!r} is not a {hf_class.__name__} setting mmfast reads"
             )
@@ -718,16 +733,27 @@ def _processor(hf_class: type, settings: str) -> ImageProcessor:
     family, processor_type, backend = _supported()[hf_class.__name__]
     values = json.loads(settings)
     origin = f"{hf_class.__name__} settings"
-    try:
+
+    def build(slot: str | None = None, call: Mapping[str, Any] | None = None) -> ModelConfig:
+        # A call's arguments (an old-style class's preprocess, such as Emu3's do_pad or
+        # Video-LLaVA's return_legacy_image_output) go over the settings as the class puts
+        # them (the family's call_settings).
+        merged = values
+        if call:
+            merged = (family.call_settings or (lambda v, c: {**v, **c}))(values, call)
         config = family.build(
-            Source(origin, None, None, values, {}),
+            Source(origin, None, None, merged, {}),
             processor_type,
-            Fields(origin, values),
+            Fields(origin, merged),
             Fields(f"{origin} (processor)", {}),
         )
+        return with_backend(config, slot or backend, family)
+
+    try:
+        config = build()
     except MmfastError as exc:  # a setting mmfast refuses or cannot compute exactly
         raise _Fallback("mmfast refused the settings", str(exc)) from exc
-    return ImageProcessor(with_backend(config, backend, family))
+    return ImageProcessor(config, reload=lambda backend=None, call=None: build(backend, call))
 
 
 def _computes_bfloat16(proc: ImageProcessor) -> bool:

@@ -364,12 +364,17 @@ CALL_ONLY: dict[str, tuple[Callable[[Any], bool], str]] = {
 MAX_CACHED_CONFIGS = 64
 
 
-def as_tensors(outputs: Mapping[str, Any]) -> dict[str, Any]:
+def as_tensors(
+    outputs: Mapping[str, Any], dtypes: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The outputs as torch tensors sharing their memory (bfloat16 through its bits); lists
-    stay lists."""
+    stay lists. ``dtypes``: keys converted as torch converts the Python floats transformers
+    builds them from (``ModelConfig.tensor_dtypes``)."""
     torch = importlib.import_module("torch")
     tensors: dict[str, Any] = {}
     for key, value in outputs.items():
+        if dtypes and key in dtypes and isinstance(value, np.ndarray):
+            value = value.astype(dtypes[key])
         if isinstance(value, np.ndarray):
             bf16 = value.dtype.name == "bfloat16"
             tensor = torch.from_numpy(value.view(np.uint16) if bf16 else value)
@@ -404,15 +409,17 @@ class ImageProcessor:
         cls,
         name_or_path: str | os.PathLike[str],
         *,
-        backend: str = "pil",
+        backend: str | None = None,
         video_overrides: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> ImageProcessor:
         """A local directory with ``preprocessor_config.json``, such a file, or a built-in id.
 
         ``backend`` is the transformers class the outputs match bit for bit: ``"pil"``
-        (``XImageProcessorPil``) or ``"torchvision"`` (``XImageProcessor``, which
-        ``AutoImageProcessor`` picks when torchvision is installed); a call can override it.
+        (``XImageProcessorPil``, the default where transformers has one) or ``"torchvision"``
+        (``XImageProcessor``, which ``AutoImageProcessor`` picks when torchvision is
+        installed, and the default for PI0 and PP-FormulaNet, which have only that class); a
+        call can override it.
         ``overrides`` work like keyword arguments to the HF processor (``max_pixels=...``);
         ``video_overrides`` do the same for its video processor, where the model has one
         (:meth:`videos`).
@@ -522,7 +529,7 @@ class ImageProcessor:
         if not plans:
             return BatchFeature({}, kept, skipped)
         out = run_plans(config, inputs, plans, sizes, threads, dtype)
-        data = as_tensors(out) if return_tensors == "pt" else out
+        data = as_tensors(out, config.tensor_dtypes) if return_tensors == "pt" else out
         return BatchFeature(data, kept, skipped, out.image_rows)
 
     def _config_for(self, backend: str | None, settings: dict[str, Any]) -> ModelConfig:

@@ -105,7 +105,7 @@ class Preprocess:
         model: str | os.PathLike[str],
         *,
         column: str = "bytes",
-        backend: str = "pil",
+        backend: str | None = None,
         dtype: Dtype | None = None,
         threads: int = 1,
         on_error: str = "skip",

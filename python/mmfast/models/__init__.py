@@ -60,6 +60,12 @@ from mmfast.models import (
     hy_v4_vl,
     minimax_m3_vl,
     muse_glimmer,
+    pp_chart2table,
+    layoutlmv3,
+    pi0,
+    video_llava,
+    fuyu,
+    pp_formulanet,
 )
 
 # isort: on
@@ -82,6 +88,7 @@ from mmfast.models.cosmos3_edge import Cosmos3EdgeConfig
 from mmfast.models.deepseek_ocr2 import DeepseekOcr2Config
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
+from mmfast.models.fuyu import FuyuConfig
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.gemma4 import Gemma4Config
 from mmfast.models.gemma4_unified import Gemma4UnifiedConfig
@@ -104,6 +111,7 @@ from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
+from mmfast.models.layoutlmv3 import LayoutLMv3Config
 from mmfast.models.lfm2_vl import Lfm2VlConfig
 from mmfast.models.llama4 import (
     Llama4Config,
@@ -123,11 +131,15 @@ from mmfast.models.mllama import MllamaConfig
 from mmfast.models.muse_glimmer import MuseGlimmerConfig
 from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.pi0 import PI0Config
 from mmfast.models.pixtral import PixtralConfig
+from mmfast.models.pp_chart2table import PPChart2TableConfig
+from mmfast.models.pp_formulanet import PPFormulaNetConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 from mmfast.models.siglip2 import Siglip2Config
 from mmfast.models.video_llama_3 import VideoLlama3Config
+from mmfast.models.video_llava import VideoLlavaConfig, VideoLlavaVideoConfig
 
 __all__ = [
     "BICUBIC",
@@ -143,6 +155,7 @@ __all__ = [
     "DeepseekOcr2Config",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
+    "FuyuConfig",
     "Gemma3Config",
     "Gemma4Config",
     "Gemma4UnifiedConfig",
@@ -160,6 +173,7 @@ __all__ = [
     "KimiK25Config",
     "KimiK25ImageConfig",
     "KimiVLConfig",
+    "LayoutLMv3Config",
     "Lfm2VlConfig",
     "Llama4Config",
     "LlavaNextConfig",
@@ -171,6 +185,9 @@ __all__ = [
     "ModelConfig",
     "MuseGlimmerConfig",
     "Ovis2Config",
+    "PI0Config",
+    "PPChart2TableConfig",
+    "PPFormulaNetConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
     "PixtralConfig",
@@ -179,6 +196,8 @@ __all__ = [
     "SiglipConfig",
     "TileGrid",
     "VideoLlama3Config",
+    "VideoLlavaConfig",
+    "VideoLlavaVideoConfig",
     "apertus1p5",
     "center_crop_box",
     "cohere2_vision",
@@ -188,6 +207,7 @@ __all__ = [
     "emu3",
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
+    "fuyu",
     "gemma3",
     "gemma4",
     "gemma4_unified",
@@ -210,6 +230,7 @@ __all__ = [
     "idefics3",
     "kimi_k25",
     "kimi_vl",
+    "layoutlmv3",
     "lfm2_vl",
     "llama4",
     "llava",
@@ -223,7 +244,10 @@ __all__ = [
     "muse_glimmer",
     "ovis2",
     "paddleocr_vl",
+    "pi0",
     "pixtral",
+    "pp_chart2table",
+    "pp_formulanet",
     "qwen2_vl",
     "qwen3_vl",
     "registry",
@@ -232,4 +256,5 @@ __all__ = [
     "smart_resize",
     "supported_models",
     "video_llama_3",
+    "video_llava",
 ]

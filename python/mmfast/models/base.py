@@ -447,12 +447,17 @@ class ModelConfig:
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
     # first axis; "images", each image's rows; "ints", "tuples" and "lists", the entries as
-    # Python ints, tuples or lists of ints; "sizes", tuples from the PIL backend and
-    # ``torch.Size`` from torchvision (image shapes). The lists of these joined along the first
-    # axis are the arrays.
+    # Python ints, tuples or lists (nested lists of Python numbers: rows of an array); "sizes",
+    # tuples from the PIL backend and ``torch.Size`` from torchvision (image shapes);
+    # "samples", each sample's list of image arrays (rows of the first two axes). The lists of
+    # these joined along the first axis are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
     output_key: ClassVar[str] = "pixel_values"
+    # The dtype torch gives an output transformers builds from Python floats (float32), where
+    # numpy gives float64: applied to those keys with return_tensors="pt" (Fuyu's
+    # image_scale_factors).
+    tensor_dtypes: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # Whether dtype="uint8" (the pixels before rescaling and normalising, with pixel_lut) can
     # give the outputs: False where an image's output holds zeros written after normalising
     # (canvases), which no byte maps to.

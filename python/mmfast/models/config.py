@@ -228,6 +228,11 @@ class Fields:
     def raw(self, name: str) -> Any:
         return self._values.get(name)
 
+    def given(self, name: str) -> bool:
+        """Whether the config names ``name`` (null included), where a null means something
+        other than the class default (PI0's null ``pad_size``: pad to the batch's largest)."""
+        return name in self._values
+
     def flag(self, name: str, default: bool) -> bool:
         value = self._values.get(name)
         if value is None:
@@ -323,15 +328,16 @@ BACKENDS: Final = ("pil", "torchvision")
 def load_config(
     name_or_path: str | os.PathLike[str],
     *,
-    backend: str = "pil",
+    backend: str | None = None,
     call: Mapping[str, Any] | None = None,
     **overrides: Any,
 ) -> ModelConfig:
     """Load a model's image-processing config.
 
-    ``backend`` is the transformers class the outputs match: ``"pil"`` (``XImageProcessorPil``,
-    the default) or ``"torchvision"`` (``XImageProcessor``, what ``AutoImageProcessor`` gives
-    where torchvision is installed). A family with one class matches it under either name.
+    ``backend`` is the transformers class the outputs match: ``"pil"`` (``XImageProcessorPil``)
+    or ``"torchvision"`` (``XImageProcessor``, what ``AutoImageProcessor`` gives where
+    torchvision is installed); by default the PIL class, or the torchvision class of a
+    family transformers has only as a torchvision class (PI0, PP-FormulaNet, Kimi-K2.5's).
 
     ``name_or_path`` is a built-in id (see :func:`supported_models`), a directory holding
     ``preprocessor_config.json`` (plus, optionally, ``processor_config.json`` for the token
@@ -399,7 +405,7 @@ def load_config(
                 f"{source.origin}: {key}: expected a value while {switch} is on, got null "
                 "(transformers keeps the null and refuses it)"
             )
-    return with_backend(config, backend, family)
+    return with_backend(config, family.backends[0] if backend is None else backend, family)
 
 
 def null_switches(values: Mapping[str, Any]) -> dict[str, bool]:
