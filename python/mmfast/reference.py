@@ -155,6 +155,8 @@ def normalize_uint8(
     pixel_values: NDArray[np.uint8],
     pixel_lut: NDArray[np.float32],
     pixel_rows_mask: NDArray[np.bool_] | None = None,
+    *,
+    channels_last: bool = False,
 ) -> NDArray[np.float32]:
     """The float32 ``pixel_values`` of a processor call, from its ``dtype="uint8"`` output.
 
@@ -162,7 +164,9 @@ def normalize_uint8(
     own rescale/normalise arithmetic for every byte value; rows of a zero-padded batch that
     ``pixel_rows_mask`` marks False are 0.0, as HF pads them. The channel of a byte is its
     axis -3 (``(..., 3, height, width)`` layouts), or, for 2-D patch rows ``(N, 3 * K)``, the
-    third of the row it lies in. A GPU does the same with one gather.
+    third of the row it lies in; with ``channels_last``, its place along the last axis modulo
+    3 (channel-last patch rows ``(..., K * 3)``, Molmo2's). A GPU does the same with one
+    gather.
     """
     x = np.asarray(pixel_values)
     lut = np.asarray(pixel_lut, np.float32)
@@ -171,7 +175,9 @@ def normalize_uint8(
             "pixel_values, pixel_lut: expected uint8 pixels and a (3, 256) table, got "
             f"{_describe(x)} and {_describe(lut)}"
         )
-    if x.ndim == 2:
+    if channels_last:
+        out = lut[np.arange(3), x.reshape(*x.shape[:-1], -1, 3)].reshape(x.shape)
+    elif x.ndim == 2:
         out = lut[np.arange(3)[None, :, None], x.reshape(x.shape[0], 3, -1)].reshape(x.shape)
     else:
         out = lut[np.arange(3)[:, None, None], x]

@@ -48,6 +48,7 @@ __all__ = [
     "PatchGrid",
     "Patchify",
     "Resize",
+    "Resized",
     "Strip",
     "TileGrid",
     "View",
@@ -138,8 +139,9 @@ class Resize:
     """A resize to ``size`` (height, width) with PIL filter code ``resample``: Pillow's
     ``Image.resize`` (``kernel="pillow"``), or torchvision's ``resize`` of a uint8 tensor with
     the interpolation transformers maps that code to (``kernel="torch"``: antialiased, as
-    HF resizes; ``"torch-noaa"``: without antialiasing). An unchanged size leaves the pixels
-    as they are."""
+    HF resizes; ``"torch-noaa"``: without antialiasing; ``"torch-float"``: of the image as
+    float32 without antialiasing, rounded half to even and clamped back to uint8, as Molmo2
+    resizes). An unchanged size leaves the pixels as they are."""
 
     size: tuple[int, int]
     resample: int
@@ -203,7 +205,19 @@ class Strip:
     stride: int
 
 
-Output = Patchify | tuple[CropBox, ...] | HwcPatches | Canvas | Strip
+@dataclass(frozen=True)
+class Resized:
+    """The view's pixels normalised, then resized to ``size`` (height, width) by torch's
+    float32 kernel for PIL filter code ``resample`` without antialiasing, as one CHW tensor:
+    torchvision's ``resize`` of the normalised float image (Phi-4-multimodal's global view).
+    Its values are computed, not looked up: pixel_values is float32 (bfloat16 and float16
+    are its values rounded afterwards)."""
+
+    size: tuple[int, int]
+    resample: int
+
+
+Output = Patchify | tuple[CropBox, ...] | HwcPatches | Canvas | Strip | Resized
 
 
 @dataclass(frozen=True)
@@ -216,8 +230,9 @@ class View:
     previous views' values: as patch rows (:class:`Patchify`), as one CHW tensor per window
     (a :class:`~mmfast.models.geometry.CropBox` may reach past the pixels; outside them is the
     normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
-    canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
-    share). ``out=None``: the view only feeds later views. ``table`` picks the config's
+    canvas (:class:`Canvas`), along a strip (:class:`Strip`, whose rows other images
+    share) or resized in float32 after normalising (:class:`Resized`). ``out=None``: the view
+    only feeds later views. ``table`` picks the config's
     normalisation table for the view's values (families with one table use 0).
     """
 
@@ -402,6 +417,13 @@ class ModelConfig:
     # Whether the HF processor reads a flat list of images as one sample (Idefics3, SmolVLM)
     # rather than one sample per image.
     flat_is_one_sample: ClassVar[bool] = False
+    # Outputs whose first axis joins each image's own rows, with values that depend on the
+    # images before it in the batch (Molmo2's image_token_pooling, offset by their patches):
+    # one image's entry is what batch_outputs gives for its plan alone.
+    batch_dependent: ClassVar[frozenset[str]] = frozenset()
+    # The name of the main output (HF's key for it; Phi-4-multimodal's is image_pixel_values).
+    # Plans name it "pixel_values" in their output_shapes whatever it is called.
+    pixel_values_key: ClassVar[str] = "pixel_values"
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
     # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
