@@ -244,8 +244,10 @@ def test_image_processor_matches_transformers(
 ) -> None:
     """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
     with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
-    if model_id == LLAMA4 and not TORCH:
-        pytest.skip(f"Llama4ImageProcessor: {NEEDS_TORCHVISION}")
+    family = registry.family_of(registry.BUILTINS[model_id].preprocessor["image_processor_type"])
+    if family.hf_pil is None and not TORCH:
+        # Llama 4, Phi-4-multimodal, Molmo2: transformers has only a torchvision class.
+        pytest.skip(f"{family.processor_types[0]}: {NEEDS_TORCHVISION}")
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
     assert not isinstance(plain, hf.MmfastBacked)
     assert isinstance(backed, hf.MmfastBacked) and isinstance(backed, type(plain))

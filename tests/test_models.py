@@ -592,6 +592,9 @@ def test_supported_models_load() -> None:
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,
         "HuggingFaceM4/Idefics3-8B-Llama3": models.Idefics3Config,
+        "microsoft/Phi-4-multimodal-instruct": models.Phi4MultimodalConfig,
+        "allenai/Molmo2-8B": models.Molmo2Config,
+        "allenai/Molmo2-4B": models.Molmo2Config,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

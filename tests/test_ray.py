@@ -63,7 +63,11 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
     whole where the layout concatenates images' rows, ``pixel_lut`` whole, every other
     output's first entry; bfloat16 as uint16 bits under ``BF16_SUFFIX``."""
     for key, value in proc([[image]], **call).items():
-        whole = key == "pixel_lut" or (key == "pixel_values" and proc.config.layout() == "concat")
+        whole = (
+            key == "pixel_lut"
+            or (key == "pixel_values" and proc.config.layout() == "concat")
+            or key in proc.config.batch_dependent
+        )
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:
             key, want = key + BF16_SUFFIX, want.view(np.uint16)
@@ -102,7 +106,8 @@ def test_rows_equal_each_images_own_output(model, overrides, call):
     assert out["id"].tolist() == list(range(len(IMAGES)))
     for row, image in zip(rows(out), IMAGES, strict=True):
         check_row(row, proc, image, **call)
-    values = out.get("pixel_values", out.get("pixel_values" + BF16_SUFFIX))
+    key = proc.config.pixel_values_key
+    values = out.get(key, out.get(key + BF16_SUFFIX))
     if proc.config.layout() != "stack" or overrides.get("do_resize") is False:
         # Rows of several shapes: the cutting (or the padding's removal) was exercised.
         assert len({np.shape(v) for v in values}) > 1

@@ -91,6 +91,8 @@ MODELS = (
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "microsoft/Phi-4-multimodal-instruct",
+    "allenai/Molmo2-8B",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -109,6 +109,8 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_center_crop": None,
         "do_pad": None,
         "do_pan_and_scan": None,
+        # Phi4MultimodalImageProcessor has no do_resize and never reads it.
+        "do_resize": None,
         "image_seq_length": None,
         "pad_size": None,
         "crop_size": "do_center_crop",

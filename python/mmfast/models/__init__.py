@@ -34,6 +34,8 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    phi4_multimodal,
+    molmo2,
 )
 
 # isort: on
@@ -73,7 +75,9 @@ from mmfast.models.llama4 import (
 from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
+from mmfast.models.molmo2 import Molmo2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.phi4_multimodal import Phi4MultimodalConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 
@@ -95,8 +99,10 @@ __all__ = [
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
     "ModelConfig",
+    "Molmo2Config",
     "PaddleOCRVLConfig",
     "PatchGrid",
+    "Phi4MultimodalConfig",
     "QwenVLConfig",
     "SiglipConfig",
     "TileGrid",
@@ -120,7 +126,9 @@ __all__ = [
     "llava_next",
     "llava_onevision",
     "load_config",
+    "molmo2",
     "paddleocr_vl",
+    "phi4_multimodal",
     "qwen2_vl",
     "qwen3_vl",
     "registry",
