@@ -62,7 +62,8 @@ SPECIAL_TOKENS = (
     "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>", "<|START_OF_IMG|>",
     "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>", "<|begin_of_image|>",
     "<|end_of_image|>", "<|IMAGE_PLACEHOLDER|>", "<|IMAGE_START|>", "<|IMAGE_END|>",
-    "<|begin_of_video|>", "<|end_of_video|>",
+    "<|begin_of_video|>", "<|end_of_video|>", "<|audio|>", "<im_patch>", "<im_col>",
+    "<im_start>", "<low_res_im_start>", "<frame_start>", "<im_end>", "<frame_end>", "<im_low>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -129,6 +130,20 @@ PROCESSOR_CASES = [
     Case("HuggingFaceM4/Idefics3-8B-Llama3"),
     Case(LLAMA4, "<|image|> describe this image", image_token="<|patch|>", torchvision=True),
     Case("CohereLabs/aya-vision-8b", image_token="<|IMG_PATCH|>"),
+    Case(
+        "microsoft/Phi-4-multimodal-instruct",
+        "<|image|> describe this image",
+        {"image_token": "<|image|>", "audio_token": "<|audio|>"},
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case(
+        "allenai/Molmo2-8B",
+        "<|image|> describe this image",
+        {"image_token": "<|image|>"},
+        image_token="<im_patch>",
+        torchvision=True,
+    ),
 ]
 
 
