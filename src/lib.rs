@@ -11,6 +11,7 @@ pub mod pipeline;
 pub mod resize;
 #[cfg(test)]
 mod testing;
+pub mod torch_float;
 pub mod torch_resize;
 pub mod transforms;
 pub mod workers;
@@ -45,6 +46,7 @@ mod _native {
     use crate::image::{self, Orientation, Rect};
     use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
     use crate::resize::Filter;
+    use crate::torch_float::{self, FloatMode};
     use crate::torch_resize::TorchMode;
     use crate::transforms::{self, Normalize, Patches, Window};
 
@@ -517,7 +519,19 @@ mod _native {
         }
     }
 
-    /// A resize by kernel name ("pillow", "torch" or "torch-noaa") and PIL filter code.
+    /// torch's float interpolation for a PIL filter code, or an error naming `arg`.
+    fn float_mode(arg: &'static str, filter: i64) -> PyResult<FloatMode> {
+        FloatMode::from_pil_code(filter).ok_or_else(|| {
+            fail(
+                arg,
+                "a PIL filter code torch resizes floats with without antialiasing (0, 2 or 3)",
+                filter,
+            )
+        })
+    }
+
+    /// A resize by kernel name ("pillow", "torch", "torch-noaa" or "torch-float") and PIL
+    /// filter code.
     fn resize_kind(arg: &'static str, kind: &str, filter: i64, to: (usize, usize)) -> PyResult<Resize> {
         Ok(match kind {
             "pillow" => Resize::Pillow(
@@ -535,7 +549,16 @@ mod _native {
                 kind == "torch",
                 to,
             ),
-            other => return Err(fail(arg, "resize 'pillow', 'torch' or 'torch-noaa'", other)),
+            "torch-float" | "torch-float-1" => {
+                Resize::TorchFloat(float_mode(arg, filter)?, kind == "torch-float-1", to)
+            }
+            other => {
+                return Err(fail(
+                    arg,
+                    "resize 'pillow', 'torch', 'torch-noaa', 'torch-float' or 'torch-float-1'",
+                    other,
+                ))
+            }
         })
     }
 
@@ -588,10 +611,22 @@ mod _native {
                     let (patch_size, stride) = extract("jobs", "(patch_size, stride)", params)?;
                     Layout::Strip { patch_size, stride }
                 }
+                "resized" => {
+                    let (filter, size, one_thread): (i64, (usize, usize), bool) = extract(
+                        "jobs",
+                        "(PIL filter code, (height, width), one torch thread)",
+                        params,
+                    )?;
+                    Layout::Resized {
+                        mode: float_mode("jobs", filter)?,
+                        one_thread,
+                        size,
+                    }
+                }
                 other => {
                     return Err(fail(
                         "jobs",
-                        "layout 'patches', 'windows', 'hwc_patches', 'canvas' or 'strip'",
+                        "layout 'patches', 'windows', 'hwc_patches', 'canvas', 'strip' or 'resized'",
                         other,
                     ))
                 }
@@ -619,7 +654,7 @@ mod _native {
         })
     }
 
-    fn run_typed<'py, T: numpy::Element + Copy + Send + Sync + bytemuck::Zeroable>(
+    fn run_typed<'py, T: numpy::Element + pipeline::Element + bytemuck::Zeroable>(
         py: Python<'py>,
         images: &[Image<'_>],
         jobs: &[Job],
@@ -704,14 +739,59 @@ mod _native {
         })
     }
 
+    /// Resize (3, H, W) float32 planes to ``size`` = (height, width) like
+    /// ``torch.nn.functional.interpolate`` of the (1, 3, H, W) tensor with ``align_corners=False``
+    /// and no antialiasing, bit for bit (torch 2.15 on x86-64; the kernel of
+    /// Phi-4-multimodal's global view). ``resample`` is a PIL code: 0 (nearest-exact), 2
+    /// (bilinear) or 3 (bicubic); ``one_thread``: as torch computes it on one thread (its
+    /// bilinear kernel then takes another loop). An unchanged size returns a copy, as
+    /// torchvision's ``resize`` returns the image. The GIL is released. Returns a new (3, h,
+    /// w) array.
+    #[pyfunction]
+    #[pyo3(signature = (planes, size, resample, one_thread = false))]
+    fn resize_float<'py>(
+        py: Python<'py>,
+        planes: &Bound<'py, PyAny>,
+        size: &Bound<'py, PyAny>,
+        resample: i64,
+        one_thread: bool,
+    ) -> PyResult<Bound<'py, PyArray3<f32>>> {
+        let expected = "a numpy.ndarray of dtype float32 and shape (3, height, width)";
+        let arr = planes
+            .cast::<PyArray3<f32>>()
+            .map_err(|_| fail("planes", expected, describe(planes)))?;
+        let shape = arr.shape();
+        if shape[0] != 3 || shape[1] == 0 || shape[2] == 0 {
+            return Err(fail("planes", format!("{expected}, non-empty"), describe(planes)));
+        }
+        let from = (shape[1], shape[2]);
+        let to = size_pair("size", size)?;
+        if to.0 == 0 || to.1 == 0 {
+            return Err(fail("size", "a positive (height, width)", format!("{to:?}")));
+        }
+        let mode = float_mode("resample", resample)?;
+        // SAFETY: as in `rgb_image`, the view does not outlive `planes`.
+        let view = unsafe { arr.as_array() };
+        let src = view.as_standard_layout();
+        let values = src.as_slice().expect("standard layout");
+        let mut out = alloc::zeroed::<f32>("size", transforms::checked_len("size", &[3, to.0, to.1])?)?;
+        detach(py, || {
+            torch_float::resize_planes(values, from, &mut out, to, mode, one_thread)
+        })??;
+        Ok(into_chw(py, out, to))
+    }
+
     /// Resize an (H, W, 3) uint8 RGB image to ``size`` = (height, width).
     ///
     /// ``kernel="pillow"``: bit-identical to ``PIL.Image.resize`` (Pillow 13) with the same
     /// filter. ``"torch"`` / ``"torch-noaa"``: torchvision's ``resize`` of the uint8 CHW
     /// tensor with the interpolation transformers maps the filter to, with or without
-    /// antialiasing. ``resample`` is a name ("nearest", "bilinear", "bicubic", "lanczos",
-    /// "box", "hamming") or a PIL code 0..5. The GIL is released; the input is read in place
-    /// when C-contiguous.
+    /// antialiasing. ``"torch-float"``: torchvision's ``resize`` of the image as float32
+    /// without antialiasing, rounded half to even and clamped back (Molmo2's resize;
+    /// nearest, bilinear or bicubic), ``"torch-float-1"`` the same as torch computes it on
+    /// one thread. ``resample`` is a name ("nearest", "bilinear",
+    /// "bicubic", "lanczos", "box", "hamming") or a PIL code 0..5. The GIL is released; the
+    /// input is read in place when C-contiguous.
     #[pyfunction]
     #[pyo3(
         signature = (image, size, resample = None, kernel = "pillow"),
@@ -745,8 +825,15 @@ mod _native {
         if to.0 == 0 || to.1 == 0 {
             return Err(fail("size", "a positive (height, width)", format!("{to:?}")));
         }
-        if !matches!(kernel, "pillow" | "torch" | "torch-noaa") {
-            return Err(fail("kernel", "'pillow', 'torch' or 'torch-noaa'", kernel));
+        if !matches!(
+            kernel,
+            "pillow" | "torch" | "torch-noaa" | "torch-float" | "torch-float-1"
+        ) {
+            return Err(fail(
+                "kernel",
+                "'pillow', 'torch', 'torch-noaa', 'torch-float' or 'torch-float-1'",
+                kernel,
+            ));
         }
         let resize = resize_kind("resample", kernel, code, to)?;
         let mut out = alloc::zeroed::<u8>("size", transforms::checked_len("size", &[to.0, to.1, 3])?)?;

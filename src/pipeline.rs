@@ -13,6 +13,7 @@ use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use crate::resize::{resize_rgb, Filter};
+use crate::torch_float::{resize_float_rgb, resize_mapped_planes, FloatMode};
 use crate::torch_resize::{resize_torch_rgb, TorchMode};
 use crate::transforms::{
     checked_len, crop_and_normalize, normalize_into_canvas, normalize_to_hwc_patches, normalize_to_patches,
@@ -30,6 +31,10 @@ pub enum Resize {
     /// torchvision's resize of a uint8 tensor to (height, width), with or without
     /// antialiasing.
     Torch(TorchMode, bool, (usize, usize)),
+    /// torchvision's resize of the uint8 image as float32 without antialiasing, rounded half
+    /// to even and clamped back to uint8 (Molmo2), as torch computes it on one thread or
+    /// several.
+    TorchFloat(FloatMode, bool, (usize, usize)),
 }
 
 impl Resize {
@@ -50,6 +55,9 @@ impl Resize {
             }
             Resize::Pillow(filter, to) => resize_rgb(src, size, dst, to, filter),
             Resize::Torch(mode, antialias, to) => resize_torch_rgb(src, size, dst, to, mode, antialias),
+            Resize::TorchFloat(mode, one_thread, to) => {
+                resize_float_rgb(src, size, dst, to, mode, one_thread)
+            }
         }
     }
 }
@@ -85,6 +93,52 @@ pub enum Layout {
         /// Values from one strip row to the next (the whole batch's strip length).
         stride: usize,
     },
+    /// The normalised pixels resized to `size` = (height, width) by torch's float32 kernel
+    /// for `mode` without antialiasing, as one CHW tensor: torchvision's resize of the
+    /// normalised image (Phi-4-multimodal's global view). Float32 outputs only.
+    Resized {
+        /// The interpolation.
+        mode: FloatMode,
+        /// As torch computes it on one thread (see [`crate::torch_float`]).
+        one_thread: bool,
+        /// The output (height, width).
+        size: (usize, usize),
+    },
+}
+
+/// An element type of [`run_batch`]'s output: float32 values, or bit patterns and indices
+/// that only table lookups produce (bfloat16 or float16 bits as `u16`, `u8` pixels).
+pub trait Element: Copy + Send + Sync {
+    /// The float32 tables and output of a layout that computes on the normalised values
+    /// ([`Layout::Resized`]); `None` for element types other than `f32`.
+    fn as_float32<'a>(
+        norm: &'a Normalize<Self>,
+        dst: &'a mut [Self],
+    ) -> Option<(&'a Normalize<f32>, &'a mut [f32])>;
+}
+
+impl Element for f32 {
+    fn as_float32<'a>(
+        norm: &'a Normalize<f32>,
+        dst: &'a mut [f32],
+    ) -> Option<(&'a Normalize<f32>, &'a mut [f32])> {
+        Some((norm, dst))
+    }
+}
+
+impl Element for u16 {
+    fn as_float32<'a>(
+        _: &'a Normalize<u16>,
+        _: &'a mut [u16],
+    ) -> Option<(&'a Normalize<f32>, &'a mut [f32])> {
+        None
+    }
+}
+
+impl Element for u8 {
+    fn as_float32<'a>(_: &'a Normalize<u8>, _: &'a mut [u8]) -> Option<(&'a Normalize<f32>, &'a mut [f32])> {
+        None
+    }
 }
 
 /// An input image: HWC u8 pixels, `channels` bytes each (3: RGB, 4: Pillow's RGBX
@@ -170,7 +224,7 @@ impl Job {
             }
             size = (rect.height, rect.width);
         }
-        if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) = self.resize {
+        if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) = self.resize {
             if to.0 == 0 || to.1 == 0 {
                 return Err(invalid("jobs", "a non-empty resize target", format!("{to:?}")));
             }
@@ -216,6 +270,16 @@ impl Job {
                 &[h / p.patch_size.max(1), w / p.patch_size.max(1), p.row_len()?],
             )?,
             Some(Layout::Windows(windows) | Layout::HwcPatches { windows, .. }) => total(windows)?,
+            Some(Layout::Resized { size: (rh, rw), .. }) => {
+                if *rh == 0 || *rw == 0 {
+                    return Err(invalid(
+                        "jobs",
+                        "a non-empty resize target",
+                        format!("{:?}", (rh, rw)),
+                    ));
+                }
+                checked_len("jobs", &[3, *rh, *rw])?
+            }
             Some(Layout::Canvas { row, plane }) => {
                 let (row, plane) = (*row, *plane);
                 // Every pixel row must fit its canvas row, and every plane its plane.
@@ -260,7 +324,7 @@ impl Job {
         }
         match self.resize {
             // Pillow and torchvision return the input unchanged for an unchanged size.
-            Resize::Pillow(_, to) | Resize::Torch(_, _, to) if to != size => {
+            Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) if to != size => {
                 let mut out = zeroed("jobs", checked_len("jobs", &[to.0, to.1, 3])?)?;
                 self.resize.run(&pixels, size, &mut out)?;
                 (pixels, size) = (Cow::Owned(out), to);
@@ -287,7 +351,7 @@ impl Job {
 
     /// Writes this job's layout of `pixels` (HWC RGB of `size`) into its output ranges
     /// `dst` (see [`Job::segments`]).
-    fn write<T: Copy>(
+    fn write<T: Element>(
         &self,
         frames: &[&[u8]],
         size: (usize, usize),
@@ -313,6 +377,23 @@ impl Job {
             (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(pixels, size, norm, dst),
             (Some(Layout::Strip { patch_size, .. }), dst) => {
                 normalize_to_strip(pixels, size, *patch_size, norm, dst)
+            }
+            (
+                Some(Layout::Resized {
+                    mode,
+                    one_thread,
+                    size: to,
+                }),
+                [dst],
+            ) => {
+                let (norm, dst) = T::as_float32(norm, dst).ok_or_else(|| {
+                    invalid(
+                        "tables",
+                        "float32 tables for a float resize layout",
+                        "another dtype",
+                    )
+                })?;
+                resize_mapped_planes(pixels, size, norm.tables(), dst, *to, *mode, *one_thread)
             }
             (Some(_), dst) => Err(invalid("out", "one output range", dst.len())),
         }
@@ -342,7 +423,7 @@ enum Pixels {
 /// # Errors
 /// A job that reads a missing image, table or later job, overlapping or out-of-range
 /// outputs, or a job that fails (the failure of the first such image in `images`).
-pub fn run_batch<T: Copy + Send + Sync>(
+pub fn run_batch<T: Element>(
     images: &[Image<'_>],
     jobs: &[Job],
     norms: &[Normalize<T>],
@@ -471,7 +552,7 @@ fn split_output<T>(
 
 /// One image's jobs, in order: the image is packed into RGB once, each job's pixels
 /// are kept while a later job of the image may read them.
-fn run_image<T: Copy>(
+fn run_image<T: Element>(
     images: &[Image<'_>],
     index: usize,
     jobs: &[Job],
@@ -943,6 +1024,137 @@ mod tests {
         });
         assert_eq!(outs[0], outs[1]);
         (src, std::mem::take(&mut outs[0]))
+    }
+
+    #[test]
+    fn a_resized_layout_resizes_the_normalised_pixels_of_its_source() {
+        // Phi-4-multimodal's graph: job 0 resizes and pads the image (no output), job 1 resizes
+        // its normalised canvas in float32, job 2 cuts the canvas into windows.
+        let norm = norms()[1].clone();
+        let src = pattern(30, 41, 3);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            size: (30, 41),
+        };
+        let canvas = Job {
+            pad: Some(Pad {
+                size: (24, 32),
+                at: (0, 0),
+                fill: [255, 255, 255],
+            }),
+            layout: None,
+            ..job(
+                0,
+                Resize::Torch(TorchMode::Bilinear, true, (17, 32)),
+                Layout::Patches(PATCHES),
+                0,
+            )
+        };
+        let resized = Layout::Resized {
+            mode: FloatMode::Bicubic,
+            one_thread: false,
+            size: (8, 8),
+        };
+        let global = Job {
+            source: Some(0),
+            ..job(0, Resize::Keep, resized, 0)
+        };
+        let tiles = Job {
+            source: Some(0),
+            ..job(
+                0,
+                Resize::Keep,
+                Layout::Windows(vec![window(0, 0, 8, 8), window(0, 8, 8, 8)]),
+                3 * 64,
+            )
+        };
+        let (pixels, size) = canvas.prepare(&src, (30, 41)).unwrap().unwrap();
+        assert_eq!(size, (24, 32));
+        let mut want = vec![0f32; 3 * 64];
+        resize_mapped_planes(
+            &pixels,
+            size,
+            norm.tables(),
+            &mut want,
+            (8, 8),
+            FloatMode::Bicubic,
+            false,
+        )
+        .unwrap();
+        want.extend(alone(&pixels, size, &tiles, &norm));
+        let jobs = [canvas, global, tiles];
+        for threads in [1, 2] {
+            let mut out = vec![f32::NAN; want.len()];
+            run_batch(
+                &[image],
+                &jobs,
+                std::slice::from_ref(&norm),
+                &mut out,
+                threads,
+                POOL,
+            )
+            .unwrap();
+            assert_eq!(out, want);
+        }
+        // The float layout computes values: tables of bits or pixels cannot give them.
+        let bits = Normalize::from_tables([[0u16; 256]; 3]);
+        let err = run_batch(
+            &[image],
+            &jobs,
+            std::slice::from_ref(&bits),
+            &mut vec![0u16; want.len()],
+            1,
+            POOL,
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("tables"), "{err}");
+    }
+
+    #[test]
+    fn a_torch_float_resize_rounds_its_float_values() {
+        let src = pattern(19, 23, 2);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            size: (19, 23),
+        };
+        let identity = Normalize::from_tables([std::array::from_fn(|x| x as u8); 3]);
+        for one_thread in [false, true] {
+            let resize = Resize::TorchFloat(FloatMode::Bilinear, one_thread, (40, 100));
+            let jobs = [job(
+                0,
+                resize,
+                Layout::HwcPatches {
+                    patch_size: 20,
+                    windows: vec![window(0, 0, 40, 100)],
+                },
+                0,
+            )];
+            let mut want = vec![0u8; 40 * 100 * 3];
+            resize_float_rgb(
+                &src,
+                (19, 23),
+                &mut want,
+                (40, 100),
+                FloatMode::Bilinear,
+                one_thread,
+            )
+            .unwrap();
+            let mut out = vec![0u8; want.len()];
+            run_batch(
+                &[image],
+                &jobs,
+                std::slice::from_ref(&identity),
+                &mut out,
+                2,
+                POOL,
+            )
+            .unwrap();
+            // Patch rows of 20x20 windows: compare the first patch's first line.
+            assert_eq!(out[..60], want[..60]);
+            assert_eq!(out[60..120], want[100 * 3..100 * 3 + 60]);
+        }
     }
 
     #[test]

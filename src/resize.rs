@@ -467,11 +467,11 @@ pub(crate) fn separable(
 /// [`crate::workers::bands`]), or in one go outside a team.
 ///
 /// Every output row depends only on its own inputs, so the split changes no byte.
-fn by_bands(
+pub(crate) fn by_bands<T: Send>(
     rows: Range<usize>,
-    out: &mut [u8],
+    out: &mut [T],
     row_len: usize,
-    pass: impl Fn(Range<usize>, &mut [u8]) + Sync,
+    pass: impl Fn(Range<usize>, &mut [T]) + Sync,
 ) {
     // Below this many rows a band costs more to hand out than to compute.
     const MIN_BAND: usize = 32;
@@ -482,7 +482,7 @@ fn by_bands(
     }
     let band = rows.len().div_ceil(4 * members).max(MIN_BAND);
     // One lock per band, each taken once, by the thread that runs it.
-    let chunks: Vec<Mutex<&mut [u8]>> = out.chunks_mut(band * row_len).map(Mutex::new).collect();
+    let chunks: Vec<Mutex<&mut [T]>> = out.chunks_mut(band * row_len).map(Mutex::new).collect();
     workers::bands(chunks.len(), &|i| {
         let mut chunk = chunks[i].lock().unwrap_or_else(PoisonError::into_inner);
         let start = rows.start + i * band;

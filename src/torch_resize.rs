@@ -264,7 +264,7 @@ fn overflow(arg: &'static str, what: &str) -> TransformError {
 
 /// Source index of each output for nearest-exact, in float32 like `ATen`:
 /// `min(floor(f32(in / out) * (i + 0.5)), in - 1)`.
-fn nearest_exact_indices(in_size: usize, out_size: usize) -> Vec<usize> {
+pub(crate) fn nearest_exact_indices(in_size: usize, out_size: usize) -> Vec<usize> {
     let scale = in_size as f32 / out_size as f32;
     (0..out_size)
         .map(|i| ((scale * (i as f32 + 0.5)).floor() as usize).min(in_size - 1))

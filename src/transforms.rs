@@ -68,6 +68,12 @@ impl<T: Copy> Normalize<T> {
         Self { tables }
     }
 
+    /// The tables: `tables()[c][x]` is the output for value `x` in channel `c`.
+    #[must_use]
+    pub fn tables(&self) -> &[[T; 256]; 3] {
+        &self.tables
+    }
+
     /// The normalised value of black (pixel value 0) for each channel: the padding value.
     #[must_use]
     pub fn black(&self) -> [T; 3] {

@@ -838,6 +838,65 @@ TABLE += [
 ]
 
 
+def molmo2_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``Molmo2Processor.replace_image_token``'s string for the image's ``image_grids`` row
+    (the processor's default column and start tokens), counted in special tokens: it is made
+    of ``<im_patch>``, ``<im_col>``, ``<low_res_im_start>``, ``<im_start>`` and ``<im_end>``."""
+    from transformers.models.molmo2.processing_molmo2 import Molmo2Processor
+
+    fake = SimpleNamespace(
+        image_use_col_tokens=True, use_single_crop_col_tokens=None, use_single_crop_start_token=True
+    )
+    text = Molmo2Processor.replace_image_token(fake, {"image_grids": out["image_grids"]}, 0)
+    return len(re.findall(r"<[^<>]+>", text))
+
+
+# The families with only a torchvision class whose pixels the core computes in float32
+# (Phi-4-multimodal's global view) or resizes in float32 (Molmo2).
+TABLE += [
+    Row(
+        "microsoft/Phi-4-multimodal-instruct",
+        # Phi4MultimodalProcessor.replace_image_token: num_img_tokens image tokens.
+        lambda out, overrides: int(out["num_img_tokens"][0]),
+        (
+            *COMMON,
+            Override({"do_rescale": False}),
+            BOTH_OFF,
+            Override({"dynamic_hd": 4}),
+            Override({"dynamic_hd": 2, "resample": 2}),
+            Override({"resample": 0}),
+            Override({"size": {"height": 224, "width": 224}}),
+            Override({"patch_size": 16}),
+            # A global view of 56 + 56 <= 128 pixels: torch's channels-last bilinear loop.
+            Override({"size": {"height": 56, "width": 56}, "resample": 2}),
+            Override({"size": {"height": 448, "width": 224}}),
+            Override({"resample": 1}),
+        ),
+    ),
+    Row(
+        "allenai/Molmo2-8B",
+        molmo2_tokens,
+        (
+            *COMMON,
+            Override({"do_rescale": False}),
+            BOTH_OFF,
+            Override({"resample": 3}),
+            Override({"resample": 0}),
+            Override({"max_crops": 2}),
+            Override({"max_crops": 12, "overlap_margins": [2, 3]}),
+            Override({"overlap_margins": [0, 0], "pooling_size": [3, 3]}),
+            Override({"pooling_size": [1, 2]}),
+            Override({"size": {"height": 384, "width": 384}, "patch_size": 16}),
+            # Crops and canvases of at most 128 pixels a side pair: the channels-last loop.
+            Override({"size": {"height": 56, "width": 56}, "overlap_margins": [1, 1]}),
+            Override({"patch_size": 16}),
+            Override({"overlap_margins": [14, 14]}),
+            Override({"resample": 1}),
+        ),
+    ),
+]
+
+
 def tv_overrides(row: Row) -> Sequence[Override]:
     """The overrides the torchvision class is tried with."""
     return row.tv_overrides if row.tv_overrides is not None else row.overrides

@@ -72,6 +72,8 @@ SPECIAL_TOKENS = (
     "<|audio|>", "<audio|>",
     "<|python_tag|>", "<IMG_ATOM>", "<IMG_START>", "<IMG_GRID>", "<IMG_COL>", "<IMG_ROW>",
     "<IMG_END>",
+    "<im_patch>", "<im_col>", "<im_start>", "<low_res_im_start>", "<frame_start>", "<im_end>",
+    "<frame_end>", "<im_low>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -184,6 +186,20 @@ PROCESSOR_CASES = [
     ),
     Case("thisisiron/Ovis2-2B-hf", image_token="<IMG_ATOM>"),
     Case("ibm-granite/granite-for-docling-500m"),
+    Case(
+        "microsoft/Phi-4-multimodal-instruct",
+        "<|image|> describe this image",
+        {"image_token": "<|image|>", "audio_token": "<|audio|>"},
+        image_token="<|image|>",
+        torchvision=True,
+    ),
+    Case(
+        "allenai/Molmo2-8B",
+        "<|image|> describe this image",
+        {"image_token": "<|image|>"},
+        image_token="<im_patch>",
+        torchvision=True,
+    ),
 ]
 
 

@@ -361,6 +361,8 @@ UNREAD: dict[str, set[str]] = {
     "hunyuan_vl": {"resample"},
     "emu3": {"size"},
     "hy_v4_vl": {"resample"},
+    "phi4_multimodal": {"do_resize"},
+    "molmo2": {"do_resize"},
 }
 
 

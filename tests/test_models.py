@@ -631,6 +631,9 @@ def test_supported_models_load() -> None:
         "LanguageBind/Video-LLaVA-7B-hf": models.VideoLlavaConfig,
         "adept/fuyu-8b": models.FuyuConfig,
         "PaddlePaddle/PP-FormulaNet_plus-L_safetensors": models.PPFormulaNetConfig,
+        "microsoft/Phi-4-multimodal-instruct": models.Phi4MultimodalConfig,
+        "allenai/Molmo2-8B": models.Molmo2Config,
+        "allenai/Molmo2-4B": models.Molmo2Config,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -72,12 +72,13 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
     bits under ``BF16_SUFFIX``."""
     for key, value in proc([[image]], **call).items():
         layout = proc.config.layout()
-        cut = {"pixel_values", "pixel_rows_mask", *proc.config.entry_keys}
+        cut = {proc.config.output_key, "pixel_rows_mask", *proc.config.entry_keys}
         whole = (
             key == "pixel_lut"
             or (key in cut and layout == "concat")
             or (key == "target_sizes" and layout == "strip")  # each of the image's views
             or key in proc.config.extra_pixel_outputs  # an image's own rows of it
+            or key in proc.config.batch_dependent
         )
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:
@@ -119,7 +120,8 @@ def test_rows_equal_each_images_own_output(model, overrides, call):
     assert out["id"].tolist() == list(range(len(IMAGES)))
     for row, image in zip(rows(out), IMAGES, strict=True):
         check_row(row, proc, image, **call)
-    values = out.get("pixel_values", out.get("pixel_values" + BF16_SUFFIX))
+    key = proc.config.output_key
+    values = out.get(key, out.get(key + BF16_SUFFIX))
     # Mllama's rows are HF's padded ones: every image has max_image_tiles tiles.
     fixed = isinstance(proc.config, MllamaConfig)
     if (proc.config.layout() != "stack" and not fixed) or overrides.get("do_resize") is False:

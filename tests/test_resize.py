@@ -165,3 +165,84 @@ def test_torchvision_backend_matches_torchvision(src, dst, seed):
             want = tvf.resize(tensor, list(dst), interpolation=modes[name], antialias=antialias)
             got = mmfast.resize(image, dst, name, backend="torchvision", antialias=antialias)
             assert np.array_equal(got, want.permute(1, 2, 0).numpy()), (name, antialias)
+
+
+FLOAT_MODES = {0: "NEAREST_EXACT", 2: "BILINEAR", 3: "BICUBIC"}
+
+
+def tv_resize(tensor, size, code):
+    """torchvision's ``resize`` of a (3, H, W) or (1, 3, H, W) tensor without antialiasing,
+    with the mode transformers maps PIL ``code`` to."""
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.v2 import functional as tvf
+
+    mode = getattr(InterpolationMode, FLOAT_MODES[code])
+    return tvf.resize(tensor, list(size), interpolation=mode, antialias=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    src=st.tuples(side, side).filter(lambda s: s[0] * s[1] <= 600_000),
+    dst=st.tuples(side, side).filter(lambda s: s[0] * s[1] <= 600_000),
+    seed=st.integers(0, 2**16),
+    one_thread=st.booleans(),
+)
+def test_float_resize_matches_torch(src, dst, seed, one_thread):
+    """``_native.resize_float``: torchvision's resize of float32 planes (normalised-like
+    values, the Phi-4-multimodal global view's input), on one torch thread and on several,
+    bit for bit."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    from mmfast import _native
+
+    rng = np.random.default_rng(seed)
+    planes = (rng.standard_normal((3, *src)) * 1.5).astype(np.float32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1 if one_thread else max(threads, 2))
+    try:
+        for code in FLOAT_MODES:
+            want = tv_resize(torch.from_numpy(planes), dst, code).numpy()
+            got = _native.resize_float(planes, dst, code, one_thread)
+            assert got.dtype == np.float32 and got.shape == want.shape
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (
+                FLOAT_MODES[code],
+                int((got.view(np.uint32) != want.view(np.uint32)).sum()),
+            )
+    finally:
+        torch.set_num_threads(threads)
+
+
+@settings(max_examples=60, deadline=None)
+@given(src=st.tuples(side, side), dst=st.tuples(side, side), seed=st.integers(0, 2**16))
+def test_torch_float_kernel_matches_molmo2s_resize(src, dst, seed):
+    """``kernel="torch-float"``: ``tvF.resize(image.float(), ..., antialias=False)`` then
+    ``.round().clamp(0, 255).to(torch.uint8)``, as Molmo2 resizes (default torch threads)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    from mmfast import _native
+
+    image = make_image(*src, seed, smooth=seed % 2 == 0)
+    tensor = torch.from_numpy(image).permute(2, 0, 1).contiguous()[None].float()
+    for code in FLOAT_MODES:
+        want = tv_resize(tensor, dst, code).round().clamp(0, 255).to(torch.uint8)[0]
+        got = _native.resize(image, dst, code, "torch-float")
+        assert np.array_equal(got, want.permute(1, 2, 0).numpy()), FLOAT_MODES[code]
+
+
+def test_float_resize_arguments():
+    from mmfast import _native
+
+    planes = np.zeros((3, 4, 5), np.float32)
+    with pytest.raises(mmfast.MmfastError, match=r"^resample: expected"):
+        _native.resize_float(planes, (2, 2), 1)
+    with pytest.raises(mmfast.MmfastError, match=r"^planes: expected"):
+        _native.resize_float(planes[:2], (2, 2), 2)
+    with pytest.raises(mmfast.MmfastError, match=r"^size: expected"):
+        _native.resize_float(planes, (0, 2), 2)
+    same = _native.resize_float(planes + 1, (4, 5), 3)
+    assert np.array_equal(same, planes + 1)
+    strided = np.ascontiguousarray(np.arange(3 * 8 * 10, dtype=np.float32).reshape(3, 8, 10))
+    assert np.array_equal(
+        _native.resize_float(strided[:, ::2, ::2], (3, 3), 2),
+        _native.resize_float(np.ascontiguousarray(strided[:, ::2, ::2]), (3, 3), 2),
+    )

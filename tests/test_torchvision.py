@@ -72,7 +72,8 @@ def test_matches_goldens(case: Case) -> None:
 
 
 def compare_live(case: Case) -> None:
-    """mmfast equals transformers' torchvision class on ``case``, or both refuse it."""
+    """mmfast equals transformers' torchvision class on ``case``, or both refuse it; for a
+    family without a PIL class, a lone image's token count equals its model processor's."""
     pytest.importorskip("torchvision")
     try:
         want, bfloat16 = hf_torchvision(case)
@@ -81,6 +82,14 @@ def compare_live(case: Case) -> None:
             ours(case)
         return
     assert_same_outputs(ours(case, bfloat16), want)
+    if case.model.tokens is not None and len(case.images) == 1:
+        image = load_image(case.images[0])
+        assert image is not None
+        proc = mmfast.ImageProcessor.from_pretrained(
+            case.model.model_id, backend="torchvision", **case.override.ours
+        )
+        tokens = case.model.tokens(want, dict(case.override.reference))
+        assert proc.num_image_tokens(image.height, image.width) == tokens
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,12 +59,26 @@ SHARED_IMAGES = [
 
 @dataclass(frozen=True)
 class Model:
+    """A parity-table row on the torchvision side: its overrides, and for families without a
+    PIL class (whose token counts ``test_families`` cannot check) its token count."""
+
     model_id: str
     overrides: Sequence[Override] = field(default_factory=tuple)
+    tokens: Callable[[Mapping[str, Any], dict[str, Any]], int] | None = field(
+        default=None, compare=False
+    )
 
 
 # Every row of the parity table whose family transformers has a torchvision class for.
-MODELS = [Model(row.model_id, tuple(tv_overrides(row))) for row in TABLE if row.torchvision]
+MODELS = [
+    Model(
+        row.model_id,
+        tuple(tv_overrides(row)),
+        row.tokens if row.family.hf_pil is None and row.pil_reference is None else None,
+    )
+    for row in TABLE
+    if row.torchvision
+]
 
 
 @dataclass(frozen=True)
@@ -141,7 +155,8 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     images = [load_image(name) for name in case.images]
     out = processor(images, return_tensors="pt", **kwargs)
     result: dict[str, Any] = {}
-    # The pixels come first (pixel_values, or Fuyu's images).
+    # The pixels come first (pixel_values, or Fuyu's images, Phi-4-multimodal's
+    # image_pixel_values).
     bfloat16 = next(iter(out.values())).dtype == torch.bfloat16
     for key, value in out.items():
         if isinstance(value, torch.Tensor):

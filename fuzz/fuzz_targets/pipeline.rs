@@ -4,22 +4,25 @@
 //! length or an invalid channel count) and up to 6 jobs: any image index (sometimes
 //! missing), a source job (sometimes later, of another image or missing), crops (usually
 //! inside their source, sometimes reaching outside), Pillow or torch resizes (any filter,
-//! sometimes to an empty size), pads with fills (sometimes too small), window or patch
+//! or torch's float resizes rounded back, sometimes to an empty size), pads with fills
+//! (sometimes too small), window or patch
 //! layouts (windows may start above/left of the image or run past it; patch parameters are
 //! usually small but sometimes absurd; channel-last patches of windows, a canvas with row
-//! and plane strides, a strip whose rows other jobs share), offsets (usually back to back,
+//! and plane strides, a strip whose rows other jobs share, the normalised pixels resized in
+//! float32), offsets (usually back to back,
 //! sometimes with gaps, overlaps or past the end), one of two tables (sometimes a missing
 //! one), video frames, and 1-3 threads, into an output of a random length around what the
 //! jobs need.
 //!
 //! It must return `Ok` or `Err`, never panic, never touch memory it does not own (the
 //! address sanitizer watches) and, when `Ok`:
-//! * write exactly its jobs' slots (the rest keeps a NaN sentinel, every slot value is a
-//!   table value),
+//! * write exactly its jobs' slots (the rest keeps a NaN sentinel, every slot value but a
+//!   float resize's is a table value),
 //! * give the bytes of the same plan run on one thread, and
 //! * give the values of a plain sequential reference built from the public kernels
-//!   (`to_rgb_oriented`, `crop_rgb`, `resize_rgb`, `resize_torch_rgb`, `pad_rgb`,
-//!   `crop_and_normalize`, `normalize_to_patches`) run step by step with no shortcuts, and
+//!   (`to_rgb_oriented`, `crop_rgb`, `resize_rgb`, `resize_torch_rgb`, `resize_float_rgb`,
+//!   `pad_rgb`, `crop_and_normalize`, `normalize_to_patches`, `resize_mapped_planes`) run
+//!   step by step with no shortcuts, and
 //!   the channel-last, canvas and strip layouts written value by value from their
 //!   definitions.
 #![no_main]
@@ -30,6 +33,7 @@ use mmfast::error::TransformError;
 use mmfast::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use mmfast::pipeline::{run_batch, Image, Job, Layout, Pad, Resize};
 use mmfast::resize::Filter;
+use mmfast::torch_float::{resize_mapped_planes, FloatMode};
 use mmfast::torch_resize::TorchMode;
 use mmfast::transforms::{crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
 use mmfast_fuzz::{side, size, Fill};
@@ -201,7 +205,8 @@ fn windows(u: &mut Unstructured<'_>, (h, w): (usize, usize)) -> Result<Vec<Windo
                 });
             }
             let reach = |u: &mut Unstructured<'_>, len: usize| -> Result<isize> {
-                u.int_in_range(-8..=len as isize + 8)
+                // Capped: a rare crop may be absurdly large.
+                u.int_in_range(-8..=len.min(1 << 20) as isize + 8)
             };
             Ok(Window {
                 top: reach(u, h)?,
@@ -251,12 +256,13 @@ impl<'a> Arbitrary<'a> for Plan {
                 None
             };
             let cropped = crop.map_or(from, |r| (r.height, r.width));
-            let mut resize = match u.int_in_range(0u8..=3)? {
+            let mut resize = match u.int_in_range(0u8..=4)? {
                 0 => Resize::Keep,
                 1 | 2 => {
                     let filter = Filter::ALL[u.int_in_range(0..=5)?];
                     Resize::Pillow(filter, target(u, cropped)?)
                 }
+                3 => Resize::TorchFloat(float_mode(u)?, u.arbitrary()?, target(u, cropped)?),
                 _ => {
                     let mode = TorchMode::from_pil_code(u.int_in_range(0..=3)?).unwrap();
                     Resize::Torch(mode, u.arbitrary()?, target(u, cropped)?)
@@ -272,8 +278,13 @@ impl<'a> Arbitrary<'a> for Plan {
             } else {
                 Vec::new()
             };
-            let layout = match u.int_in_range(0u8..=7)? {
+            let layout = match u.int_in_range(0u8..=8)? {
                 0 => None,
+                8 => Some(Layout::Resized {
+                    mode: float_mode(u)?,
+                    one_thread: u.arbitrary()?,
+                    size: target(u, cropped)?,
+                }),
                 5 => {
                     let p = u.int_in_range(1..=6)?;
                     let whole = (cropped.0 / p * p, cropped.1 / p * p);
@@ -290,16 +301,19 @@ impl<'a> Arbitrary<'a> for Plan {
                     })
                 }
                 6 => {
-                    let row = cropped.1 + usize::from(u.int_in_range(0u8..=3)?);
-                    let plane = row * cropped.0 + usize::from(u.int_in_range(0u8..=9)?);
+                    // Saturating: a rare crop may be absurdly large.
+                    let row = cropped.1.saturating_add(usize::from(u.int_in_range(0u8..=3)?));
+                    let plane = row
+                        .saturating_mul(cropped.0)
+                        .saturating_add(usize::from(u.int_in_range(0u8..=9)?));
                     let (row, plane) = if rare(u)? { (row / 2, plane) } else { (row, plane) };
                     Some(Layout::Canvas { row, plane })
                 }
                 7 => {
                     let p = u.int_in_range(1..=6)?;
-                    let run = cropped.0 / p * cropped.1;
+                    let run = (cropped.0 / p).saturating_mul(cropped.1);
                     // Room for another image's part, or none (which a later job may claim).
-                    let stride = run + usize::from(u.int_in_range(0u8..=40)?);
+                    let stride = run.saturating_add(usize::from(u.int_in_range(0u8..=40)?));
                     Some(Layout::Strip {
                         patch_size: p,
                         stride,
@@ -315,6 +329,7 @@ impl<'a> Arbitrary<'a> for Plan {
                         if to.0 * to.1 <= MAX_AREA {
                             resize = match resize {
                                 Resize::Torch(mode, aa, _) => Resize::Torch(mode, aa, to),
+                                Resize::TorchFloat(mode, one, _) => Resize::TorchFloat(mode, one, to),
                                 Resize::Pillow(filter, _) => Resize::Pillow(filter, to),
                                 Resize::Keep => Resize::Pillow(Filter::Bicubic, to),
                             };
@@ -379,6 +394,11 @@ impl<'a> Arbitrary<'a> for Plan {
     }
 }
 
+/// A float resize mode: nearest-exact, bilinear or bicubic.
+fn float_mode(u: &mut Unstructured<'_>) -> Result<FloatMode> {
+    Ok(*u.choose(&[FloatMode::NearestExact, FloatMode::Bilinear, FloatMode::Bicubic])?)
+}
+
 /// A window inside `(h, w)` (multiples of `p`) whose sides are multiples of `p`.
 fn patch_window(u: &mut Unstructured<'_>, (h, w): (usize, usize), p: usize) -> Result<Window> {
     let top = u.int_in_range(0..=h / p - 1)? * p;
@@ -438,7 +458,7 @@ fn prepare(
         crop_rgb(&pixels, size, rect, &mut out)?;
         (pixels, size) = (out, (rect.height, rect.width));
     }
-    if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) = job.resize {
+    if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) = job.resize {
         let mut out = vec![0; to.0 * to.1 * 3];
         job.resize.run(&pixels, size, &mut out)?;
         (pixels, size) = (out, to);
@@ -543,6 +563,11 @@ fn reference(
                     normalize_to_patches(&refs, size, *p, norm, dst)?;
                 }
             }
+            Layout::Resized {
+                mode,
+                one_thread,
+                size: to,
+            } => resize_mapped_planes(&pixels, size, norm.tables(), dst, *to, *mode, *one_thread)?,
             Layout::HwcPatches { .. } | Layout::Canvas { .. } | Layout::Strip { .. } => {
                 unreachable!("written above")
             }
@@ -587,8 +612,9 @@ fuzz_target!(|plan: Plan| {
     if result.is_err() {
         return;
     }
-    // Exactly the jobs' slots are written, each with table values.
+    // Exactly the jobs' slots are written, each with table values but a float resize's.
     let mut written = vec![false; plan.out_len];
+    let mut computed = vec![false; plan.out_len];
     let mut source_sizes: Vec<(usize, usize)> = Vec::new();
     for job in &plan.jobs {
         let from = job.source.map_or(images[job.image].size, |k| source_sizes[k]);
@@ -599,10 +625,15 @@ fuzz_target!(|plan: Plan| {
                 assert!(!*w, "overlapping slots accepted");
                 *w = true;
             }
+            if matches!(job.layout, Some(Layout::Resized { .. })) {
+                computed[job.offset + start..job.offset + start + len].fill(true);
+            }
         }
     }
-    for (i, (v, w)) in out.iter().zip(&written).enumerate() {
-        if *w {
+    for (i, ((v, w), floats)) in out.iter().zip(&written).zip(&computed).enumerate() {
+        if *floats {
+            assert!(v.is_finite(), "float resize value {i} = {v}");
+        } else if *w {
             assert!(
                 v.is_finite() && (0.0..1536.0).contains(v) && v.fract() == 0.25,
                 "slot value {i} = {v} is no table value"

@@ -8,6 +8,7 @@ __all__ = [
     "deserialize_pixel_values",
     "pad_and_normalize_to_tensor",
     "resize",
+    "resize_float",
     "rgb_from_arrow",
     "run_batch",
     "serialize_pixel_values",
@@ -38,6 +39,12 @@ def resize(
     resample: str | int = "bicubic",
     kernel: str = "pillow",
 ) -> NDArray[np.uint8]: ...
+def resize_float(
+    planes: NDArray[np.float32],
+    size: tuple[int, int],
+    resample: int,
+    one_thread: bool = False,
+) -> NDArray[np.float32]: ...
 def run_batch(
     images: Sequence[NDArray[np.uint8] | tuple[object, object, tuple[int, int]]],
     jobs: Sequence[

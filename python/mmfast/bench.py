@@ -124,6 +124,8 @@ MODELS = (
     "LanguageBind/Video-LLaVA-7B-hf",
     "adept/fuyu-8b",
     "PaddlePaddle/PP-FormulaNet_plus-L_safetensors",
+    "microsoft/Phi-4-multimodal-instruct",
+    "allenai/Molmo2-8B",
 )
 # Settings a model is measured with where its file asks for something mmfast refuses (both
 # sides run them): UDOP's OCR and PP-FormulaNet's crop found from the pixels.

@@ -544,7 +544,7 @@ def _report(
     name = config.image_processor_type.removesuffix("Fast").removesuffix("Pil")
     name += "Pil" if config.backend == "pil" else ""
     reference = f"transformers' {name}" if hf else "the checkpoint's processor"
-    values = next(v for k, v in arrays.items() if k.startswith("pixel_values"))
+    values = next(v for k, v in arrays.items() if k.startswith(config.output_key))
     print(f"model {model}: bit-identical to {reference}", file=stdout)
     print(
         f"backend {config.backend!r}, {n_threads} thread{'s' if n_threads > 1 else ''}, "

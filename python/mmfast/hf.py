@@ -107,6 +107,8 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_center_crop": None,
         "do_pad": None,
         "do_pan_and_scan": None,
+        # Phi4MultimodalImageProcessor has no do_resize and never reads it.
+        "do_resize": None,
         "image_seq_length": None,
         "pad_size": None,
         # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's)

@@ -14,6 +14,7 @@ import functools
 import importlib
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -40,6 +41,7 @@ from mmfast.models.base import (
     HwcPatches,
     Output,
     Patchify,
+    Resized,
     Strip,
     VideoConfig,
     VideoPlan,
@@ -753,12 +755,32 @@ def as_samples(
     return [[image] for image in images]
 
 
-def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tuple[Any, ...]]:
+def torch_one_thread() -> bool:
+    """Whether torch computes on one thread here: torch's ``get_num_threads()`` where this
+    process imported it, else ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` set to 1 (what torch
+    would start with). torch's float bilinear resize takes another loop on one thread
+    (``DataLoader`` workers, one-core machines), with other last bits; the float resizes
+    (Molmo2's, Phi-4-multimodal's global view) follow it."""
+    torch = sys.modules.get("torch")
+    get_num_threads = getattr(torch, "get_num_threads", None)
+    if callable(get_num_threads):
+        return bool(get_num_threads() == 1)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value == "1"
+    return False
+
+
+def native_jobs(
+    index: int, plan: ImagePlan, offset: int, first: int, one_thread: bool = False
+) -> list[tuple[Any, ...]]:
     """One image's views as the core's job tuples.
 
     ``index`` is the image's position in the batch, ``offset`` where its values start in the
     output and ``first`` the batch index its first job gets (views name their sources within
-    the image).
+    the image). ``one_thread``: float resizes as torch computes them on one thread (see
+    :func:`torch_one_thread`).
     """
     jobs: list[tuple[Any, ...]] = []
     sizes: list[tuple[int, int]] = []
@@ -766,7 +788,7 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
         offset = offset if view.at is None else view.at
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         source = None if view.source is None else first + view.source
-        job, length = view_job(index, view, size, offset, source)
+        job, length = view_job(index, view, size, offset, source, one_thread)
         jobs.append(job)
         sizes.append(job_size(view, size))
         offset += length
@@ -791,17 +813,27 @@ def job_size(view: View, size: tuple[int, int]) -> tuple[int, int]:
 
 
 def view_job(
-    index: int, view: View, size: tuple[int, int], offset: int, source: int | None
+    index: int,
+    view: View,
+    size: tuple[int, int],
+    offset: int,
+    source: int | None,
+    one_thread: bool = False,
 ) -> tuple[tuple[Any, ...], int]:
     """A view of input ``index`` (or of job ``source``, whose pixels are ``size``) as the
-    core's job tuple at ``offset``, and the output values it moves the next view along."""
+    core's job tuple at ``offset``, and the output values it moves the next view along;
+    ``one_thread``: float resizes as torch computes them on one thread
+    (:func:`torch_one_thread`)."""
     crop, resize, pad = view.crop, view.resize, view.pad
-    layout, length = native_layout(view.out, job_size(view, size))
+    layout, length = native_layout(view.out, job_size(view, size), one_thread)
+    kernel = None if resize is None else resize.kernel
+    if kernel == "torch-float" and one_thread:
+        kernel = "torch-float-1"
     job: tuple[Any, ...] = (
         index,
         source,
         None if crop is None else (crop.top, crop.left, crop.height, crop.width),
-        None if resize is None else (resize.kernel, resize.resample, resize.size),
+        None if resize is None else (kernel, resize.resample, resize.size),
         None if pad is None else (pad.size, (pad.top, pad.left), pad.fill),
         layout,
         offset,
@@ -811,9 +843,12 @@ def view_job(
     return job, length
 
 
-def native_layout(out: Output | None, size: tuple[int, int]) -> tuple[tuple[str, Any] | None, int]:
+def native_layout(
+    out: Output | None, size: tuple[int, int], one_thread: bool = False
+) -> tuple[tuple[str, Any] | None, int]:
     """A view's output as the core's ``(kind, params)`` layout, and how far it moves the next
-    view's offset (a strip's rows belong to the batch: a strip moves it along its first row)."""
+    view's offset (a strip's rows belong to the batch: a strip moves it along its first row).
+    ``one_thread``: a :class:`Resized` view as torch computes it on one thread."""
     h, w = size
     if out is None:
         return None, 0
@@ -830,6 +865,9 @@ def native_layout(out: Output | None, size: tuple[int, int]) -> tuple[tuple[str,
         return ("canvas", (cw, ch * cw)), 3 * ch * cw
     if isinstance(out, Strip):
         return ("strip", (out.patch_size, out.stride)), h // out.patch_size * w
+    if isinstance(out, Resized):
+        rh, rw = out.size
+        return ("resized", (out.resample, out.size, one_thread)), 3 * rh * rw
     boxes = [(b.top, b.left, b.height, b.width) for b in out]
     return ("windows", boxes), sum(3 * b.height * b.width for b in out)
 
@@ -879,20 +917,32 @@ def run_plans(
 ) -> BatchFeature:
     """Runs the plans of a batch in one native call and assembles HF's outputs;
     ``sample_sizes`` counts the images of each sample, in order."""
+    computed = any(isinstance(v.out, Resized) for plan in plans for v in plan.views)
     native = config.tables(plans[0])
     if dtype == "uint8" and native.ndim == 3:
         raise MmfastError(
             f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (its images "
             "are normalised in several ways, and pixel_lut holds one); use a float dtype"
         )
+    if computed and dtype == "uint8":
+        raise MmfastError(
+            "dtype: expected 'float32', 'bfloat16', 'float16' or None for "
+            f"{config.image_processor_type}, got 'uint8' (its resized views are computed "
+            "in float32 after normalising, not looked up from the pixels)"
+        )
     with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
-        tables, view, lut = output_tables(native, dtype)
+        # Computed values are rounded to bfloat16 or float16 after the float32 run, as
+        # torch's .to(dtype) rounds the float32 tensor.
+        tables, view, lut = output_tables(native, None if computed else dtype)
     plans = list(config.finish_batch(plans, sample_sizes))
     shape, offsets = config.batch_shape(plans, sample_sizes)
     jobs: list[tuple[Any, ...]] = []
+    one_thread = torch_one_thread()
     for i, plan in enumerate(plans):
-        jobs += native_jobs(i, plan, offsets[i], len(jobs))
+        jobs += native_jobs(i, plan, offsets[i], len(jobs), one_thread)
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
+    if computed and dtype in ("bfloat16", "float16"):
+        out, view = rounded(np.asarray(out, np.float32), dtype)
     outputs = config.outputs(out if view is None else out.view(view), plans, sample_sizes)
     if lut is not None:
         outputs["pixel_lut"] = lut
@@ -936,3 +986,14 @@ def output_tables(
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None
     return identity_table(), None, np.ascontiguousarray(values)
+
+
+def rounded(values: NDArray[np.float32], dtype: str) -> tuple[NDArray[Any], Any]:
+    """float32 values rounded to ``dtype`` ("bfloat16" or "float16") as torch's ``.to(dtype)``
+    rounds them (the tables of :func:`output_tables` round the same way), and the dtype to
+    view the bits as."""
+    if dtype == "float16":
+        return values.astype(np.float16), None
+    import ml_dtypes  # as in output_tables
+
+    return bfloat16_bits(values), ml_dtypes.bfloat16

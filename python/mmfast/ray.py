@@ -43,7 +43,16 @@ __all__ = ["Preprocess", "preprocess_files"]
 logger = logging.getLogger(__name__)
 
 # Outputs a padded layout zero-pads along their second axis to the batch's longest image.
-PADDED_KEYS = frozenset({"pixel_values", "pixel_attention_mask", "pixel_rows_mask"})
+PADDED_KEYS = frozenset(
+    {
+        "pixel_values",
+        "pixel_attention_mask",
+        "pixel_rows_mask",
+        # Phi-4-multimodal's crops and their masks, padded to the batch's most crops.
+        "image_pixel_values",
+        "image_attention_mask",
+    }
+)
 PADDED_LAYOUTS = ("pad_images", "pad_samples")
 # Outputs that belong to the whole batch, not to an image: the uint8 output's value table.
 SHARED_KEYS = frozenset({"pixel_lut"})
@@ -183,9 +192,13 @@ class Preprocess:
         # A strip (MiniCPM-V) is cut along its last axis, the images' strip lengths.
         axis = -1 if config.layout() == "strip" else 0
         rows = [plan.output_shapes["pixel_values"][axis] for plan in plans]
-        return split_rows(
+        columns = split_rows(
             feature, rows, config.layout(), config.entry_keys, config.extra_pixel_outputs
         )
+        for key in config.batch_dependent:
+            # Each image's own entry, as a batch of that image alone holds it.
+            columns[key] = [config.batch_outputs([plan], [1])[key] for plan in plans]
+        return columns
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""

@@ -66,6 +66,8 @@ from mmfast.models import (
     video_llava,
     fuyu,
     pp_formulanet,
+    phi4_multimodal,
+    molmo2,
 )
 
 # isort: on
@@ -128,9 +130,11 @@ from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
 from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
 from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
 from mmfast.models.mllama import MllamaConfig
+from mmfast.models.molmo2 import Molmo2Config
 from mmfast.models.muse_glimmer import MuseGlimmerConfig
 from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.phi4_multimodal import Phi4MultimodalConfig
 from mmfast.models.pi0 import PI0Config
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.pp_chart2table import PPChart2TableConfig
@@ -183,6 +187,7 @@ __all__ = [
     "MiniMaxM3VLConfig",
     "MllamaConfig",
     "ModelConfig",
+    "Molmo2Config",
     "MuseGlimmerConfig",
     "Ovis2Config",
     "PI0Config",
@@ -190,6 +195,7 @@ __all__ = [
     "PPFormulaNetConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
+    "Phi4MultimodalConfig",
     "PixtralConfig",
     "QwenVLConfig",
     "Siglip2Config",
@@ -241,9 +247,11 @@ __all__ = [
     "minicpmv4_6",
     "minimax_m3_vl",
     "mllama",
+    "molmo2",
     "muse_glimmer",
     "ovis2",
     "paddleocr_vl",
+    "phi4_multimodal",
     "pi0",
     "pixtral",
     "pp_chart2table",

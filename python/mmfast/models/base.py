@@ -48,6 +48,7 @@ __all__ = [
     "PatchGrid",
     "Patchify",
     "Resize",
+    "Resized",
     "Strip",
     "TileGrid",
     "VideoConfig",
@@ -141,8 +142,9 @@ class Resize:
     """A resize to ``size`` (height, width) with PIL filter code ``resample``: Pillow's
     ``Image.resize`` (``kernel="pillow"``), or torchvision's ``resize`` of a uint8 tensor with
     the interpolation transformers maps that code to (``kernel="torch"``: antialiased, as
-    HF resizes; ``"torch-noaa"``: without antialiasing). An unchanged size leaves the pixels
-    as they are."""
+    HF resizes; ``"torch-noaa"``: without antialiasing; ``"torch-float"``: of the image as
+    float32 without antialiasing, rounded half to even and clamped back to uint8, as Molmo2
+    resizes). An unchanged size leaves the pixels as they are."""
 
     size: tuple[int, int]
     resample: int
@@ -206,7 +208,19 @@ class Strip:
     stride: int
 
 
-Output = Patchify | tuple[CropBox, ...] | HwcPatches | Canvas | Strip
+@dataclass(frozen=True)
+class Resized:
+    """The view's pixels normalised, then resized to ``size`` (height, width) by torch's
+    float32 kernel for PIL filter code ``resample`` without antialiasing, as one CHW tensor:
+    torchvision's ``resize`` of the normalised float image (Phi-4-multimodal's global view).
+    Its values are computed, not looked up: pixel_values is float32 (bfloat16 and float16
+    are its values rounded afterwards)."""
+
+    size: tuple[int, int]
+    resample: int
+
+
+Output = Patchify | tuple[CropBox, ...] | HwcPatches | Canvas | Strip | Resized
 
 
 @dataclass(frozen=True)
@@ -219,12 +233,13 @@ class View:
     previous views' values: as patch rows (:class:`Patchify`), as one CHW tensor per window
     (a :class:`~mmfast.models.geometry.CropBox` may reach past the pixels; outside them is the
     normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
-    canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
-    share). ``out=None``: the view only feeds later views. ``table`` picks the config's
-    normalisation table for the view's values (families with one table use 0). ``at``, where
-    a family's :meth:`ModelConfig.finish_batch` sets it, places the view's values at that
-    index of the batch's output buffer instead (the next view's follow them): how one image
-    writes into several of HF's pixel arrays (see :meth:`ModelConfig.outputs`).
+    canvas (:class:`Canvas`), along a strip (:class:`Strip`, whose rows other images
+    share) or resized in float32 after normalising (:class:`Resized`). ``out=None``: the view
+    only feeds later views. ``table`` picks the config's normalisation table for the view's
+    values (families with one table use 0). ``at``, where a family's
+    :meth:`ModelConfig.finish_batch` sets it, places the view's values at that index of the
+    batch's output buffer instead (the next view's follow them): how one image writes into
+    several of HF's pixel arrays (see :meth:`ModelConfig.outputs`).
     """
 
     resize: Resize | None = None
@@ -444,6 +459,10 @@ class ModelConfig:
     # Whether the HF processor reads a flat list of images as one sample (Idefics3, SmolVLM)
     # rather than one sample per image.
     flat_is_one_sample: ClassVar[bool] = False
+    # Outputs whose first axis joins each image's own rows, with values that depend on the
+    # images before it in the batch (Molmo2's image_token_pooling, offset by their patches):
+    # one image's entry is what batch_outputs gives for its plan alone.
+    batch_dependent: ClassVar[frozenset[str]] = frozenset()
     # What transformers returns for an output key with return_tensors=None, where it is not
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
     # first axis; "images", each image's rows; "ints", "tuples" and "lists", the entries as
@@ -452,7 +471,8 @@ class ModelConfig:
     # "samples", each sample's list of image arrays (rows of the first two axes). The lists of
     # these joined along the first axis are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
+    # The key HF gives the pixels under (Fuyu's images, Phi-4-multimodal's image_pixel_values;
+    # the plans' output_shapes call them "pixel_values" whatever the key).
     output_key: ClassVar[str] = "pixel_values"
     # The dtype torch gives an output transformers builds from Python floats (float32), where
     # numpy gives float64: applied to those keys with return_tensors="pt" (Fuyu's

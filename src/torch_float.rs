@@ -1,0 +1,1259 @@
+//! torch's float32 resizes without antialiasing: `F.interpolate(x, size, mode,
+//! align_corners=False)` of a float32 NCHW tensor on an x86-64 CPU, bit-exact with torch
+//! 2.15. torchvision's `resize` runs them for float images (Phi-4-multimodal's global view of
+//! its normalised canvas) and for the float copy of a uint8 image that Molmo2 rounds back.
+//!
+//! torch computes in float32 and its CPU kernels are built by GCC 13, which contracts
+//! `a * b + c` into fused multiply-adds (`-ffp-contract=fast`, the default for C++). Which
+//! products it fused is part of the result; every formula below was measured against torch
+//! 2.15's AVX-512 build (`tests/test_resize.py` compares them with torch on random float
+//! images; the unit tests hold values torch computed):
+//!
+//! * `scale = f32(in) / f32(out)`; an output `i`'s source position is
+//!   `fma(scale, i + 0.5, -0.5)` for bicubic and for the channels-last bilinear loop, but
+//!   `scale * (i + 0.5) - 0.5`, rounded twice, for the generic bilinear loop (torch's build
+//!   does not fuse it in that helper: its weights carry fewer low bits); bilinear clamps a
+//!   negative position to 0.
+//! * `index = min(floor(position), in - 1)`, `t = min(max(position - index, 0), 1)`.
+//! * Bilinear: indices `index` and `min(index + 1, in - 1)`, weights `1 - t` and `t`; an axis
+//!   whose size is unchanged takes its own index twice with weights 1 and 0.
+//! * Bicubic (`A = -0.75`): indices `clamp(index - 1 + j, 0, in - 1)`, weights
+//!   `[cc2(t + 1), cc1(t), cc1(1 - t), cc2((1 - t) + 1)]` with
+//!   `cc1(x) = (fma(1.25, x, -2.25) * x) * x + 1` and
+//!   `cc2(x) = fma(fma(-0.75, x, 3.75), x, -6) * x + 3` (the last step of each unfused).
+//! * The generic loop (bicubic; bilinear when `out_h + out_w > 128`): each tap row's sum
+//!   `fma(v0, w0, v1 * w1)`, then `fma(vj, wj, sum)` for the further taps, and the same sum
+//!   over the rows' sums with the vertical weights. Evaluating it as a horizontal pass over
+//!   the rows the vertical one reads gives the same values.
+//! * The channels-last loop (bilinear when `out_h + out_w <= 128`, and for every size when
+//!   torch runs on one thread: `torch.set_num_threads(1)`, a one-core CPU, `DataLoader`
+//!   workers): weights `wy * wx`, then `fma(v11, w11, fma(v10, w10, fma(v00, w00, v01 *
+//!   w01)))`. The functions below take `one_thread` to follow either; the two loops differ
+//!   in the last bit of some values.
+//! * Nearest-exact picks the pixels the uint8 kernel picks ([`crate::torch_resize`]).
+//!
+//! torchvision returns an image whose size does not change as it is, without interpolating.
+//!
+//! Rust never contracts on its own: the fused steps are `mul_add`. The scalar path calls
+//! the C library's `fmaf` for them; the FMA path compiles the same code with the `avx2` and
+//! `fma` target features (one instruction each, and the vertical sums vectorised, each lane
+//! doing the scalar operations in the same order). Measured on one thread of the
+//! development VM (2 vCPUs shared with other jobs, load average 7, release build, median of
+//! 15): Phi-4-multimodal's global view of a 1344x2240 canvas (bicubic to 448x448) 83.6 ms
+//! scalar, 22.7 ms FMA (torch itself: 23 ms in the same conditions); Molmo2's 1080x1920 to
+//! 644x1176 bilinear 71.5 ms scalar, 23.3 ms FMA (torch, with its float conversion and
+//! rounding: 38 ms).
+
+// The FMA path compiles the kernel's code into its `target_feature` function: the helpers
+// must be inlined there (`#[inline(always)]`) for their `mul_add` to become one instruction.
+#![allow(clippy::inline_always)]
+
+use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
+
+use crate::error::{invalid, TransformError};
+use crate::resize::{by_bands, check_buffers, Backend};
+use crate::torch_resize::nearest_exact_indices;
+use crate::transforms::checked_len;
+use crate::workers;
+
+/// Channels of the images handled here.
+const CHANNELS: usize = 3;
+
+/// Below this many output rows a band costs more to hand out than to compute.
+const MIN_BAND: usize = 32;
+
+/// torch's interpolation modes for float tensors without antialiasing, as transformers maps
+/// PIL's NEAREST, BILINEAR and BICUBIC (LANCZOS needs antialiasing in torchvision).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatMode {
+    /// `InterpolationMode.NEAREST_EXACT`.
+    NearestExact,
+    /// `InterpolationMode.BILINEAR`.
+    Bilinear,
+    /// `InterpolationMode.BICUBIC`.
+    Bicubic,
+}
+
+impl FloatMode {
+    /// The mode transformers' `pil_torch_interpolation_mapping` gives a PIL filter code;
+    /// `None` for LANCZOS (torchvision refuses it without antialiasing), BOX and HAMMING.
+    #[must_use]
+    pub fn from_pil_code(code: i64) -> Option<FloatMode> {
+        match code {
+            0 => Some(FloatMode::NearestExact),
+            2 => Some(FloatMode::Bilinear),
+            3 => Some(FloatMode::Bicubic),
+            _ => None,
+        }
+    }
+}
+
+/// One axis: each output's taps, source indices and weights in torch's order.
+struct Taps<const N: usize> {
+    index: Vec<[usize; N]>,
+    weight: Vec<[f32; N]>,
+}
+
+/// C++'s `std::max(a, b)`: `a < b ? b : a` (Rust's `f32::max` may pick either zero).
+fn cmax(a: f32, b: f32) -> f32 {
+    if a < b {
+        b
+    } else {
+        a
+    }
+}
+
+/// C++'s `std::min(a, b)`: `b < a ? b : a`.
+fn cmin(a: f32, b: f32) -> f32 {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+/// `area_pixel_compute_source_index` for `align_corners=False`, fused or not.
+fn position(scale: f32, i: usize, fused: bool) -> f32 {
+    let x = i as f32 + 0.5;
+    if fused {
+        scale.mul_add(x, -0.5)
+    } else {
+        scale * x - 0.5
+    }
+}
+
+/// `guard_index_and_lambda`: the first tap's index and the fraction past it.
+fn guard(position: f32, in_size: usize) -> (i64, f32) {
+    let index = (position.floor() as i64).min(in_size as i64 - 1);
+    (index, cmin(cmax(position - index as f32, 0.0), 1.0))
+}
+
+/// `HelperInterpLinear::compute_indices_weights` (`fused`: the channels-last loop's inline
+/// copy of it).
+fn linear_taps(in_size: usize, out_size: usize, fused: bool) -> Taps<2> {
+    let scale = in_size as f32 / out_size as f32;
+    let mut taps = Taps {
+        index: Vec::with_capacity(out_size),
+        weight: Vec::with_capacity(out_size),
+    };
+    for i in 0..out_size {
+        if in_size == out_size {
+            taps.index.push([i, i]);
+            taps.weight.push([1.0, 0.0]);
+            continue;
+        }
+        let mut pos = position(scale, i, fused);
+        if pos < 0.0 {
+            pos = 0.0;
+        }
+        let (first, t) = guard(pos, in_size);
+        let first = first as usize;
+        let second = if first < in_size - 1 { first + 1 } else { first };
+        taps.index.push([first, second]);
+        taps.weight.push([1.0 - t, t]);
+    }
+    taps
+}
+
+/// `cubic_convolution1` with `A = -0.75` as torch's build computes it.
+fn cc1(x: f32) -> f32 {
+    1.25f32.mul_add(x, -2.25) * x * x + 1.0
+}
+
+/// `cubic_convolution2` with `A = -0.75` as torch's build computes it.
+fn cc2(x: f32) -> f32 {
+    (-0.75f32).mul_add(x, 3.75).mul_add(x, -6.0) * x + 3.0
+}
+
+/// `HelperInterpCubic::compute_indices_weights`.
+fn cubic_taps(in_size: usize, out_size: usize) -> Taps<4> {
+    let scale = in_size as f32 / out_size as f32;
+    let last = in_size as i64 - 1;
+    let mut taps = Taps {
+        index: Vec::with_capacity(out_size),
+        weight: Vec::with_capacity(out_size),
+    };
+    for i in 0..out_size {
+        let (first, t) = guard(position(scale, i, true), in_size);
+        let x2 = 1.0 - t;
+        taps.weight.push([cc2(t + 1.0), cc1(t), cc1(x2), cc2(x2 + 1.0)]);
+        taps.index.push(std::array::from_fn(|j| {
+            (first - 1 + j as i64).clamp(0, last) as usize
+        }));
+    }
+    taps
+}
+
+/// The generic loop's sum of `N` taps: `fma(v0, w0, v1 * w1)`, then `fma(vj, wj, sum)`.
+#[inline(always)]
+fn chain<const N: usize>(v: &[f32; N], w: &[f32; N]) -> f32 {
+    let mut acc = v[0].mul_add(w[0], v[1] * w[1]);
+    for j in 2..N {
+        acc = v[j].mul_add(w[j], acc);
+    }
+    acc
+}
+
+/// Float32 values of an image, by (row, column, channel).
+trait Values: Sync {
+    fn get(&self, y: usize, x: usize, c: usize) -> f32;
+
+    /// The image width.
+    fn width(&self) -> usize;
+
+    /// Row `y` as three planar runs of the image width (R, G, B) in `line`.
+    fn line(&self, y: usize, line: &mut [f32]);
+}
+
+/// HWC u8 RGB, each byte mapped through its channel's table.
+struct Mapped<'a> {
+    pixels: &'a [u8],
+    width: usize,
+    tables: &'a [[f32; 256]; CHANNELS],
+}
+
+impl Values for Mapped<'_> {
+    #[inline(always)]
+    fn get(&self, y: usize, x: usize, c: usize) -> f32 {
+        self.tables[c][usize::from(self.pixels[(y * self.width + x) * CHANNELS + c])]
+    }
+
+    fn width(&self) -> usize {
+        self.width
+    }
+
+    #[inline(always)]
+    fn line(&self, y: usize, line: &mut [f32]) {
+        let w = self.width;
+        let pixels = &self.pixels[y * w * CHANNELS..(y + 1) * w * CHANNELS];
+        let (r, gb) = line.split_at_mut(w);
+        let (g, b) = gb.split_at_mut(w);
+        let [tr, tg, tb] = self.tables;
+        for (((px, r), g), b) in pixels.chunks_exact(CHANNELS).zip(r).zip(g).zip(b) {
+            *r = tr[usize::from(px[0])];
+            *g = tg[usize::from(px[1])];
+            *b = tb[usize::from(px[2])];
+        }
+    }
+}
+
+/// CHW float32 planes.
+struct Planes<'a> {
+    data: &'a [f32],
+    height: usize,
+    width: usize,
+}
+
+impl Values for Planes<'_> {
+    #[inline(always)]
+    fn get(&self, y: usize, x: usize, c: usize) -> f32 {
+        self.data[(c * self.height + y) * self.width + x]
+    }
+
+    fn width(&self) -> usize {
+        self.width
+    }
+
+    #[inline(always)]
+    fn line(&self, y: usize, line: &mut [f32]) {
+        for (c, run) in line.chunks_exact_mut(self.width).enumerate() {
+            let at = (c * self.height + y) * self.width;
+            run.copy_from_slice(&self.data[at..at + self.width]);
+        }
+    }
+}
+
+/// A resize's taps, for the loop torch dispatches to.
+enum Plan {
+    Nearest { rows: Vec<usize>, cols: Vec<usize> },
+    Linear { rows: Taps<2>, cols: Taps<2> },
+    Cubic { rows: Taps<4>, cols: Taps<4> },
+    ChannelsLast { rows: Taps<2>, cols: Taps<2> },
+}
+
+impl Plan {
+    /// `upsample_bilinear2d_kernel_impl_float`'s choice of loop for a 3-channel
+    /// channels-first image, on one thread or several, and the other modes' only loop.
+    fn new(mode: FloatMode, one_thread: bool, (h, w): (usize, usize), (h2, w2): (usize, usize)) -> Plan {
+        match mode {
+            FloatMode::NearestExact => Plan::Nearest {
+                rows: nearest_exact_indices(h, h2),
+                cols: nearest_exact_indices(w, w2),
+            },
+            FloatMode::Bicubic => Plan::Cubic {
+                rows: cubic_taps(h, h2),
+                cols: cubic_taps(w, w2),
+            },
+            FloatMode::Bilinear if one_thread || h2 + w2 <= 128 => Plan::ChannelsLast {
+                rows: linear_taps(h, h2, true),
+                cols: linear_taps(w, w2, true),
+            },
+            FloatMode::Bilinear => Plan::Linear {
+                rows: linear_taps(h, h2, false),
+                cols: linear_taps(w, w2, false),
+            },
+        }
+    }
+
+    /// Output rows `rows`, each handed to `emit(row, values)` as three planar runs (R, G,
+    /// B) of the output width.
+    #[inline(always)]
+    fn run<V: Values>(&self, src: &V, width: usize, rows: Range<usize>, emit: &mut dyn FnMut(usize, &[f32])) {
+        let mut out = vec![0f32; CHANNELS * width];
+        match self {
+            Plan::Nearest { rows: sy, cols: sx } => {
+                for oy in rows {
+                    for (c, plane) in out.chunks_exact_mut(width).enumerate() {
+                        for (o, &x) in plane.iter_mut().zip(sx) {
+                            *o = src.get(sy[oy], x, c);
+                        }
+                    }
+                    emit(oy, &out);
+                }
+            }
+            Plan::Linear { rows: ty, cols: tx } => generic(src, ty, tx, rows, &mut out, emit),
+            Plan::Cubic { rows: ty, cols: tx } => generic(src, ty, tx, rows, &mut out, emit),
+            Plan::ChannelsLast { rows: ty, cols: tx } => {
+                for oy in rows {
+                    let ([y0, y1], [h0, h1]) = (ty.index[oy], ty.weight[oy]);
+                    for (ox, (&[x0, x1], &[w0, w1])) in tx.index.iter().zip(&tx.weight).enumerate() {
+                        let (w00, w01, w10, w11) = (h0 * w0, h0 * w1, h1 * w0, h1 * w1);
+                        for c in 0..CHANNELS {
+                            let sum = src.get(y0, x0, c).mul_add(w00, src.get(y0, x1, c) * w01);
+                            let sum = src.get(y1, x0, c).mul_add(w10, sum);
+                            out[c * width + ox] = src.get(y1, x1, c).mul_add(w11, sum);
+                        }
+                    }
+                    emit(oy, &out);
+                }
+            }
+        }
+    }
+}
+
+/// The generic loop for output rows `rows`: the horizontal sums of the rows each output row
+/// reads (kept while later rows read them), then their vertical sum.
+#[inline(always)]
+fn generic<const N: usize, V: Values>(
+    src: &V,
+    ty: &Taps<N>,
+    tx: &Taps<N>,
+    rows: Range<usize>,
+    out: &mut [f32],
+    emit: &mut dyn FnMut(usize, &[f32]),
+) {
+    let width = tx.index.len();
+    // One source row as float32, read by the horizontal pass.
+    let mut line = vec![0f32; CHANNELS * src.width()];
+    // (source row, its horizontal sums): at most N rows are read per output row.
+    let mut cache: Vec<(usize, Vec<f32>)> = Vec::with_capacity(N);
+    for oy in rows {
+        let needed = &ty.index[oy];
+        let mut slots = [0usize; N];
+        for (slot, &row) in slots.iter_mut().zip(needed) {
+            *slot = if let Some(s) = cache.iter().position(|(r, _)| *r == row) {
+                s
+            } else {
+                let s = if cache.len() < N {
+                    cache.push((row, vec![0f32; CHANNELS * width]));
+                    cache.len() - 1
+                } else {
+                    // A row this output row does not read: there is one, as it reads at
+                    // most N rows and `row` is not cached.
+                    cache
+                        .iter()
+                        .position(|(r, _)| !needed.contains(r))
+                        .expect("a cached row no longer read")
+                };
+                cache[s].0 = row;
+                src.line(row, &mut line);
+                horizontal(&line, tx, &mut cache[s].1);
+                s
+            };
+        }
+        // Slices of exactly the output's length: the loop below runs without bounds checks
+        // and vectorises (each lane's operations are the scalar ones, in the same order).
+        let n = out.len();
+        let sums: [&[f32]; N] = std::array::from_fn(|j| &cache[slots[j]].1[..n]);
+        let weights = &ty.weight[oy];
+        for (i, o) in out.iter_mut().enumerate() {
+            let v: [f32; N] = std::array::from_fn(|j| sums[j][i]);
+            *o = chain(&v, weights);
+        }
+        emit(oy, out);
+    }
+}
+
+/// A source row's horizontal sums (`line`: its three planar runs), three planar runs of the
+/// output width.
+#[inline(always)]
+fn horizontal<const N: usize>(line: &[f32], tx: &Taps<N>, out: &mut [f32]) {
+    let width = tx.index.len();
+    let src_width = line.len() / CHANNELS;
+    for (run, plane) in line.chunks_exact(src_width).zip(out.chunks_exact_mut(width)) {
+        for ((o, index), weight) in plane.iter_mut().zip(&tx.index).zip(&tx.weight) {
+            let v: [f32; N] = std::array::from_fn(|j| run[index[j]]);
+            *o = chain(&v, weight);
+        }
+    }
+}
+
+/// The code a [`Backend`] runs: the scalar path, or the same code compiled with FMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Scalar,
+    /// Only ever constructed after AVX2 and FMA were detected on this CPU.
+    #[cfg(target_arch = "x86_64")]
+    Fma,
+}
+
+impl Path {
+    fn select(backend: Backend) -> Result<Path, TransformError> {
+        match backend {
+            Backend::Scalar => Ok(Path::Scalar),
+            Backend::Auto => Ok(Path::fma().unwrap_or(Path::Scalar)),
+            Backend::Avx2 => Path::fma().ok_or_else(|| {
+                invalid(
+                    "backend",
+                    "a backend this CPU supports",
+                    "Avx2 without AVX2 and FMA",
+                )
+            }),
+        }
+    }
+
+    fn fma() -> Option<Path> {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return Some(Path::Fma);
+        }
+        None
+    }
+
+    /// [`Plan::run`] on this path.
+    fn run<V: Values>(
+        self,
+        plan: &Plan,
+        src: &V,
+        width: usize,
+        rows: Range<usize>,
+        emit: &mut dyn FnMut(usize, &[f32]),
+    ) {
+        match self {
+            Path::Scalar => plan.run(src, width, rows, emit),
+            // SAFETY: `Path::Fma` exists only on CPUs with AVX2 and FMA.
+            #[cfg(target_arch = "x86_64")]
+            Path::Fma => unsafe { run_fma(plan, src, width, rows, emit) },
+        }
+    }
+}
+
+/// [`Plan::run`] compiled with FMA: every `mul_add` is one instruction.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_fma<V: Values>(
+    plan: &Plan,
+    src: &V,
+    width: usize,
+    rows: Range<usize>,
+    emit: &mut dyn FnMut(usize, &[f32]),
+) {
+    plan.run(src, width, rows, emit);
+}
+
+fn check_size(arg: &'static str, (h, w): (usize, usize)) -> Result<usize, TransformError> {
+    if h == 0 || w == 0 {
+        return Err(invalid(arg, "nonzero height and width", format!("({h}, {w})")));
+    }
+    checked_len(arg, &[CHANNELS, h, w])
+}
+
+/// torch's `x.round().clamp(0, 255)` as a byte: rounding half to even commutes with a clamp
+/// to integer bounds, and adding then subtracting 2^23 rounds a float32 in `0..=255` half
+/// to even (one addition instead of a libm call on the scalar path).
+#[inline(always)]
+fn round_clamp(v: f32) -> u8 {
+    const SHIFT: f32 = 8_388_608.0;
+    ((v.clamp(0.0, 255.0) + SHIFT) - SHIFT) as u8
+}
+
+/// Resize HWC u8 RGB `src` of `src_size` = (height, width) into HWC u8 `dst` of
+/// `dst_size` like torchvision's `resize(image.float(), size, mode, antialias=False)`
+/// followed by `.round().clamp(0, 255).to(torch.uint8)` (Molmo2's resize): torch's float32
+/// kernels, each value rounded half to even; `one_thread`: as torch computes it on one
+/// thread (bilinear then always runs the channels-last loop).
+///
+/// # Errors
+///
+/// [`TransformError::InvalidArgument`] for a zero size or a buffer whose length does not
+/// match its size, [`TransformError::Overflow`] for a size whose byte count does not fit.
+pub fn resize_float_rgb(
+    src: &[u8],
+    src_size: (usize, usize),
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+) -> Result<(), TransformError> {
+    resize_float_rgb_with(src, src_size, dst, dst_size, mode, one_thread, Backend::Auto)
+}
+
+/// [`resize_float_rgb`] on a chosen [`Backend`] (`Avx2`: AVX2 and FMA); every backend gives
+/// the same bytes.
+///
+/// # Errors
+///
+/// As [`resize_float_rgb`], plus [`TransformError::InvalidArgument`] when `backend` is not
+/// supported by this CPU.
+pub fn resize_float_rgb_with(
+    src: &[u8],
+    src_size: (usize, usize),
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    check_buffers(src, src_size, dst, dst_size)?;
+    let path = Path::select(backend)?;
+    if src_size == dst_size {
+        dst.copy_from_slice(src);
+        return Ok(());
+    }
+    let tables: [[f32; 256]; CHANNELS] = [std::array::from_fn(|x| x as f32); CHANNELS];
+    let values = Mapped {
+        pixels: src,
+        width: src_size.1,
+        tables: &tables,
+    };
+    let plan = Plan::new(mode, one_thread, src_size, dst_size);
+    let width = dst_size.1;
+    by_bands(0..dst_size.0, dst, width * CHANNELS, |rows, chunk| {
+        let first = rows.start;
+        path.run(&plan, &values, width, rows, &mut |oy, planes| {
+            let line = &mut chunk[(oy - first) * width * CHANNELS..][..width * CHANNELS];
+            for (c, plane) in planes.chunks_exact(width).enumerate() {
+                for (px, &v) in line.chunks_exact_mut(CHANNELS).zip(plane) {
+                    px[c] = round_clamp(v);
+                }
+            }
+        });
+    });
+    Ok(())
+}
+
+/// HWC u8 RGB `src`, each byte mapped through its channel's table (`tables[c][x]`, the
+/// normalised value), resized like torch's interpolation of that float32 CHW image without
+/// antialiasing (Phi-4-multimodal's global view of its normalised canvas), into CHW
+/// float32 `dst` of `dst_size` (three planes). An unchanged size only maps the bytes.
+///
+/// # Errors
+///
+/// [`TransformError::InvalidArgument`] for a zero size or a buffer whose length does not
+/// match its size, [`TransformError::Overflow`] for a size whose element count does not fit.
+pub fn resize_mapped_planes(
+    src: &[u8],
+    src_size: (usize, usize),
+    tables: &[[f32; 256]; CHANNELS],
+    dst: &mut [f32],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+) -> Result<(), TransformError> {
+    resize_mapped_planes_with(
+        src,
+        src_size,
+        tables,
+        dst,
+        dst_size,
+        mode,
+        one_thread,
+        Backend::Auto,
+    )
+}
+
+/// [`resize_mapped_planes`] on a chosen [`Backend`]; every backend gives the same bits.
+///
+/// # Errors
+///
+/// As [`resize_mapped_planes`], plus [`TransformError::InvalidArgument`] when `backend` is
+/// not supported by this CPU.
+#[allow(clippy::too_many_arguments)]
+pub fn resize_mapped_planes_with(
+    src: &[u8],
+    src_size: (usize, usize),
+    tables: &[[f32; 256]; CHANNELS],
+    dst: &mut [f32],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    if src.len() != check_size("src_size", src_size)? {
+        return Err(invalid(
+            "src",
+            format!(
+                "{} bytes for {}x{}x3",
+                src_size.0 * src_size.1 * 3,
+                src_size.0,
+                src_size.1
+            ),
+            format!("{} bytes", src.len()),
+        ));
+    }
+    let values = Mapped {
+        pixels: src,
+        width: src_size.1,
+        tables,
+    };
+    resize_values(&values, src_size, dst, dst_size, (mode, one_thread), backend)
+}
+
+/// CHW float32 planes `src` of `src_size` resized like `F.interpolate` of the (1, 3, H, W)
+/// tensor without antialiasing (`align_corners=False`), into CHW float32 `dst` of `dst_size`.
+/// An unchanged size copies (as torchvision's `resize` returns the image).
+///
+/// # Errors
+///
+/// [`TransformError::InvalidArgument`] for a zero size or a buffer whose length does not
+/// match its size, [`TransformError::Overflow`] for a size whose element count does not fit.
+pub fn resize_planes(
+    src: &[f32],
+    src_size: (usize, usize),
+    dst: &mut [f32],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+) -> Result<(), TransformError> {
+    resize_planes_with(src, src_size, dst, dst_size, mode, one_thread, Backend::Auto)
+}
+
+/// [`resize_planes`] on a chosen [`Backend`]; every backend gives the same bits.
+///
+/// # Errors
+///
+/// As [`resize_planes`], plus [`TransformError::InvalidArgument`] when `backend` is not
+/// supported by this CPU.
+pub fn resize_planes_with(
+    src: &[f32],
+    src_size: (usize, usize),
+    dst: &mut [f32],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    let len = check_size("src_size", src_size)?;
+    if src.len() != len {
+        return Err(invalid("src", format!("{len} values"), src.len()));
+    }
+    let values = Planes {
+        data: src,
+        height: src_size.0,
+        width: src_size.1,
+    };
+    resize_values(&values, src_size, dst, dst_size, (mode, one_thread), backend)
+}
+
+/// `values` (of `src_size`) resized into CHW `dst`, in row bands across the calling
+/// thread's team.
+fn resize_values<V: Values>(
+    values: &V,
+    src_size: (usize, usize),
+    dst: &mut [f32],
+    dst_size: (usize, usize),
+    (mode, one_thread): (FloatMode, bool),
+    backend: Backend,
+) -> Result<(), TransformError> {
+    let len = check_size("dst_size", dst_size)?;
+    if dst.len() != len {
+        return Err(invalid("dst", format!("{len} values"), dst.len()));
+    }
+    let path = Path::select(backend)?;
+    let (height, width) = dst_size;
+    let plane = height * width;
+    if src_size == dst_size {
+        for (c, out) in dst.chunks_exact_mut(plane).enumerate() {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = values.get(i / width, i % width, c);
+            }
+        }
+        return Ok(());
+    }
+    let plan = Plan::new(mode, one_thread, src_size, dst_size);
+    // Bands of rows, each the same rows of the three planes.
+    let members = workers::team_size();
+    let band = if members == 1 {
+        height
+    } else {
+        height.div_ceil(4 * members).max(MIN_BAND)
+    };
+    let (r, gb) = dst.split_at_mut(plane);
+    let (g, b) = gb.split_at_mut(plane);
+    let bands: Vec<Mutex<[&mut [f32]; CHANNELS]>> = r
+        .chunks_mut(band * width)
+        .zip(g.chunks_mut(band * width))
+        .zip(b.chunks_mut(band * width))
+        .map(|((r, g), b)| Mutex::new([r, g, b]))
+        .collect();
+    let run_band = |i: usize| {
+        let mut planes = bands[i].lock().unwrap_or_else(PoisonError::into_inner);
+        let first = i * band;
+        let rows = first..first + planes[0].len() / width;
+        path.run(&plan, values, width, rows, &mut |oy, values| {
+            for (out, run) in planes.iter_mut().zip(values.chunks_exact(width)) {
+                out[(oy - first) * width..][..width].copy_from_slice(run);
+            }
+        });
+    };
+    if bands.len() == 1 {
+        run_band(0);
+    } else {
+        workers::bands(bands.len(), &run_band);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+
+    /// A 6x5 float image, values spread around zero like normalised pixels.
+    fn image() -> Vec<f32> {
+        (0..3 * 6 * 5)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect()
+    }
+
+    fn planes(src: &[f32], from: (usize, usize), to: (usize, usize), mode: FloatMode) -> Vec<f32> {
+        let mut out = vec![f32::NAN; 3 * to.0 * to.1];
+        resize_planes(src, from, &mut out, to, mode, false).unwrap();
+        out
+    }
+
+    // Expected bits below were produced by torch 2.15.0+cu132 on an x86-64 CPU with AVX-512
+    // (`F.interpolate(torch.tensor(image).reshape(1, 3, 6, 5), size, mode=...,
+    // align_corners=False)[0]`, default threads), printed with `.view(torch.int32)`.
+
+    #[test]
+    fn bicubic_matches_torch() {
+        let got = planes(&image(), (6, 5), (4, 7), FloatMode::Bicubic);
+        let bits: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(bits[..8], TORCH_BICUBIC[..8]);
+        assert_eq!(bits, TORCH_BICUBIC);
+    }
+
+    #[test]
+    fn bilinear_matches_torch_in_both_loops() {
+        // 4 + 7 <= 128: the channels-last loop.
+        let got = planes(&image(), (6, 5), (4, 7), FloatMode::Bilinear);
+        let bits: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(bits, TORCH_BILINEAR_SMALL);
+        // 9 + 130 > 128: the generic loop; the first and last values of each plane.
+        let got = planes(&image(), (6, 5), (9, 130), FloatMode::Bilinear);
+        let plane = 9 * 130;
+        let bits: Vec<u32> = (0..3)
+            .flat_map(|c| [got[c * plane], got[c * plane + 131], got[(c + 1) * plane - 1]])
+            .map(f32::to_bits)
+            .collect();
+        assert_eq!(bits, TORCH_BILINEAR_WIDE);
+        // The same size on one torch thread: the channels-last loop, one bit apart from the
+        // generic loop at these positions (and at half the others).
+        let one_thread = |one: bool| {
+            let mut out = vec![f32::NAN; 3 * 9 * 130];
+            resize_planes(&image(), (6, 5), &mut out, (9, 130), FloatMode::Bilinear, one).unwrap();
+            [23, 1754, 3507].map(|i: usize| out[i].to_bits())
+        };
+        assert_eq!(one_thread(false), [0xc003_fb5d, 0xbf90_de6a, 0x3f25_a5a6]);
+        assert_eq!(one_thread(true), [0xc003_fb5e, 0xbf90_de69, 0x3f25_a5a7]);
+    }
+
+    #[test]
+    fn weights_follow_torch_arithmetic() {
+        // 8 -> 5 output 1: position 1.9, t = 0.9000001: torch's first weight is
+        // -0.006750345 (0xbbdd_3200), not the -0.006750107 of unfused float arithmetic.
+        let taps = cubic_taps(8, 5);
+        assert_eq!(taps.index[1], [0, 1, 2, 3]);
+        assert_eq!(taps.weight[1][0].to_bits(), 0xbbdd_3200);
+        // An integer scale gives exact weights: t = 0.5 for even factors, 0 for odd ones.
+        let bits = |w: &[f32]| w.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&cubic_taps(896, 448).weight[7]),
+            bits(&[-0.09375, 0.59375, 0.59375, -0.09375])
+        );
+        assert_eq!(
+            bits(&cubic_taps(1344, 448).weight[7]),
+            bits(&[0.0, 1.0, 0.0, 0.0])
+        );
+        assert_eq!(cubic_taps(1344, 448).index[0], [0, 1, 2, 3]);
+        // Borders clamp their indices; an unchanged bilinear axis keeps its pixels.
+        assert_eq!(cubic_taps(3, 7).index[0], [0, 0, 0, 1]);
+        assert_eq!(cubic_taps(3, 7).index[6], [1, 2, 2, 2]);
+        assert_eq!(linear_taps(5, 5, false).index[3], [3, 3]);
+        assert_eq!(bits(&linear_taps(5, 5, true).weight[3]), bits(&[1.0, 0.0]));
+        // The generic bilinear loop's positions are unfused: 39 -> 150 output 8.
+        assert_eq!(linear_taps(39, 150, false).weight[8][1].to_bits(), 0x3f35_c290);
+        assert_eq!(linear_taps(39, 150, true).weight[8][1].to_bits(), 0x3f35_c28e);
+    }
+
+    #[test]
+    fn u8_resize_rounds_half_to_even_and_copies_unchanged_sizes() {
+        // Two pixels 1 and 2 (and 4 and 7) upscaled 2x: the middle outputs are 1.25/1.75
+        // and 4.75/6.25; 2x on a 1-wide axis leaves a half only at exact midpoints.
+        let src = [1u8, 4, 10, 2, 7, 11];
+        let mut dst = [0u8; 12];
+        resize_float_rgb(&src, (1, 2), &mut dst, (1, 4), FloatMode::Bilinear, false).unwrap();
+        assert_eq!(dst, [1, 4, 10, 1, 5, 10, 2, 6, 11, 2, 7, 11]);
+        let mut same = [0u8; 6];
+        resize_float_rgb(&src, (1, 2), &mut same, (1, 2), FloatMode::Bicubic, false).unwrap();
+        assert_eq!(same, src);
+        // 0.5 rounds to 0 and 2.5 to 2: (0, 1) and (2, 3) averaged by a 2 -> 1 resize.
+        let mut half = [9u8; 3];
+        resize_float_rgb(
+            &[0, 2, 200, 1, 3, 201],
+            (1, 2),
+            &mut half,
+            (1, 1),
+            FloatMode::Bilinear,
+            false,
+        )
+        .unwrap();
+        assert_eq!(half, [0, 2, 200]);
+        // Bicubic overshoots are clamped.
+        let mut edge = [0u8; 3 * 6];
+        resize_float_rgb(
+            &[0, 0, 0, 255, 255, 255],
+            (1, 2),
+            &mut edge,
+            (1, 6),
+            FloatMode::Bicubic,
+            false,
+        )
+        .unwrap();
+        assert_eq!(edge[..3], [0, 0, 0]);
+        assert_eq!(edge[15..], [255, 255, 255]);
+    }
+
+    #[test]
+    fn mapped_planes_equal_planes_of_the_mapped_values() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let tables: [[f32; 256]; 3] =
+            std::array::from_fn(|c| std::array::from_fn(|x| (x as f32 - 127.5 + c as f32) / 63.0));
+        for case in 0..60 {
+            let (h, w) = (1 + rng.below(40), 1 + rng.below(40));
+            let (h2, w2) = (1 + rng.below(50), 1 + rng.below(50));
+            let pixels: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let planes: Vec<f32> = (0..3 * h * w)
+                .map(|i| {
+                    let (c, p) = (i / (h * w), i % (h * w));
+                    tables[c][usize::from(pixels[p * 3 + c])]
+                })
+                .collect();
+            for mode in [FloatMode::NearestExact, FloatMode::Bilinear, FloatMode::Bicubic] {
+                let mut a = vec![0f32; 3 * h2 * w2];
+                let mut b = vec![1f32; 3 * h2 * w2];
+                resize_mapped_planes(&pixels, (h, w), &tables, &mut a, (h2, w2), mode, false).unwrap();
+                resize_planes(&planes, (h, w), &mut b, (h2, w2), mode, false).unwrap();
+                assert_eq!(a, b, "case {case} {mode:?} ({h}, {w}) -> ({h2}, {w2})");
+            }
+        }
+    }
+
+    /// The scalar path, written out per output pixel from the formulas in the module
+    /// documentation: what every path and the row cache must reproduce.
+    fn naive(
+        src: &[f32],
+        (h, w): (usize, usize),
+        (h2, w2): (usize, usize),
+        mode: FloatMode,
+        one_thread: bool,
+    ) -> Vec<f32> {
+        let at = |c: usize, y: usize, x: usize| src[(c * h + y) * w + x];
+        let (ny, nx) = (nearest_exact_indices(h, h2), nearest_exact_indices(w, w2));
+        let (cy, cx) = (cubic_taps(h, h2), cubic_taps(w, w2));
+        let fused = one_thread || h2 + w2 <= 128;
+        let (ly, lx) = (linear_taps(h, h2, fused), linear_taps(w, w2, fused));
+        let mut out = vec![0f32; 3 * h2 * w2];
+        for c in 0..3 {
+            for oy in 0..h2 {
+                for ox in 0..w2 {
+                    out[(c * h2 + oy) * w2 + ox] = match mode {
+                        FloatMode::NearestExact => at(c, ny[oy], nx[ox]),
+                        FloatMode::Bicubic => {
+                            let wx = cx.weight[ox];
+                            let sums: [f32; 4] = std::array::from_fn(|k| {
+                                let y = cy.index[oy][k];
+                                let v: [f32; 4] = std::array::from_fn(|j| at(c, y, cx.index[ox][j]));
+                                let s = v[0].mul_add(wx[0], v[1] * wx[1]);
+                                let s = v[2].mul_add(wx[2], s);
+                                v[3].mul_add(wx[3], s)
+                            });
+                            let wy = cy.weight[oy];
+                            let s = sums[0].mul_add(wy[0], sums[1] * wy[1]);
+                            let s = sums[2].mul_add(wy[2], s);
+                            sums[3].mul_add(wy[3], s)
+                        }
+                        FloatMode::Bilinear => {
+                            let ([y0, y1], [a0, a1]) = (ly.index[oy], ly.weight[oy]);
+                            let ([x0, x1], [b0, b1]) = (lx.index[ox], lx.weight[ox]);
+                            if fused {
+                                let s = at(c, y0, x0).mul_add(a0 * b0, at(c, y0, x1) * (a0 * b1));
+                                let s = at(c, y1, x0).mul_add(a1 * b0, s);
+                                at(c, y1, x1).mul_add(a1 * b1, s)
+                            } else {
+                                let t0 = at(c, y0, x0).mul_add(b0, at(c, y0, x1) * b1);
+                                let t1 = at(c, y1, x0).mul_add(b0, at(c, y1, x1) * b1);
+                                t0.mul_add(a0, t1 * a1)
+                            }
+                        }
+                    };
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_path_and_band_matches_the_per_pixel_formulas() {
+        let mut backends = vec![Backend::Scalar];
+        if Path::fma().is_some() {
+            backends.push(Backend::Avx2);
+        }
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for case in 0..90 {
+            let size = |rng: &mut Rng| match case % 3 {
+                0 => 1 + rng.below(5),
+                1 => 1 + rng.below(40),
+                _ => 1 + rng.below(160),
+            };
+            let (h, w) = (size(&mut rng), size(&mut rng));
+            let (mut h2, mut w2) = (size(&mut rng), size(&mut rng));
+            if case % 5 == 0 {
+                h2 = h;
+            }
+            if case % 7 == 0 {
+                w2 = w;
+            }
+            if (h2, w2) == (h, w) {
+                w2 += 1;
+            }
+            let src: Vec<f32> = (0..3 * h * w)
+                .map(|_| (rng.below(20001) as f32 - 10000.0) / 997.0)
+                .collect();
+            for (mode, one) in [
+                (FloatMode::NearestExact, false),
+                (FloatMode::Bilinear, false),
+                (FloatMode::Bilinear, true),
+                (FloatMode::Bicubic, case % 2 == 0),
+            ] {
+                let want = naive(&src, (h, w), (h2, w2), mode, one);
+                for &backend in &backends {
+                    let mut got = vec![f32::NAN; want.len()];
+                    resize_planes_with(&src, (h, w), &mut got, (h2, w2), mode, one, backend).unwrap();
+                    let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{mode:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+                }
+                // Row bands across a team of workers give the same bits.
+                workers::run(3, 4, 1, &|_| {
+                    let mut out = vec![f32::NAN; want.len()];
+                    resize_planes(&src, (h, w), &mut out, (h2, w2), mode, one).unwrap();
+                    assert!(out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn u8_paths_agree() {
+        let mut backends = vec![Backend::Scalar];
+        if Path::fma().is_some() {
+            backends.push(Backend::Avx2);
+        }
+        let mut rng = Rng(7);
+        for case in 0..60 {
+            let (h, w) = (1 + rng.below(90), 1 + rng.below(90));
+            let (h2, w2) = (1 + rng.below(300), 1 + rng.below(300));
+            let src: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let mode = [FloatMode::NearestExact, FloatMode::Bilinear, FloatMode::Bicubic][case % 3];
+            let floats: Vec<f32> = (0..3 * h * w)
+                .map(|i| f32::from(src[(i % (h * w)) * 3 + i / (h * w)]))
+                .collect();
+            let want: Vec<u8> = {
+                let planes = naive(&floats, (h, w), (h2, w2), mode, case % 2 == 0);
+                (0..h2 * w2 * 3)
+                    .map(|i| {
+                        planes[(i % 3) * h2 * w2 + i / 3]
+                            .round_ties_even()
+                            .clamp(0.0, 255.0) as u8
+                    })
+                    .collect()
+            };
+            for &backend in &backends {
+                let mut got = vec![0u8; want.len()];
+                resize_float_rgb_with(&src, (h, w), &mut got, (h2, w2), mode, case % 2 == 0, backend)
+                    .unwrap();
+                if (h, w) != (h2, w2) {
+                    assert_eq!(got, want, "{mode:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn round_clamp_is_torchs_round_then_clamp() {
+        let mut v = -3.0f32;
+        while v < 260.0 {
+            for x in [v, v.next_up(), v.next_down(), v + 0.5, v + 0.25] {
+                assert_eq!(round_clamp(x), x.round_ties_even().clamp(0.0, 255.0) as u8, "{x}");
+            }
+            v += 0.125;
+        }
+        assert_eq!(
+            [round_clamp(0.5), round_clamp(1.5), round_clamp(254.5)],
+            [0, 2, 254]
+        );
+        assert_eq!([round_clamp(-1e30), round_clamp(1e30)], [0, 255]);
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let mut out = [0f32; 12];
+        let e = resize_planes(&[0.0; 12], (0, 4), &mut out, (2, 2), FloatMode::Bilinear, false).unwrap_err();
+        assert!(matches!(
+            e,
+            TransformError::InvalidArgument { arg: "src_size", .. }
+        ));
+        let e = resize_planes(&[0.0; 11], (2, 2), &mut out, (2, 2), FloatMode::Bilinear, false).unwrap_err();
+        assert!(matches!(e, TransformError::InvalidArgument { arg: "src", .. }));
+        let e = resize_planes(
+            &[0.0; 12],
+            (2, 2),
+            &mut out[..11],
+            (2, 2),
+            FloatMode::Bicubic,
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(e, TransformError::InvalidArgument { arg: "dst", .. }));
+        let e = resize_planes(
+            &[0.0; 12],
+            (2, 2),
+            &mut out,
+            (usize::MAX, 2),
+            FloatMode::Bicubic,
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(e, TransformError::Overflow { arg: "dst_size", .. }));
+        let tables = [[0f32; 256]; 3];
+        let e = resize_mapped_planes(
+            &[0; 5],
+            (1, 2),
+            &tables,
+            &mut out[..6],
+            (1, 2),
+            FloatMode::Bicubic,
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(e, TransformError::InvalidArgument { arg: "src", .. }));
+        let mut bytes = [0u8; 3];
+        let e =
+            resize_float_rgb(&[0; 6], (1, 2), &mut bytes, (1, 0), FloatMode::Bilinear, false).unwrap_err();
+        assert!(matches!(
+            e,
+            TransformError::InvalidArgument { arg: "dst_size", .. }
+        ));
+        assert_eq!(FloatMode::from_pil_code(1), None);
+        assert_eq!(FloatMode::from_pil_code(3), Some(FloatMode::Bicubic));
+    }
+
+    const TORCH_BICUBIC: [u32; 84] = [
+        0xbfed_0b33,
+        0xbfc4_3f2c,
+        0xbe3d_bd1d,
+        0x3f9c_34b5,
+        0xbf0e_459c,
+        0xbf8d_4028,
+        0xbe9a_e259,
+        0x3fef_1606,
+        0xbfba_8b0a,
+        0xc03d_9313,
+        0xbe95_2d2e,
+        0x4005_c4b5,
+        0x3ed3_7d29,
+        0xc037_928c,
+        0xbf04_7c9b,
+        0x3fe7_f6cb,
+        0x3fbf_4eed,
+        0xc006_03c3,
+        0xbf58_7be6,
+        0x3fdb_f86c,
+        0x4054_2a75,
+        0xbffd_6e07,
+        0xbf22_0d6d,
+        0x3f6e_42d3,
+        0x3f99_61e2,
+        0xbf48_a97e,
+        0xbf0f_7b4a,
+        0x3f90_4fe9,
+        0x4042_f39e,
+        0x3eac_9e8e,
+        0xbf3f_1a81,
+        0x3f94_ad2d,
+        0xbf1d_54ab,
+        0xbf94_c7af,
+        0xbeb9_0078,
+        0x3fca_b780,
+        0xbfcd_4bf3,
+        0xc03f_e0b4,
+        0xbeb3_4b4b,
+        0x4002_00f1,
+        0x3eb5_5f0b,
+        0xc03b_5650,
+        0xbf13_8bac,
+        0x3fe0_6f45,
+        0x3fb7_c766,
+        0xc009_c787,
+        0xbf67_8af4,
+        0x3fd4_70e4,
+        0x4050_66b2,
+        0xc002_7ac9,
+        0xbf31_1c7d,
+        0x3f5f_33c3,
+        0x3f91_da5a,
+        0xbf57_b88b,
+        0xbf1e_8a59,
+        0x3f88_c862,
+        0x403f_2fda,
+        0x3e8e_8070,
+        0xbf4e_298f,
+        0x3f8d_25a5,
+        0xbf2c_63bd,
+        0xbf9c_4f38,
+        0xbed7_1e99,
+        0x3fc3_2ff9,
+        0xbfd4_d37a,
+        0xc043_a477,
+        0xbed1_696a,
+        0x3ffc_7a5a,
+        0x3e97_40e8,
+        0xc03f_1a15,
+        0xbf22_9abb,
+        0x3fd8_e7be,
+        0x3fb0_3fe0,
+        0xc00d_8b4b,
+        0xbf76_9a06,
+        0x3fcc_e95b,
+        0x404c_a2ee,
+        0xc006_3e8d,
+        0xbf40_2b8c,
+        0x3f50_24b6,
+        0x3f8a_52d3,
+        0xbf66_c79c,
+        0xbf2d_9966,
+        0x3f81_40da,
+    ];
+    const TORCH_BILINEAR_SMALL: [u32; 84] = [
+        0xbfda_5a5a,
+        0xbfa7_cc5e,
+        0xbec9_248c,
+        0x3f94_b4b5,
+        0xbeee_ca44,
+        0xbf52_4925,
+        0xbeda_5a5b,
+        0x3fa0_0000,
+        0xbf66_b905,
+        0xbff2_4923,
+        0xbead_2d2e,
+        0x3f9b_b291,
+        0x3e66_2f4a,
+        0xbff6_9696,
+        0xbe80_0000,
+        0x3f7e_62f6,
+        0x3f59_d0a5,
+        0xbfeb_4b4b,
+        0xbe91_35be,
+        0x3fa2_b067,
+        0x4020_f0f1,
+        0xbfe0_0000,
+        0xbf01_9d09,
+        0x3f1f_bb2a,
+        0x3f8f_0f10,
+        0xbf02_b06d,
+        0xbe6a_7cc2,
+        0x3f81_e1e2,
+        0x402c_3c3c,
+        0x3f0a_37ec,
+        0xbee7_42a9,
+        0x3f8d_2d2d,
+        0xbf06_742f,
+        0xbf61_5833,
+        0xbef8_7879,
+        0x3f98_7878,
+        0xbf75_c814,
+        0xbff9_d0ab,
+        0xbecb_4b4c,
+        0x3f94_2b09,
+        0x3e29_f310,
+        0xbffe_1e1e,
+        0xbe9e_1e1f,
+        0x3f6f_53e8,
+        0x3f4a_c197,
+        0xbff2_d2d2,
+        0xbeaf_53dc,
+        0x3f9b_28e0,
+        0x401d_2d2d,
+        0xbfe7_8788,
+        0xbf10_ac19,
+        0x3f10_ac1b,
+        0x3f87_8788,
+        0xbf11_bf7b,
+        0xbe93_5c7f,
+        0x3f74_b4b5,
+        0x4028_7878,
+        0x3ef6_51b9,
+        0xbf02_b063,
+        0x3f85_a5a6,
+        0xbf15_833e,
+        0xbf70_6743,
+        0xbf0b_4b4c,
+        0x3f90_f0f1,
+        0xbf82_6b91,
+        0xc000_ac19,
+        0xbee9_696a,
+        0x3f8c_a381,
+        0x3ddb_6da2,
+        0xc002_d2d3,
+        0xbebc_3c3c,
+        0x3f60_44d9,
+        0x3f3b_b288,
+        0xbffa_5a5a,
+        0xbecd_71fa,
+        0x3f93_a159,
+        0x4019_6969,
+        0xbfef_0f10,
+        0xbf1f_bb28,
+        0x3f01_9d0c,
+        0x3f80_0000,
+        0xbf20_ce8b,
+        0xbeb1_7a9d,
+        0x3f65_a5a6,
+    ];
+    const TORCH_BILINEAR_WIDE: [u32; 9] = [
+        0xc03c_3c3c,
+        0xbef0_f0f0,
+        0x3f43_c3c4,
+        0x403c_3c3c,
+        0x401c_3c3c,
+        0x3f34_b4b5,
+        0x4038_7878,
+        0x4018_7878,
+        0x3f25_a5a6,
+    ];
+}
