@@ -453,9 +453,9 @@ def write_video_checkpoint(directory: Path, model_id: str) -> Path:
     """A checkpoint with the built-in's video processor settings (its image settings where
     it has none), as video_preprocessor_config.json."""
     builtin = registry.BUILTINS[model_id]
-    family = registry.video_family(None, builtin.model_type)
-    assert family is not None
     config = dict(builtin.video if builtin.video is not None else builtin.preprocessor)
+    family = registry.video_family(config.get("video_processor_type"), builtin.model_type)
+    assert family is not None
     config["video_processor_type"] = family.processor_type
     (directory / "video_preprocessor_config.json").write_text(json.dumps(config))
     (directory / "config.json").write_text(json.dumps({"model_type": builtin.model_type}))

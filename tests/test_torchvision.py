@@ -25,6 +25,8 @@ from torchvision_cases import (
     SYNTHETIC,
     VIDEO_CASES,
     VIDEO_MODELS,
+    VIDEO_SETTINGS,
+    VIDEO_TOKENS,
     Case,
     Model,
     Override,
@@ -33,10 +35,12 @@ from torchvision_cases import (
     digest,
     hf_torchvision,
     hf_video,
+    hf_video_tokens,
     input_digest,
     load_image,
     ours,
     ours_video,
+    ours_video_tokens,
 )
 
 import mmfast
@@ -204,4 +208,22 @@ def test_videos_match_transformers(case: VideoCase) -> None:
 def test_random_videos_match_transformers(
     model_id: str, frames: int, height: int, width: int, rate: float, options: dict[str, Any]
 ) -> None:
-    compare_video_live(VideoCase(model_id, frames, height, width, rate, options))
+    settings = VIDEO_SETTINGS.get(model_id, {})
+    compare_video_live(VideoCase(model_id, frames, height, width, rate, options, settings))
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in VIDEO_CASES if c.model_id in VIDEO_TOKENS], ids=lambda case: case.id
+)
+def test_video_tokens_match_processors(case: VideoCase) -> None:
+    """``num_video_tokens`` equals the placeholders the model's processor puts in the prompt
+    for the clip (its ``replace_video_token`` on transformers' video outputs), or both
+    refuse the clip."""
+    pytest.importorskip("torchvision")
+    try:
+        want = hf_video_tokens(case)
+    except ValueError:
+        with pytest.raises(MmfastError):
+            ours_video_tokens(case)
+        return
+    assert ours_video_tokens(case) == want

@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MethodType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -180,7 +181,8 @@ def digest(outputs: Mapping[str, Any], bfloat16: bool) -> dict[str, Any]:
 @dataclass(frozen=True)
 class VideoCase:
     """A synthetic clip of ``frames`` frames at ``rate`` frames a second, through a model's
-    video processor with the sampling options ``options``."""
+    video processor with the sampling options ``options`` and the video processor settings
+    ``settings`` (over the built-in's, on both sides)."""
 
     model_id: str
     frames: int
@@ -188,12 +190,16 @@ class VideoCase:
     width: int
     rate: float
     options: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
-        settings = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        options = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
         short = self.model_id.rsplit("/", 1)[-1]
-        return f"{short}-{self.frames}x{self.height}x{self.width}@{self.rate}[{settings}]"
+        case = f"{short}-{self.frames}x{self.height}x{self.width}@{self.rate}[{options}]"
+        if self.settings:
+            case += "{" + ",".join(f"{k}={v}" for k, v in sorted(self.settings.items())) + "}"
+        return case
 
     def clip(self) -> np.ndarray:
         """(T, H, W, 3) uint8: alternating smooth and noisy frames."""
@@ -209,9 +215,14 @@ VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
     "Qwen/Qwen3-VL-8B-Instruct",
+    "zai-org/GLM-4.1V-9B-Thinking",
+    "zai-org/GLM-4.6V",
 ]
+# Settings every case of a model runs with (what mmfast refuses at the built-in's own values
+# has cases of its own).
+VIDEO_SETTINGS: dict[str, dict[str, Any]] = {}
 VIDEO_CASES = [
-    VideoCase(model_id, frames, height, width, rate, options)
+    VideoCase(model_id, frames, height, width, rate, options, VIDEO_SETTINGS.get(model_id, {}))
     for model_id in VIDEO_MODELS
     for frames, height, width, rate, options in [
         (1, 64, 90, 30.0, {}),
@@ -222,6 +233,23 @@ VIDEO_CASES = [
         (9, 33, 17, 25.0, {"do_sample_frames": True, "num_frames": 4, "fps": None}),
         (12, 480, 480, 30.0, {"do_sample_frames": False}),
     ]
+] + [
+    # GLM-4.1V: a clip over max_duration (300 s), sampled with np.linspace; GLM-4.6V: each of
+    # its rates (3, 1 and 0.5 frames a second) and np.linspace's fix-up of too few frames.
+    VideoCase("zai-org/GLM-4.1V-9B-Thinking", 700, 30, 44, 2.0),
+    VideoCase("zai-org/GLM-4.1V-9B-Thinking", 9, 56, 112, 10.0, {}, {"do_resize": False}),
+    VideoCase("zai-org/GLM-4.6V", 40, 48, 64, 1.0),
+    VideoCase("zai-org/GLM-4.6V", 120, 72, 40, 24.0),
+    VideoCase("zai-org/GLM-4.6V", 700, 20, 30, 2.0),
+    VideoCase(
+        "zai-org/GLM-4.6V",
+        5,
+        131,
+        67,
+        2.0,
+        {},
+        {"size": {"shortest_edge": 3136, "longest_edge": 50000}},
+    ),
 ]
 
 
@@ -239,10 +267,12 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
     import transformers
     from transformers.video_utils import VideoMetadata
 
-    family = models.registry.video_family(None, models.registry.BUILTINS[case.model_id].model_type)
+    config = video_config(case.model_id)
+    builtin = models.registry.BUILTINS[case.model_id]
+    family = models.registry.video_family(config.get("video_processor_type"), builtin.model_type)
     assert family is not None
     cls = getattr(transformers, family.processor_type)
-    processor = cls.from_dict(video_config(case.model_id))
+    processor = cls.from_dict({**config, **case.settings})
     metadata = VideoMetadata(
         total_num_frames=case.frames,
         fps=case.rate,
@@ -256,9 +286,72 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
         return_tensors="pt",
         **case.options,
     )
-    return {key: value.numpy() for key, value in out.items()}
+    # The metadata some classes return by default (VideoLLaMA3) is not an output mmfast gives.
+    return {key: value.numpy() for key, value in out.items() if key != "video_metadata"}
 
 
 def ours_video(case: VideoCase) -> dict[str, Any]:
-    proc = mmfast.ImageProcessor.from_pretrained(case.model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(case.model_id, video_overrides=case.settings)
     return dict(proc.videos(case.clip(), video_fps=case.rate, **case.options))
+
+
+# The processor whose replace_video_token builds a model's video prompt (``module.Class``
+# under ``transformers.models``) and the placeholder token it repeats.
+VIDEO_TOKENS: dict[str, tuple[str, str]] = {
+    "zai-org/GLM-4.1V-9B-Thinking": ("glm4v.processing_glm4v.Glm4vProcessor", "<|image|>"),
+    "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
+}
+
+
+def hf_video_tokens(case: VideoCase) -> int:
+    """The placeholder tokens ``replace_video_token`` of the model's processor puts in the
+    prompt for the case's clip, run on a stand-in holding what it reads (the video processor,
+    the placeholder, the frame-token method) with transformers' video outputs and metadata."""
+    import torch
+    import transformers
+    from transformers.video_utils import VideoMetadata
+
+    config = {**video_config(case.model_id), **case.settings}
+    builtin = models.registry.BUILTINS[case.model_id]
+    family = models.registry.video_family(config.get("video_processor_type"), builtin.model_type)
+    assert family is not None
+    video_processor = getattr(transformers, family.processor_type).from_dict(config)
+    metadata = VideoMetadata(
+        total_num_frames=case.frames,
+        fps=case.rate,
+        width=case.width,
+        height=case.height,
+        duration=case.frames / case.rate,
+        # Every frame, as transformers' reader gives them; sampling replaces them.
+        frames_indices=list(range(case.frames)),
+    )
+    out = video_processor(
+        videos=[torch.from_numpy(case.clip())],
+        video_metadata=[metadata],
+        return_tensors="pt",
+        return_metadata=True,
+        **case.options,
+    )
+    path, token = VIDEO_TOKENS[case.model_id]
+    module, name = path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    fake = SimpleNamespace(video_processor=video_processor, image_token=token, video_token=token)
+    if hasattr(cls, "replace_frame_token_id"):
+        fake.replace_frame_token_id = MethodType(cls.replace_frame_token_id, fake)
+    return str(cls.replace_video_token(fake, out, 0)).count(token)
+
+
+def ours_video_tokens(case: VideoCase) -> int:
+    """mmfast's ``num_video_tokens`` for the case's clip, sampled as ``proc.videos`` samples."""
+    from mmfast.video import VideoMetadata
+
+    proc = mmfast.ImageProcessor.from_pretrained(case.model_id, video_overrides=case.settings)
+    frames = case.frames
+    if case.options.get("do_sample_frames", proc.video_config.do_sample_frames):
+        metadata = VideoMetadata(
+            case.frames, case.rate, case.width, case.height, case.frames / case.rate
+        )
+        frames = proc.sampled_frames(
+            metadata, case.options.get("fps"), case.options.get("num_frames")
+        )
+    return proc.num_video_tokens(frames, case.height, case.width)

@@ -576,12 +576,13 @@ class ImageProcessor:
     def sampled_frames(
         self, metadata: Any, fps: float | None = None, num_frames: int | None = None
     ) -> int:
-        """How many distinct frames :meth:`videos` keeps of a clip of ``metadata`` (a
-        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling."""
+        """How many frames :meth:`videos` keeps of a clip of ``metadata`` (a
+        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling: every index the
+        sampler returns, repeats included (GLM's repeat the last to an even count)."""
         config = self._video()
         if not config.do_sample_frames:
             return int(metadata.total_num_frames)
-        return len(set(config.sample(metadata, fps, num_frames)))
+        return len(config.sample(metadata, fps, num_frames))
 
     def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
         """``<|video_pad|>``-style tokens for a clip of ``num_frames`` (sampled) frames."""
@@ -643,18 +644,39 @@ class ImageProcessor:
         for clip, rate in zip(clips, rates, strict=True):
             if isinstance(clip, np.ndarray):
                 total, height, width = clip.shape[:3]
-                clip_frames.append(clip[sampler(VideoMetadata(total, rate, width, height))])
+                # The duration transformers' reader gives (GLM's samplers read it).
+                duration = None if rate is None else total / rate
+                metadata = VideoMetadata(total, rate, width, height, duration)
+                clip_frames.append(clip[sampler(metadata)])
             else:
-                clip_frames.append(load_video(clip, sample_indices_fn=sampler, threads=threads)[0])
+                frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
+                clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))
         return run_videos(config, clip_frames, threads, dtype)
 
     def _video(self) -> VideoConfig:
         if self.video_config is None:
             raise UnsupportedModelError(
                 f"{self.config.model_id or self.config.image_processor_type}: this model has no "
-                "video processor mmfast supports (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen-Omni do)"
+                f"video processor mmfast supports; supported: {', '.join(registry.VIDEO_FAMILIES)}"
             )
         return self.video_config
+
+
+def in_sampled_order(frames: NDArray[np.uint8], indices: Sequence[int]) -> NDArray[np.uint8]:
+    """A file's decoded frames (each sampled frame once, in index order, as transformers' PyAV
+    reader gives them) in the sampler's order with its repeats: what a processor's
+    ``video[indices]`` gives for the clip as an array (GLM's samplers repeat the last index
+    to an even count). Frames the reader left out stay left out."""
+    if not indices:
+        return frames
+    last = indices[-1]
+    wanted = sorted({int(i) for i in indices if 0 <= i <= last})
+    if len(wanted) != len(frames) or len(wanted) == len(indices) or min(indices) < 0:
+        return frames
+    if any(i > last for i in indices):
+        return frames
+    rank = {index: k for k, index in enumerate(wanted)}
+    return frames[[rank[int(i)] for i in indices]]
 
 
 def is_video_file(clip: object) -> bool:
