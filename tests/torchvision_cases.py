@@ -217,6 +217,7 @@ VIDEO_MODELS = [
     "Qwen/Qwen3-VL-8B-Instruct",
     "zai-org/GLM-4.1V-9B-Thinking",
     "zai-org/GLM-4.6V",
+    "zai-org/GLM-5.3-Flash",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -250,6 +251,12 @@ VIDEO_CASES = [
         {},
         {"size": {"shortest_edge": 3136, "longest_edge": 50000}},
     ),
+    # GLM-5: a canvas over the token budget (binary search), one under the minimum (grown),
+    # a long clip at 1 frame a second and max_frames, and patch_expand_factor 2.
+    VideoCase("zai-org/GLM-5.3-Flash", 20, 700, 1100, 4.0, {}, {"max_image_tokens": 2000}),
+    VideoCase("zai-org/GLM-5.3-Flash", 6, 20, 30, 2.0),
+    VideoCase("zai-org/GLM-5.3-Flash", 300, 24, 36, 1.0, {}, {"max_frames": 40}),
+    VideoCase("zai-org/GLM-5.3-Flash", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
 ]
 
 
@@ -300,6 +307,7 @@ def ours_video(case: VideoCase) -> dict[str, Any]:
 VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     "zai-org/GLM-4.1V-9B-Thinking": ("glm4v.processing_glm4v.Glm4vProcessor", "<|image|>"),
     "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
+    "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
 }
 
 

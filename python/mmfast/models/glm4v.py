@@ -58,6 +58,7 @@ __all__ = [
     "Glm46VVideoConfig",
     "patch_rows_plan",
     "smart_resize",
+    "tick_indices",
     "unique_even",
 ]
 
@@ -256,7 +257,9 @@ registry.register_builtin(
 
 def unique_even(indices: Sequence[int]) -> list[int]:
     """The end of GLM's ``sample_frames``: repeated indices dropped (first kept, order kept),
-    then the last one repeated if the count is odd, so the clip fills its temporal groups."""
+    then the last one repeated if the count is odd, so the clip fills its temporal groups.
+    None for a clip too short to reach one tick, as in HF (its ``smart_resize`` then refuses
+    the empty clip, GLM-5's outside its minimum budget)."""
     seen: set[int] = set()
     kept: list[int] = []
     for index in indices:
@@ -285,10 +288,11 @@ def patch_rows_plan(
     and padded to ``canvas`` (torchvision's uint8 kernel, zeros at the bottom and right), then
     ``temporal_patch_size`` frames at a time into rows grouped by ``merge_size``, the last
     frame repeated to fill the last group. ``num_video_tokens`` is the rows over
-    ``token_divisor``."""
+    ``token_divisor``. A clip of no frames (GLM's samplers leave none of a clip too short to
+    reach a tick) gives no rows, as transformers' ``patchify`` does."""
     check_image_size(height, width)
-    if frames < 1:
-        raise MmfastError(f"frames: expected at least one frame, got {frames}")
+    if frames < 0:
+        raise MmfastError(f"frames: expected a frame count, got {frames}")
     p, t = patch_size, temporal_patch_size
     unit = p * merge_size
     if canvas[0] % unit or canvas[1] % unit:
@@ -330,14 +334,6 @@ def glm_clip_duration(metadata: Any, name: str) -> tuple[int, float, float]:
     total = int(metadata.total_num_frames)
     duration = metadata.duration or round((total - 1) / metadata.fps) + 1
     return total, float(metadata.fps), duration
-
-
-def sampled_or_error(indices: list[int], total: int) -> list[int]:
-    """GLM's samplers give no frame for a clip too short to reach one tick (HF then fails in
-    ``smart_resize`` with ``t:0``): an :class:`MmfastError` instead."""
-    if not indices:
-        raise MmfastError(f"video: sampling a {total}-frame clip gives no frames (it is too short)")
-    return indices
 
 
 @dataclass(frozen=True)
@@ -388,7 +384,7 @@ class Glm4vVideoConfig(VideoConfig):
             else:
                 seconds = np.linspace(0, duration, num_samples, endpoint=True)
                 indices = [min(last, math.ceil(t * video_fps)) for t in seconds]
-        return sampled_or_error(unique_even(indices), total)
+        return unique_even(indices)
 
     def resized_size(self, frames: int, height: int, width: int) -> tuple[int, int]:
         """``resize``: :func:`smart_resize` of a frame, the budget counting the clip's frames."""
@@ -447,24 +443,33 @@ class Glm46VVideoConfig(Glm4vVideoConfig):
         target_fps: float = next((r for limit, r in GLM46V_RATES if effective <= limit), 0.5)
         extract_t = int(effective * target_fps * self.temporal_patch_size)
         extract_t = min(extract_t, GLM46V_MAX_FRAMES)
+        inv_fps = 1 / (self.temporal_patch_size * target_fps)
+        indices = tick_indices(total, video_fps, extract_t, inv_fps, int(duration))
+        return unique_even(indices)
+
+
+def tick_indices(
+    total: int, video_fps: float, extract_t: int, inv_fps: float, max_second: int
+) -> list[int]:
+    """The frames GLM-4.6V's and GLM-5's samplers take before their repeat fix-up: every
+    ``inv_fps`` seconds the first frame at or past the tick, until a tick reaches
+    ``max_second`` (a clip with fewer frames than ``extract_t``: ``np.linspace`` over it),
+    then :func:`linspace_fixup` to ``extract_t`` frames."""
+    indices: list[int]
+    if total < extract_t:
+        indices = np.linspace(0, total - 1, extract_t, dtype=int).tolist()
+    else:
         duration_per_frame = 1 / video_fps
         timestamps = [i * duration_per_frame for i in range(total)]
-        max_second = int(duration)
-        indices: list[int]
-        if total < extract_t:
-            indices = np.linspace(0, total - 1, extract_t, dtype=int).tolist()
-        else:
-            indices = []
-            current = 0.0
-            inv_fps = 1 / (self.temporal_patch_size * target_fps)
-            for index in range(total):
-                if timestamps[index] >= current:
-                    current += inv_fps
-                    indices.append(index)
-                    if current >= max_second:
-                        break
-        indices = linspace_fixup(indices, extract_t, total)
-        return sampled_or_error(unique_even(indices), total)
+        indices = []
+        current = 0.0
+        for index in range(total):
+            if timestamps[index] >= current:
+                current += inv_fps
+                indices.append(index)
+                if current >= max_second:
+                    break
+    return linspace_fixup(indices, extract_t, total)
 
 
 def linspace_fixup(indices: list[int], extract_t: int, total: int) -> list[int]:
