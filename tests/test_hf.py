@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -457,9 +458,27 @@ def write_video_checkpoint(directory: Path, model_id: str) -> Path:
     family = registry.video_family(config.get("video_processor_type"), builtin.model_type)
     assert family is not None
     config["video_processor_type"] = family.processor_type
+    font = config.get("font")
+    if config.get("draw_on_frames") and isinstance(font, str):
+        # ERNIE's checkpoint ships the font it draws timestamps with beside the file, where
+        # transformers loads it: any TrueType font stands in (transformers draws, not mmfast).
+        source = truetype_font()
+        if source is None:
+            config["draw_on_frames"] = False
+        else:
+            shutil.copyfile(source, directory / font)
     (directory / "video_preprocessor_config.json").write_text(json.dumps(config))
     (directory / "config.json").write_text(json.dumps({"model_type": builtin.model_type}))
     return directory
+
+
+def truetype_font() -> Path | None:
+    """A TrueType font of the system's, if it has one."""
+    for folder in map(Path, ("/usr/share/fonts", "/usr/local/share/fonts", "/Library/Fonts")):
+        found = sorted(folder.glob("**/DejaVuSans.ttf")) if folder.is_dir() else []
+        if found:
+            return found[0]
+    return None
 
 
 def clip(frames: int, height: int, width: int, seed: int = 0) -> np.ndarray:

@@ -342,3 +342,20 @@ def test_video_files_keep_sampled_repeats(clips: dict[str, Path], model_id: str)
     got = proc.videos(path)
     for key in want:
         assert np.array_equal(got[key], want[key]), key
+
+
+def test_ernie_timestamps_are_refused_naming_the_setting() -> None:
+    """ERNIE-4.5-VL draws each frame's timestamp with its checkpoint's TrueType font by
+    default: mmfast refuses that, naming draw_on_frames, and computes the clip without it."""
+    clip = np.stack([frame(t, (48, 64)) for t in range(6)])
+    proc = mmfast.ImageProcessor.from_pretrained("baidu/ERNIE-4.5-VL-28B-A3B-PT")
+    with pytest.raises(mmfast.UnsupportedModelError, match="draw_on_frames"):
+        proc.videos(clip, video_fps=6.0)
+    with pytest.raises(mmfast.UnsupportedModelError, match="draw_on_frames"):
+        proc.num_video_tokens(6, 48, 64)
+    plain = mmfast.ImageProcessor.from_pretrained(
+        "baidu/ERNIE-4.5-VL-28B-A3B-PT", video_overrides={"draw_on_frames": False}
+    )
+    out = plain.videos(clip, video_fps=6.0)
+    assert out["video_grid_thw"].tolist() == [[6, 30, 40]]
+    assert plain.num_video_tokens(6, 48, 64) == 6 * 30 * 40 // 8

@@ -211,6 +211,7 @@ class VideoCase:
         )
 
 
+ERNIE = "baidu/ERNIE-4.5-VL-28B-A3B-PT"
 VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -218,10 +219,14 @@ VIDEO_MODELS = [
     "zai-org/GLM-4.1V-9B-Thinking",
     "zai-org/GLM-4.6V",
     "zai-org/GLM-5.3-Flash",
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
-VIDEO_SETTINGS: dict[str, dict[str, Any]] = {}
+VIDEO_SETTINGS: dict[str, dict[str, Any]] = {
+    # Timestamps drawn with the checkpoint's font: mmfast refuses them (test_video.py).
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT": {"draw_on_frames": False},
+}
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options, VIDEO_SETTINGS.get(model_id, {}))
     for model_id in VIDEO_MODELS
@@ -257,6 +262,21 @@ VIDEO_CASES = [
     VideoCase("zai-org/GLM-5.3-Flash", 6, 20, 30, 2.0),
     VideoCase("zai-org/GLM-5.3-Flash", 300, 24, 36, 1.0, {}, {"max_frames": 40}),
     VideoCase("zai-org/GLM-5.3-Flash", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
+    # ERNIE: fps sampling under min_frames (16) and over the clip, num_frames at the bounds,
+    # an odd clip without sampling (its last frame repeated), a small pixel budget.
+    VideoCase(ERNIE, 200, 60, 80, 30.0, {"fps": 2}, {"draw_on_frames": False}),
+    VideoCase(ERNIE, 50, 40, 40, 10.0, {"fps": 4}, {"draw_on_frames": False}),
+    VideoCase(ERNIE, 40, 30, 50, 8.0, {"num_frames": 16, "fps": None}, {"draw_on_frames": False}),
+    VideoCase(ERNIE, 7, 90, 60, 25.0, {"do_sample_frames": False}, {"draw_on_frames": False}),
+    VideoCase(
+        ERNIE,
+        18,
+        300,
+        500,
+        6.0,
+        {},
+        {"draw_on_frames": False, "size": {"shortest_edge": 3136, "longest_edge": 40000}},
+    ),
 ]
 
 
@@ -308,6 +328,7 @@ VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     "zai-org/GLM-4.1V-9B-Thinking": ("glm4v.processing_glm4v.Glm4vProcessor", "<|image|>"),
     "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
     "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
+    ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
 }
 
 

@@ -283,13 +283,16 @@ def patch_rows_plan(
     temporal_patch_size: int,
     merge_size: int,
     token_divisor: int,
+    slots: int | None = None,
 ) -> QwenVideoPlan:
     """A clip's patch rows as Qwen-VL's video ``patchify`` lays them out: each frame resized
     and padded to ``canvas`` (torchvision's uint8 kernel, zeros at the bottom and right), then
     ``temporal_patch_size`` frames at a time into rows grouped by ``merge_size``, the last
     frame repeated to fill the last group. ``num_video_tokens`` is the rows over
-    ``token_divisor``. A clip of no frames (GLM's samplers leave none of a clip too short to
-    reach a tick) gives no rows, as transformers' ``patchify`` does."""
+    ``token_divisor``. ``slots`` (at least ``frames``): the frames the clip is taken to have,
+    the last repeated to fill them (ERNIE repeats it to an even count before grouping). A clip
+    of no frames (GLM's samplers leave none of a clip too short to reach a tick) gives no rows,
+    as transformers' ``patchify`` does."""
     check_image_size(height, width)
     if frames < 0:
         raise MmfastError(f"frames: expected a frame count, got {frames}")
@@ -300,16 +303,16 @@ def patch_rows_plan(
             f"video size: with do_resize=False both sides must be multiples of {unit} (the "
             f"patch grouping), got {height}x{width}"
         )
-    grid_t = -(-frames // t)
+    grid_t = -(-max(frames, slots or 0) // t)
     grid_h, grid_w = canvas[0] // p, canvas[1] // p
-    slots = [min(i, frames - 1) for i in range(grid_t * t)]
+    positions = [min(i, frames - 1) for i in range(grid_t * t)]
     view = View(resize=resize, pad=pad, out=Patchify(p, t, merge_size))
     rows = grid_t * grid_h * grid_w
     return QwenVideoPlan(
         height=height,
         width=width,
         frames=frames,
-        views=tuple((tuple(slots[g * t : (g + 1) * t]), view) for g in range(grid_t)),
+        views=tuple((tuple(positions[g * t : (g + 1) * t]), view) for g in range(grid_t)),
         output_shapes=MappingProxyType({"pixel_values_videos": (rows, 3 * t * p * p)}),
         num_video_tokens=rows // token_divisor,
         grid=(grid_t, grid_h, grid_w),
