@@ -450,11 +450,19 @@ VIDEO_IDS = [m for m in mmfast.supported_models() if registry.BUILTINS[m].video 
 ]
 
 
-def write_video_checkpoint(directory: Path, model_id: str) -> Path:
+# Settings over a built-in's for the generic video test, where its own make mmfast refuse the
+# test's clips (test_video_llama_3_compression covers them).
+VIDEO_TEST_SETTINGS = {"lkhl/VideoLLaMA3-2B-Image-HF": {"use_token_compression": False}}
+
+
+def write_video_checkpoint(
+    directory: Path, model_id: str, settings: Mapping[str, Any] | None = None
+) -> Path:
     """A checkpoint with the built-in's video processor settings (its image settings where
-    it has none), as video_preprocessor_config.json."""
+    it has none) and ``settings`` over them, as video_preprocessor_config.json."""
     builtin = registry.BUILTINS[model_id]
     config = dict(builtin.video if builtin.video is not None else builtin.preprocessor)
+    config.update(settings or {})
     family = registry.video_family(config.get("video_processor_type"), builtin.model_type)
     assert family is not None
     config["video_processor_type"] = family.processor_type
@@ -493,20 +501,41 @@ def test_video_processor_matches_transformers(
     """AutoVideoProcessor after install(): a backed subclass whose outputs (arrays and
     tensors) are transformers' bit for bit, sampled by transformers, computed by mmfast."""
     auto = transformers.AutoVideoProcessor
-    directory = write_video_checkpoint(tmp_path, model_id)
+    directory = write_video_checkpoint(tmp_path, model_id, VIDEO_TEST_SETTINGS.get(model_id))
     plain, backed = load_pair(auto, directory)
     assert isinstance(backed, hf.MmfastBackedVideo) and isinstance(backed, type(plain))
     assert type(backed).__name__ in hf.supported_classes()
     videos = [clip(8, 90, 120, 1), clip(5, 60, 200, 2)]
     metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": 5, "fps": 10.0}]
     before = hf.stats()["mmfast"]
-    for tensors in TENSORS:
+    for tensors in [*TENSORS, None]:
         for kwargs in ({}, {"do_sample_frames": False}):
             call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
             want = outcome(plain, videos, **call)
             got = outcome(backed, videos, **call)
             assert_same(got, want)
     assert hf.stats()["mmfast"] > before
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+def test_video_llama_3_compression(tmp_path: Path) -> None:
+    """VideoLLaMA3's token compression (its default) over several frames is a reduction over
+    the pixels: those calls run on transformers' code; one-frame clips, whose tokens are all
+    kept, run on mmfast. Both equal transformers'."""
+    directory = write_video_checkpoint(tmp_path, "lkhl/VideoLLaMA3-2B-Image-HF")
+    plain, backed = load_pair(transformers.AutoVideoProcessor, directory)
+    for videos, computed in (
+        ([clip(1, 90, 120, 1), clip(1, 60, 200, 2)], True),
+        ([clip(3, 90, 120)], False),
+    ):
+        before = hf.stats()
+        for tensors in TENSORS:
+            assert_same(
+                backed(videos, return_tensors=tensors), plain(videos, return_tensors=tensors)
+            )
+        after = hf.stats()
+        assert (after["mmfast"] > before["mmfast"]) is computed
+        assert (after["transformers"] > before["transformers"]) is not computed
 
 
 # --------------------------------------------------------------------------------------------

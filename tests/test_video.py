@@ -359,3 +359,27 @@ def test_ernie_timestamps_are_refused_naming_the_setting() -> None:
     out = plain.videos(clip, video_fps=6.0)
     assert out["video_grid_thw"].tolist() == [[6, 30, 40]]
     assert plain.num_video_tokens(6, 48, 64) == 6 * 30 * 40 // 8
+
+
+def test_video_llama_3_compression_is_refused_naming_the_setting() -> None:
+    """VideoLLaMA3 keeps the tokens of a clip whose pixels change from frame to frame (token
+    compression, on by default): mmfast refuses clips of several frames with it, naming
+    use_token_compression, and computes one-frame clips (every token kept) and the setting
+    off."""
+    clip = np.stack([frame(t, (56, 84)) for t in range(3)])
+    proc = mmfast.ImageProcessor.from_pretrained("lkhl/VideoLLaMA3-2B-Image-HF")
+    with pytest.raises(mmfast.UnsupportedModelError, match="use_token_compression"):
+        proc.videos(clip)
+    one = proc.videos(clip[:1])
+    assert one["video_compression_mask"].tolist() == [True] * proc.num_video_tokens(1, 56, 84)
+    off = mmfast.ImageProcessor.from_pretrained(
+        "lkhl/VideoLLaMA3-2B-Image-HF", video_overrides={"use_token_compression": False}
+    )
+    out = off.videos(clip)
+    assert list(out) == [
+        "pixel_values_videos",
+        "video_grid_thw",
+        "video_merge_sizes",
+        "video_compression_mask",
+    ]
+    assert out["video_compression_mask"].sum() == off.num_video_tokens(3, 56, 84)

@@ -212,6 +212,7 @@ class VideoCase:
 
 
 ERNIE = "baidu/ERNIE-4.5-VL-28B-A3B-PT"
+VL3 = "lkhl/VideoLLaMA3-2B-Image-HF"
 VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -220,12 +221,16 @@ VIDEO_MODELS = [
     "zai-org/GLM-4.6V",
     "zai-org/GLM-5.3-Flash",
     "baidu/ERNIE-4.5-VL-28B-A3B-PT",
+    "lkhl/VideoLLaMA3-2B-Image-HF",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
 VIDEO_SETTINGS: dict[str, dict[str, Any]] = {
     # Timestamps drawn with the checkpoint's font: mmfast refuses them (test_video.py).
     "baidu/ERNIE-4.5-VL-28B-A3B-PT": {"draw_on_frames": False},
+    # Token compression over several frames: a reduction over the pixels, refused (one-frame
+    # clips, whose tokens are all kept, have cases below).
+    VL3: {"use_token_compression": False},
 }
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options, VIDEO_SETTINGS.get(model_id, {}))
@@ -277,6 +282,12 @@ VIDEO_CASES = [
         {},
         {"draw_on_frames": False, "size": {"shortest_edge": 3136, "longest_edge": 40000}},
     ),
+    # VideoLLaMA3: token compression on with one frame (every token kept), a budget the clip's
+    # length divides below the minimum, fps sampling floored to min_frames.
+    VideoCase(VL3, 1, 300, 200, 10.0),
+    VideoCase(VL3, 40, 120, 90, 10.0, {"do_sample_frames": True, "num_frames": 1, "fps": None}),
+    VideoCase(VL3, 60, 256, 320, 30.0, {}, {"use_token_compression": False, "max_pixels": 300000}),
+    VideoCase(VL3, 50, 64, 64, 25.0, {"do_sample_frames": True, "fps": 1}, VIDEO_SETTINGS[VL3]),
 ]
 
 
@@ -329,6 +340,7 @@ VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
     "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
     ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
+    VL3: ("video_llama_3.processing_video_llama_3.VideoLlama3Processor", "<|video_pad|>"),
 }
 
 
@@ -375,12 +387,13 @@ def ours_video_tokens(case: VideoCase) -> int:
     from mmfast.video import VideoMetadata
 
     proc = mmfast.ImageProcessor.from_pretrained(case.model_id, video_overrides=case.settings)
+    config = proc.video_config
+    assert config is not None
     frames = case.frames
-    if case.options.get("do_sample_frames", proc.video_config.do_sample_frames):
+    if case.options.get("do_sample_frames", config.do_sample_frames):
         metadata = VideoMetadata(
             case.frames, case.rate, case.width, case.height, case.frames / case.rate
         )
-        frames = proc.sampled_frames(
-            metadata, case.options.get("fps"), case.options.get("num_frames")
-        )
+        indices = config.sample(metadata, case.options.get("fps"), case.options.get("num_frames"))
+        frames = len(indices)
     return proc.num_video_tokens(frames, case.height, case.width)
