@@ -213,6 +213,7 @@ class VideoCase:
 
 ERNIE = "baidu/ERNIE-4.5-VL-28B-A3B-PT"
 VL3 = "lkhl/VideoLLaMA3-2B-Image-HF"
+KIMI = "moonshotai/Kimi-K2.5"
 VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -222,6 +223,7 @@ VIDEO_MODELS = [
     "zai-org/GLM-5.3-Flash",
     "baidu/ERNIE-4.5-VL-28B-A3B-PT",
     "lkhl/VideoLLaMA3-2B-Image-HF",
+    "moonshotai/Kimi-K2.5",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -288,6 +290,14 @@ VIDEO_CASES = [
     VideoCase(VL3, 40, 120, 90, 10.0, {"do_sample_frames": True, "num_frames": 1, "fps": None}),
     VideoCase(VL3, 60, 256, 320, 30.0, {}, {"use_token_compression": False, "max_pixels": 300000}),
     VideoCase(VL3, 50, 64, 64, 25.0, {"do_sample_frames": True, "fps": 1}, VIDEO_SETTINGS[VL3]),
+    # Kimi-K2.5 (transformers' class, its defaults: the checkpoint names no video class):
+    # chunks of 4 frames with a short last one, frames over max_patches and per side, a
+    # smaller patch budget, unresized frames.
+    VideoCase(KIMI, 9, 100, 150, 10.0, {"do_sample_frames": False}),
+    VideoCase(KIMI, 20, 900, 1600, 4.0, {"fps": 1}),
+    VideoCase(KIMI, 6, 3000, 200, 2.0, {"do_sample_frames": False}),
+    VideoCase(KIMI, 5, 300, 500, 5.0, {"do_sample_frames": False}, {"max_patches": 300}),
+    VideoCase(KIMI, 7, 56, 84, 7.0, {"do_sample_frames": False}, {"do_resize": False}),
 ]
 
 
@@ -341,6 +351,7 @@ VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
     ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
     VL3: ("video_llama_3.processing_video_llama_3.VideoLlama3Processor", "<|video_pad|>"),
+    KIMI: ("kimi_k25.processing_kimi_k25.Kimi_K25Processor", "<|kimi_k25_video_placeholder|>"),
 }
 
 
