@@ -39,6 +39,7 @@ from PIL import Image
 import mmfast
 from mmfast import UnsupportedModelError, hf
 from mmfast.models import registry
+from mmfast.models.config import load_video_config
 
 transformers = pytest.importorskip("transformers")
 
@@ -515,6 +516,57 @@ def test_video_processor_matches_transformers(
             got = outcome(backed, videos, **call)
             assert_same(got, want)
     assert hf.stats()["mmfast"] > before
+
+
+GLM_ROUTES = [
+    # (model type, preprocessor_config.json, video_preprocessor_config.json or None)
+    ("glm4v_moe", {"image_processor_type": "Glm46VImageProcessor"}, None),
+    ("glm4v_moe", {"image_processor_type": "Glm4vImageProcessor"}, None),
+    ("glm4v_moe", {"patch_size": 14}, None),
+    ("glm4v_moe", {"processor_class": "Glm46VProcessor"}, None),
+    ("glm4v_moe", {"image_processor_type": "Glm46VImageProcessor"}, {"fps": 2}),
+    (
+        "glm4v_moe",
+        {"image_processor_type": "Glm46VImageProcessor"},
+        {"video_processor_type": "Glm46VVideoProcessor"},
+    ),
+    ("glm46v", {"patch_size": 14}, None),
+    ("glm46v", {"image_processor_type": "Glm4vImageProcessor"}, None),
+    ("glm4v", {"patch_size": 14}, None),
+    ("glm5_next", {"patch_size": 14}, None),
+]
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+@pytest.mark.parametrize(("model_type", "image", "video"), GLM_ROUTES)
+def test_glm_checkpoints_route_as_transformers_routes_them(
+    model_type: str, image: dict[str, Any], video: dict[str, Any] | None, tmp_path: Path
+) -> None:
+    """GLM-4.5V and GLM-4.6V checkpoints say model type glm4v_moe, which transformers maps to
+    no image or video processor: the class named in a file (a video processor's also inferred
+    from the image processor's name) chooses, else both refuse. mmfast picks the same
+    classes."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(image))
+    if video is not None:
+        (tmp_path / "video_preprocessor_config.json").write_text(json.dumps(video))
+    for auto, load in (
+        (transformers.AutoImageProcessor, lambda: mmfast.ImageProcessor.from_pretrained(tmp_path)),
+        (transformers.AutoVideoProcessor, lambda: load_video_config(tmp_path)),
+    ):
+        try:
+            want: str | None = type(auto.from_pretrained(tmp_path)).__name__
+        except ValueError:
+            want = None
+        try:
+            loaded = load()
+        except UnsupportedModelError:
+            got = None
+        else:
+            got = (
+                getattr(loaded, "video_processor_type", None) or loaded.config.image_processor_type
+            )
+        assert got == want, auto.__name__
 
 
 @pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
