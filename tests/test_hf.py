@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ from PIL import Image
 import mmfast
 from mmfast import UnsupportedModelError, hf
 from mmfast.models import registry
+from mmfast.models.config import load_video_config
 
 transformers = pytest.importorskip("transformers")
 
@@ -521,17 +523,43 @@ VIDEO_IDS = [m for m in mmfast.supported_models() if registry.BUILTINS[m].video 
 ]
 
 
-def write_video_checkpoint(directory: Path, model_id: str) -> Path:
+# Settings over a built-in's for the generic video test, where its own make mmfast refuse the
+# test's clips (test_video_llama_3_compression covers them).
+VIDEO_TEST_SETTINGS = {"lkhl/VideoLLaMA3-2B-Image-HF": {"use_token_compression": False}}
+
+
+def write_video_checkpoint(
+    directory: Path, model_id: str, settings: Mapping[str, Any] | None = None
+) -> Path:
     """A checkpoint with the built-in's video processor settings (its image settings where
-    it has none), as video_preprocessor_config.json."""
+    it has none) and ``settings`` over them, as video_preprocessor_config.json."""
     builtin = registry.BUILTINS[model_id]
-    family = registry.video_family(None, builtin.model_type)
-    assert family is not None
     config = dict(builtin.video if builtin.video is not None else builtin.preprocessor)
+    config.update(settings or {})
+    family = registry.video_family(config.get("video_processor_type"), builtin.model_type)
+    assert family is not None
     config["video_processor_type"] = family.processor_type
+    font = config.get("font")
+    if config.get("draw_on_frames") and isinstance(font, str):
+        # ERNIE's checkpoint ships the font it draws timestamps with beside the file, where
+        # transformers loads it: any TrueType font stands in (transformers draws, not mmfast).
+        source = truetype_font()
+        if source is None:
+            config["draw_on_frames"] = False
+        else:
+            shutil.copyfile(source, directory / font)
     (directory / "video_preprocessor_config.json").write_text(json.dumps(config))
     (directory / "config.json").write_text(json.dumps({"model_type": builtin.model_type}))
     return directory
+
+
+def truetype_font() -> Path | None:
+    """A TrueType font of the system's, if it has one."""
+    for folder in map(Path, ("/usr/share/fonts", "/usr/local/share/fonts", "/Library/Fonts")):
+        found = sorted(folder.glob("**/DejaVuSans.ttf")) if folder.is_dir() else []
+        if found:
+            return found[0]
+    return None
 
 
 def clip(frames: int, height: int, width: int, seed: int = 0) -> np.ndarray:
@@ -546,7 +574,7 @@ def test_video_processor_matches_transformers(
     """AutoVideoProcessor after install(): a backed subclass whose outputs (arrays and
     tensors) are transformers' bit for bit, sampled by transformers, computed by mmfast."""
     auto = transformers.AutoVideoProcessor
-    directory = write_video_checkpoint(tmp_path, model_id)
+    directory = write_video_checkpoint(tmp_path, model_id, VIDEO_TEST_SETTINGS.get(model_id))
     plain, backed = load_pair(auto, directory)
     assert isinstance(backed, hf.MmfastBackedVideo) and isinstance(backed, type(plain))
     assert type(backed).__name__ in hf.supported_classes()
@@ -557,13 +585,85 @@ def test_video_processor_matches_transformers(
     videos = [clip(8, 90, 120, 1), clip(second, 60, 200, 2)]
     metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": second, "fps": 10.0}]
     before = hf.stats()["mmfast"]
-    for tensors in TENSORS:
+    for tensors in [*TENSORS, None]:
         for kwargs in ({}, {"do_sample_frames": False}):
             call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
             want = outcome(plain, videos, **call)
             got = outcome(backed, videos, **call)
             assert_same(got, want)
     assert hf.stats()["mmfast"] > before
+
+
+GLM_ROUTES = [
+    # (model type, preprocessor_config.json, video_preprocessor_config.json or None)
+    ("glm4v_moe", {"image_processor_type": "Glm46VImageProcessor"}, None),
+    ("glm4v_moe", {"image_processor_type": "Glm4vImageProcessor"}, None),
+    ("glm4v_moe", {"patch_size": 14}, None),
+    ("glm4v_moe", {"processor_class": "Glm46VProcessor"}, None),
+    ("glm4v_moe", {"image_processor_type": "Glm46VImageProcessor"}, {"fps": 2}),
+    (
+        "glm4v_moe",
+        {"image_processor_type": "Glm46VImageProcessor"},
+        {"video_processor_type": "Glm46VVideoProcessor"},
+    ),
+    ("glm46v", {"patch_size": 14}, None),
+    ("glm46v", {"image_processor_type": "Glm4vImageProcessor"}, None),
+    ("glm4v", {"patch_size": 14}, None),
+    ("glm5_next", {"patch_size": 14}, None),
+]
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+@pytest.mark.parametrize(("model_type", "image", "video"), GLM_ROUTES)
+def test_glm_checkpoints_route_as_transformers_routes_them(
+    model_type: str, image: dict[str, Any], video: dict[str, Any] | None, tmp_path: Path
+) -> None:
+    """GLM-4.5V and GLM-4.6V checkpoints say model type glm4v_moe, which transformers maps to
+    no image or video processor: the class named in a file (a video processor's also inferred
+    from the image processor's name) chooses, else both refuse. mmfast picks the same
+    classes."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(image))
+    if video is not None:
+        (tmp_path / "video_preprocessor_config.json").write_text(json.dumps(video))
+    for auto, load in (
+        (transformers.AutoImageProcessor, lambda: mmfast.ImageProcessor.from_pretrained(tmp_path)),
+        (transformers.AutoVideoProcessor, lambda: load_video_config(tmp_path)),
+    ):
+        try:
+            want: str | None = type(auto.from_pretrained(tmp_path)).__name__
+        except ValueError:
+            want = None
+        try:
+            loaded = load()
+        except UnsupportedModelError:
+            got = None
+        else:
+            got = (
+                getattr(loaded, "video_processor_type", None) or loaded.config.image_processor_type
+            )
+        assert got == want, auto.__name__
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+def test_video_llama_3_compression(tmp_path: Path) -> None:
+    """VideoLLaMA3's token compression (its default) over several frames is a reduction over
+    the pixels: those calls run on transformers' code; one-frame clips, whose tokens are all
+    kept, run on mmfast. Both equal transformers'."""
+    directory = write_video_checkpoint(tmp_path, "lkhl/VideoLLaMA3-2B-Image-HF")
+    plain, backed = load_pair(transformers.AutoVideoProcessor, directory)
+    for videos, computed in (
+        ([clip(1, 90, 120, 1), clip(1, 60, 200, 2)], True),
+        ([clip(3, 90, 120)], False),
+    ):
+        before = hf.stats()
+        for tensors in TENSORS:
+            assert_same(
+                backed(videos, return_tensors=tensors), plain(videos, return_tensors=tensors)
+            )
+        after = hf.stats()
+        assert (after["mmfast"] > before["mmfast"]) is computed
+        assert (after["transformers"] > before["transformers"]) is not computed
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import SHARED, assert_same_outputs, builtin_dict, make_image, same_bits
+from huggingface_hub.errors import StrictDataclassError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from parity_table import TABLE, Row, tv_overrides
@@ -25,6 +26,8 @@ from torchvision_cases import (
     SYNTHETIC,
     VIDEO_CASES,
     VIDEO_MODELS,
+    VIDEO_SETTINGS,
+    VIDEO_TOKENS,
     Case,
     Model,
     Override,
@@ -33,10 +36,12 @@ from torchvision_cases import (
     digest,
     hf_torchvision,
     hf_video,
+    hf_video_tokens,
     input_digest,
     load_image,
     ours,
     ours_video,
+    ours_video_tokens,
 )
 
 import mmfast
@@ -175,15 +180,19 @@ def test_videos_match_goldens(case: VideoCase) -> None:
     assert list(digest(ours_video(case), bfloat16=False).items()) == list(want.items())
 
 
+# What transformers' video classes raise for a clip they cannot process: ValueError; for a
+# clip GLM-5's sampler leaves no frame of (shorter than half a second), ZeroDivisionError in
+# its smart_resize; for a setting MiniMax-M3's kwargs type refuses (fps=None),
+# huggingface_hub's StrictDataclassError. mmfast raises MmfastError for each.
+HF_REFUSALS = (ValueError, ZeroDivisionError, StrictDataclassError)
+
+
 def compare_video_live(case: VideoCase) -> None:
     """mmfast equals transformers' video processor on ``case``, or both refuse it."""
     pytest.importorskip("torchvision")
-    from huggingface_hub.errors import StrictDataclassError
-
     try:
         want = hf_video(case)
-    # MiniMax-M3's kwargs type refuses fps=None, with huggingface_hub's error (not a ValueError).
-    except (ValueError, StrictDataclassError):
+    except HF_REFUSALS:
         with pytest.raises(MmfastError):
             ours_video(case)
         return
@@ -216,7 +225,8 @@ def test_videos_match_transformers(case: VideoCase) -> None:
 def test_random_videos_match_transformers(
     model_id: str, frames: int, height: int, width: int, rate: float, options: dict[str, Any]
 ) -> None:
-    compare_video_live(VideoCase(model_id, frames, height, width, rate, options))
+    settings = VIDEO_SETTINGS.get(model_id, {})
+    compare_video_live(VideoCase(model_id, frames, height, width, rate, options, settings))
 
 
 def test_deepseek_ocr2_keeps_its_background_color_over_a_calls() -> None:
@@ -235,3 +245,26 @@ def test_deepseek_ocr2_keeps_its_background_color_over_a_calls() -> None:
     got = proc(image, background_color=[9, 200, 30])
     assert_same_outputs(got, {k: v.numpy() for k, v in want.items()})
     assert same_bits(got.pixel_values, proc(image).pixel_values)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in VIDEO_CASES if c.model_id in VIDEO_TOKENS], ids=lambda case: case.id
+)
+def test_video_tokens_match_processors(case: VideoCase) -> None:
+    """``num_video_tokens`` equals the placeholders the model's processor puts in the prompt
+    for the clip (its ``replace_video_token`` on transformers' video outputs), or both
+    refuse the clip."""
+    pytest.importorskip("torchvision")
+    try:
+        want = hf_video_tokens(case)
+    except HF_REFUSALS:
+        with pytest.raises(MmfastError):
+            ours_video_tokens(case)
+        return
+    except RuntimeError as exc:
+        # A clip GLM-5 samples no frame of: the video processor gives no rows and grid_t 0,
+        # which GLM's replace_video_token divides by.
+        assert "ZeroDivisionError" in str(exc)
+        assert ours_video_tokens(case) == 0
+        return
+    assert ours_video_tokens(case) == want

@@ -324,3 +324,62 @@ def test_processors_take_video_files(
         got = proc.videos(source, **options)
         for key in want:
             assert np.array_equal(got[key], want[key]), key
+
+
+@pytest.mark.parametrize("model_id", ["zai-org/GLM-4.1V-9B-Thinking", "zai-org/GLM-4.6V"])
+def test_video_files_keep_sampled_repeats(clips: dict[str, Path], model_id: str) -> None:
+    """GLM's samplers repeat the last index to an even count: proc.videos(path) gives what the
+    processor gives for the whole decoded clip as an array (``video[indices]``, repeats
+    included), though the reader decodes each frame once."""
+    path = clips[CLIPS[1].id]
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    config = proc.video_config
+    assert config is not None
+    frames, _ = hf_video.load_video(str(path), backend="pyav")
+    indices = config.sample(video.video_metadata(path), None, None)
+    assert len(indices) > len(set(indices))
+    want = proc.videos(frames[indices], do_sample_frames=False)
+    got = proc.videos(path)
+    for key in want:
+        assert np.array_equal(got[key], want[key]), key
+
+
+def test_ernie_timestamps_are_refused_naming_the_setting() -> None:
+    """ERNIE-4.5-VL draws each frame's timestamp with its checkpoint's TrueType font by
+    default: mmfast refuses that, naming draw_on_frames, and computes the clip without it."""
+    clip = np.stack([frame(t, (48, 64)) for t in range(6)])
+    proc = mmfast.ImageProcessor.from_pretrained("baidu/ERNIE-4.5-VL-28B-A3B-PT")
+    with pytest.raises(mmfast.UnsupportedModelError, match="draw_on_frames"):
+        proc.videos(clip, video_fps=6.0)
+    with pytest.raises(mmfast.UnsupportedModelError, match="draw_on_frames"):
+        proc.num_video_tokens(6, 48, 64)
+    plain = mmfast.ImageProcessor.from_pretrained(
+        "baidu/ERNIE-4.5-VL-28B-A3B-PT", video_overrides={"draw_on_frames": False}
+    )
+    out = plain.videos(clip, video_fps=6.0)
+    assert out["video_grid_thw"].tolist() == [[6, 30, 40]]
+    assert plain.num_video_tokens(6, 48, 64) == 6 * 30 * 40 // 8
+
+
+def test_video_llama_3_compression_is_refused_naming_the_setting() -> None:
+    """VideoLLaMA3 keeps the tokens of a clip whose pixels change from frame to frame (token
+    compression, on by default): mmfast refuses clips of several frames with it, naming
+    use_token_compression, and computes one-frame clips (every token kept) and the setting
+    off."""
+    clip = np.stack([frame(t, (56, 84)) for t in range(3)])
+    proc = mmfast.ImageProcessor.from_pretrained("lkhl/VideoLLaMA3-2B-Image-HF")
+    with pytest.raises(mmfast.UnsupportedModelError, match="use_token_compression"):
+        proc.videos(clip)
+    one = proc.videos(clip[:1])
+    assert one["video_compression_mask"].tolist() == [True] * proc.num_video_tokens(1, 56, 84)
+    off = mmfast.ImageProcessor.from_pretrained(
+        "lkhl/VideoLLaMA3-2B-Image-HF", video_overrides={"use_token_compression": False}
+    )
+    out = off.videos(clip)
+    assert list(out) == [
+        "pixel_values_videos",
+        "video_grid_thw",
+        "video_merge_sizes",
+        "video_compression_mask",
+    ]
+    assert out["video_compression_mask"].sum() == off.num_video_tokens(3, 56, 84)

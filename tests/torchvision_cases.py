@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MethodType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -202,7 +203,8 @@ def digest(outputs: Mapping[str, Any], bfloat16: bool) -> dict[str, Any]:
 @dataclass(frozen=True)
 class VideoCase:
     """A synthetic clip of ``frames`` frames at ``rate`` frames a second, through a model's
-    video processor with the sampling options ``options``."""
+    video processor with the sampling options ``options`` and the video processor settings
+    ``settings`` (over the built-in's, on both sides)."""
 
     model_id: str
     frames: int
@@ -210,12 +212,16 @@ class VideoCase:
     width: int
     rate: float
     options: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
-        settings = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        options = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
         short = self.model_id.rsplit("/", 1)[-1]
-        return f"{short}-{self.frames}x{self.height}x{self.width}@{self.rate}[{settings}]"
+        case = f"{short}-{self.frames}x{self.height}x{self.width}@{self.rate}[{options}]"
+        if self.settings:
+            case += "{" + ",".join(f"{k}={v}" for k, v in sorted(self.settings.items())) + "}"
+        return case
 
     def clip(self) -> np.ndarray:
         """(T, H, W, 3) uint8: alternating smooth and noisy frames."""
@@ -227,6 +233,9 @@ class VideoCase:
         )
 
 
+ERNIE = "baidu/ERNIE-4.5-VL-28B-A3B-PT"
+VL3 = "lkhl/VideoLLaMA3-2B-Image-HF"
+KIMI = "moonshotai/Kimi-K2.5"
 VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -236,9 +245,24 @@ VIDEO_MODELS = [
     "tencent/Hy4",
     "MiniMaxAI/MiniMax-M3",
     "LanguageBind/Video-LLaVA-7B-hf",
+    "zai-org/GLM-4.1V-9B-Thinking",
+    "zai-org/GLM-4.6V",
+    "zai-org/GLM-5.3-Flash",
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT",
+    "lkhl/VideoLLaMA3-2B-Image-HF",
+    "moonshotai/Kimi-K2.5",
 ]
+# Settings every case of a model runs with (what mmfast refuses at the built-in's own values
+# has cases of its own).
+VIDEO_SETTINGS: dict[str, dict[str, Any]] = {
+    # Timestamps drawn with the checkpoint's font: mmfast refuses them (test_video.py).
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT": {"draw_on_frames": False},
+    # Token compression over several frames: a reduction over the pixels, refused (one-frame
+    # clips, whose tokens are all kept, have cases below).
+    VL3: {"use_token_compression": False},
+}
 VIDEO_CASES = [
-    VideoCase(model_id, frames, height, width, rate, options)
+    VideoCase(model_id, frames, height, width, rate, options, VIDEO_SETTINGS.get(model_id, {}))
     for model_id in VIDEO_MODELS
     for frames, height, width, rate, options in [
         (1, 64, 90, 30.0, {}),
@@ -249,6 +273,58 @@ VIDEO_CASES = [
         (9, 33, 17, 25.0, {"do_sample_frames": True, "num_frames": 4, "fps": None}),
         (12, 480, 480, 30.0, {"do_sample_frames": False}),
     ]
+] + [
+    # GLM-4.1V: a clip over max_duration (300 s), sampled with np.linspace; GLM-4.6V: each of
+    # its rates (3, 1 and 0.5 frames a second) and np.linspace's fix-up of too few frames.
+    VideoCase("zai-org/GLM-4.1V-9B-Thinking", 700, 30, 44, 2.0),
+    VideoCase("zai-org/GLM-4.1V-9B-Thinking", 9, 56, 112, 10.0, {}, {"do_resize": False}),
+    VideoCase("zai-org/GLM-4.6V", 40, 48, 64, 1.0),
+    VideoCase("zai-org/GLM-4.6V", 120, 72, 40, 24.0),
+    VideoCase("zai-org/GLM-4.6V", 700, 20, 30, 2.0),
+    VideoCase(
+        "zai-org/GLM-4.6V",
+        5,
+        131,
+        67,
+        2.0,
+        {},
+        {"size": {"shortest_edge": 3136, "longest_edge": 50000}},
+    ),
+    # GLM-5: a canvas over the token budget (binary search), one under the minimum (grown),
+    # a long clip at 1 frame a second and max_frames, and patch_expand_factor 2.
+    VideoCase("zai-org/GLM-5.3-Flash", 20, 700, 1100, 4.0, {}, {"max_image_tokens": 2000}),
+    VideoCase("zai-org/GLM-5.3-Flash", 6, 20, 30, 2.0),
+    VideoCase("zai-org/GLM-5.3-Flash", 300, 24, 36, 1.0, {}, {"max_frames": 40}),
+    VideoCase("zai-org/GLM-5.3-Flash", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
+    # ERNIE: fps sampling under min_frames (16) and over the clip, num_frames at the bounds,
+    # an odd clip without sampling (its last frame repeated), a small pixel budget.
+    VideoCase(ERNIE, 200, 60, 80, 30.0, {"fps": 2}, {"draw_on_frames": False}),
+    VideoCase(ERNIE, 50, 40, 40, 10.0, {"fps": 4}, {"draw_on_frames": False}),
+    VideoCase(ERNIE, 40, 30, 50, 8.0, {"num_frames": 16, "fps": None}, {"draw_on_frames": False}),
+    VideoCase(ERNIE, 7, 90, 60, 25.0, {"do_sample_frames": False}, {"draw_on_frames": False}),
+    VideoCase(
+        ERNIE,
+        18,
+        300,
+        500,
+        6.0,
+        {},
+        {"draw_on_frames": False, "size": {"shortest_edge": 3136, "longest_edge": 40000}},
+    ),
+    # VideoLLaMA3: token compression on with one frame (every token kept), a budget the clip's
+    # length divides below the minimum, fps sampling floored to min_frames.
+    VideoCase(VL3, 1, 300, 200, 10.0),
+    VideoCase(VL3, 40, 120, 90, 10.0, {"do_sample_frames": True, "num_frames": 1, "fps": None}),
+    VideoCase(VL3, 60, 256, 320, 30.0, {}, {"use_token_compression": False, "max_pixels": 300000}),
+    VideoCase(VL3, 50, 64, 64, 25.0, {"do_sample_frames": True, "fps": 1}, VIDEO_SETTINGS[VL3]),
+    # Kimi-K2.5 (transformers' class, its defaults: the checkpoint names no video class):
+    # chunks of 4 frames with a short last one, frames over max_patches and per side, a
+    # smaller patch budget, unresized frames.
+    VideoCase(KIMI, 9, 100, 150, 10.0, {"do_sample_frames": False}),
+    VideoCase(KIMI, 20, 900, 1600, 4.0, {"fps": 1}),
+    VideoCase(KIMI, 6, 3000, 200, 2.0, {"do_sample_frames": False}),
+    VideoCase(KIMI, 5, 300, 500, 5.0, {"do_sample_frames": False}, {"max_patches": 300}),
+    VideoCase(KIMI, 7, 56, 84, 7.0, {"do_sample_frames": False}, {"do_resize": False}),
 ]
 
 
@@ -266,10 +342,12 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
     import transformers
     from transformers.video_utils import VideoMetadata
 
-    family = models.registry.video_family(None, models.registry.BUILTINS[case.model_id].model_type)
+    config = video_config(case.model_id)
+    builtin = models.registry.BUILTINS[case.model_id]
+    family = models.registry.video_family(config.get("video_processor_type"), builtin.model_type)
     assert family is not None
     cls = getattr(transformers, family.processor_type)
-    processor = cls.from_dict(video_config(case.model_id))
+    processor = cls.from_dict({**config, **case.settings})
     metadata = VideoMetadata(
         total_num_frames=case.frames,
         fps=case.rate,
@@ -283,9 +361,77 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
         return_tensors="pt",
         **case.options,
     )
-    return {key: value.numpy() for key, value in out.items()}
+    # The metadata some classes return by default (VideoLLaMA3) is not an output mmfast gives.
+    return {key: value.numpy() for key, value in out.items() if key != "video_metadata"}
 
 
 def ours_video(case: VideoCase) -> dict[str, Any]:
-    proc = mmfast.ImageProcessor.from_pretrained(case.model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(case.model_id, video_overrides=case.settings)
     return dict(proc.videos(case.clip(), video_fps=case.rate, **case.options))
+
+
+# The processor whose replace_video_token builds a model's video prompt (``module.Class``
+# under ``transformers.models``) and the placeholder token it repeats.
+VIDEO_TOKENS: dict[str, tuple[str, str]] = {
+    "zai-org/GLM-4.1V-9B-Thinking": ("glm4v.processing_glm4v.Glm4vProcessor", "<|image|>"),
+    "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
+    "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
+    ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
+    VL3: ("video_llama_3.processing_video_llama_3.VideoLlama3Processor", "<|video_pad|>"),
+    KIMI: ("kimi_k25.processing_kimi_k25.Kimi_K25Processor", "<|kimi_k25_video_placeholder|>"),
+}
+
+
+def hf_video_tokens(case: VideoCase) -> int:
+    """The placeholder tokens ``replace_video_token`` of the model's processor puts in the
+    prompt for the case's clip, run on a stand-in holding what it reads (the video processor,
+    the placeholder, the frame-token method) with transformers' video outputs and metadata."""
+    import torch
+    import transformers
+    from transformers.video_utils import VideoMetadata
+
+    config = {**video_config(case.model_id), **case.settings}
+    builtin = models.registry.BUILTINS[case.model_id]
+    family = models.registry.video_family(config.get("video_processor_type"), builtin.model_type)
+    assert family is not None
+    video_processor = getattr(transformers, family.processor_type).from_dict(config)
+    metadata = VideoMetadata(
+        total_num_frames=case.frames,
+        fps=case.rate,
+        width=case.width,
+        height=case.height,
+        duration=case.frames / case.rate,
+        # Every frame, as transformers' reader gives them; sampling replaces them.
+        frames_indices=list(range(case.frames)),
+    )
+    out = video_processor(
+        videos=[torch.from_numpy(case.clip())],
+        video_metadata=[metadata],
+        return_tensors="pt",
+        return_metadata=True,
+        **case.options,
+    )
+    path, token = VIDEO_TOKENS[case.model_id]
+    module, name = path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    fake = SimpleNamespace(video_processor=video_processor, image_token=token, video_token=token)
+    if hasattr(cls, "replace_frame_token_id"):
+        fake.replace_frame_token_id = MethodType(cls.replace_frame_token_id, fake)
+    return str(cls.replace_video_token(fake, out, 0)).count(token)
+
+
+def ours_video_tokens(case: VideoCase) -> int:
+    """mmfast's ``num_video_tokens`` for the case's clip, sampled as ``proc.videos`` samples."""
+    from mmfast.video import VideoMetadata
+
+    proc = mmfast.ImageProcessor.from_pretrained(case.model_id, video_overrides=case.settings)
+    config = proc.video_config
+    assert config is not None
+    frames = case.frames
+    if case.options.get("do_sample_frames", config.do_sample_frames):
+        metadata = VideoMetadata(
+            case.frames, case.rate, case.width, case.height, case.frames / case.rate
+        )
+        indices = config.sample(metadata, case.options.get("fps"), case.options.get("num_frames"))
+        frames = len(indices)
+    return proc.num_video_tokens(frames, case.height, case.width)

@@ -647,15 +647,22 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
         if value is None:
             raise _Fallback(f"{name}=None", f"{name}=None, which mmfast would read as its default")
         values[name] = _plain(value)
+    # What transformers did while preparing the clips (ERNIE's timestamps) is done.
+    values.update(family.prepared)
     try:
         settings = json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _Fallback("unreadable setting", f"a setting mmfast cannot read: {exc}") from exc
     try:
-        out = run_videos(_video_config(hf_class, settings), clips, default_threads(), None)
+        config = _video_config(hf_class, settings)
+        out = run_videos(config, clips, default_threads(), None)
     except MmfastError as exc:
         raise _Fallback("mmfast refused the call", str(exc)) from exc
-    data = _nested_map(_as_tensor, dict(out)) if return_tensors != "np" else dict(out)
+    data = dict(out)
+    for key in config.list_outputs:
+        data[key] = [int(v) for v in data[key]]
+    if return_tensors != "np":
+        data = _nested_map(_as_tensor, data)
     return _feature_class(hf_class)(data=data, tensor_type=return_tensors)
 
 

@@ -404,6 +404,7 @@ class ImageProcessor:
         self.config = config
         self.video_config = video_config
         self._reload = reload
+        self._video_error: MmfastError | None = None
         self._configs: dict[str, ModelConfig] = {}
 
     @classmethod
@@ -428,12 +429,21 @@ class ImageProcessor:
         """
         config = load_config(name_or_path, backend=backend, **overrides)
         try:
-            video = load_video_config(name_or_path, **(video_overrides or {}))
-        except UnsupportedModelError:
+            video: VideoConfig | MmfastError | None = load_video_config(
+                name_or_path, **(video_overrides or {})
+            )
+        except MmfastError as exc:
             if video_overrides:
                 raise
-            video = None
-        return cls(config, video, reload=functools.partial(load_config, name_or_path, **overrides))
+            # The images run; a video call says what is wrong with the video settings.
+            video = None if isinstance(exc, UnsupportedModelError) else exc
+        proc = cls(
+            config,
+            None if isinstance(video, MmfastError) else video,
+            reload=functools.partial(load_config, name_or_path, **overrides),
+        )
+        proc._video_error = video if isinstance(video, MmfastError) else None
+        return proc
 
     def __repr__(self) -> str:
         return f"ImageProcessor({self.config!r})"
@@ -585,12 +595,13 @@ class ImageProcessor:
     def sampled_frames(
         self, metadata: Any, fps: float | None = None, num_frames: int | None = None
     ) -> int:
-        """How many distinct frames :meth:`videos` keeps of a clip of ``metadata`` (a
-        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling."""
+        """How many frames :meth:`videos` keeps of a clip of ``metadata`` (a
+        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling: every index the
+        sampler returns, repeats included (GLM's repeat the last to an even count)."""
         config = self._video()
         if not config.do_sample_frames:
             return int(metadata.total_num_frames)
-        return len(set(config.sample(metadata, fps, num_frames)))
+        return len(config.sample(metadata, fps, num_frames))
 
     def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
         """``<|video_pad|>``-style tokens for a clip of ``num_frames`` (sampled) frames."""
@@ -652,18 +663,41 @@ class ImageProcessor:
         for clip, rate in zip(clips, rates, strict=True):
             if isinstance(clip, np.ndarray):
                 total, height, width = clip.shape[:3]
-                clip_frames.append(clip[sampler(VideoMetadata(total, rate, width, height))])
+                # The duration transformers' reader gives (GLM's samplers read it).
+                duration = None if rate is None else total / rate
+                metadata = VideoMetadata(total, rate, width, height, duration)
+                clip_frames.append(clip[sampler(metadata)])
             else:
-                clip_frames.append(load_video(clip, sample_indices_fn=sampler, threads=threads)[0])
+                frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
+                clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))
         return run_videos(config, clip_frames, threads, dtype)
 
     def _video(self) -> VideoConfig:
+        if self._video_error is not None:
+            raise MmfastError(str(self._video_error)) from self._video_error
         if self.video_config is None:
             raise UnsupportedModelError(
                 f"{self.config.model_id or self.config.image_processor_type}: this model has no "
-                "video processor mmfast supports (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen-Omni do)"
+                f"video processor mmfast supports; supported: {', '.join(registry.VIDEO_FAMILIES)}"
             )
         return self.video_config
+
+
+def in_sampled_order(frames: NDArray[np.uint8], indices: Sequence[int]) -> NDArray[np.uint8]:
+    """A file's decoded frames (each sampled frame once, in index order, as transformers' PyAV
+    reader gives them) in the sampler's order with its repeats: what a processor's
+    ``video[indices]`` gives for the clip as an array (GLM's samplers repeat the last index
+    to an even count). Frames the reader left out stay left out."""
+    if not indices:
+        return frames
+    last = indices[-1]
+    wanted = sorted({int(i) for i in indices if 0 <= i <= last})
+    if len(wanted) != len(frames) or len(wanted) == len(indices) or min(indices) < 0:
+        return frames
+    if any(i > last for i in indices):
+        return frames
+    rank = {index: k for k, index in enumerate(wanted)}
+    return frames[[rank[int(i)] for i in indices]]
 
 
 def is_video_file(clip: object) -> bool:

@@ -628,6 +628,10 @@ class VideoConfig:
     # The key of the pixels, and how clips join: as ModelConfig.batch_layout.
     output_key: ClassVar[str] = "pixel_values_videos"
     batch_layout: ClassVar[str] = "concat"
+    # Outputs the class returns as Python lists of ints (which transformers turns into arrays
+    # or tensors for return_tensors "np" or "pt"): mmfast.hf gives them back as lists for
+    # return_tensors=None.
+    list_outputs: ClassVar[frozenset[str]] = frozenset()
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """The frame indices the class's ``sample_frames`` keeps for a clip of ``metadata``

@@ -460,6 +460,14 @@ def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) ->
         raise MmfastError(
             f"{source.origin}: video_processor_type: expected a string, got {processor_type!r}"
         )
+    image_type = values.get("image_processor_type")
+    if processor_type is None and isinstance(image_type, str):
+        # AutoVideoProcessor reads an image processor's file as a video processor of the
+        # same name (GLM-4.6V's Glm46VImageProcessor: Glm46VVideoProcessor) where transformers
+        # has such a class, before it looks at the model type.
+        inferred = image_type.replace("ImageProcessor", "VideoProcessor")
+        if inferred in registry.VIDEO_FAMILIES:
+            processor_type = inferred
     model_type = registry.model_type_of(values, source.model_type)
     family = registry.video_family(processor_type, model_type)
     if family is None:

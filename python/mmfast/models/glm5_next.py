@@ -9,6 +9,14 @@ as uint8 before normalising: Qwen-VL patch rows of the padded canvas. The torchv
 factor is ``patch_size * merge_size * patch_expand_factor``, the PIL class's ``patch_size *
 merge_size`` (the two agree at the default ``patch_expand_factor`` of 1). ``size`` is read and
 checked but unused.
+
+Its video processor, ``Glm5NextVideoProcessor``, runs the same arithmetic over a clip: the
+budget counts the clip's frames (``smart_resize`` with ``num_frames``), every frame is resized
+into the canvas and padded, and the frames go ``temporal_patch_size`` at a time into Qwen-VL
+rows (the last repeated to fill the last group). It samples ``fps`` frames a second (2), taken
+at each tick up to the clip's last whole second and fixed up with ``np.linspace`` to
+``duration * fps`` frames (at most ``max_frames``), then GLM's repeat of the last index to an
+even count.
 """
 
 from __future__ import annotations
@@ -31,15 +39,26 @@ from mmfast.models.base import (
     Pad,
     PatchGrid,
     Patchify,
+    Resize,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     plan_constants,
     resizer,
 )
 from mmfast.models.config import Fields, Source
-from mmfast.models.qwen2_vl import grid_thw
+from mmfast.models.glm4v import (
+    GLM_VIDEO_IGNORES,
+    glm_clip_duration,
+    patch_rows_plan,
+    tick_indices,
+    unique_even,
+    video_grid_thw,
+)
+from mmfast.models.qwen2_vl import QwenVideoPlan, grid_thw
 
-__all__ = ["Glm5NextConfig", "content_size", "smart_resize"]
+__all__ = ["Glm5NextConfig", "Glm5NextVideoConfig", "content_size", "smart_resize"]
 
 
 def smart_resize(
@@ -109,16 +128,20 @@ def content_size(
     temporal_factor: int,
     factor: int,
     min_image_tokens: int,
+    num_frames: int | None = None,
 ) -> tuple[int, int]:
     """The size the image is resized to inside the ``target`` canvas.
 
     Mirrors ``Glm5NextImageProcessor.resize``: ``scale = min(th / h, tw / w)``, capped at 1
-    when the image already holds ``min_image_tokens`` tokens' pixels; each side
-    ``floor(side * scale)``, at least 1 and at most the canvas side.
+    when the image (a still image counting as ``temporal_factor`` frames; a clip's
+    ``num_frames``, as ``Glm5NextVideoProcessor.resize`` counts them) already holds
+    ``min_image_tokens`` tokens' pixels; each side ``floor(side * scale)``, at least 1 and at
+    most the canvas side.
     """
     pixels_per_token = temporal_factor * factor**2
+    frames = temporal_factor if num_frames is None else num_frames
     scale = min(target[0] / height, target[1] / width)
-    if temporal_factor * height * width >= pixels_per_token * min_image_tokens:
+    if frames * height * width >= pixels_per_token * min_image_tokens:
         scale = min(1.0, scale)
     return (
         max(1, min(target[0], math.floor(height * scale))),
@@ -298,4 +321,169 @@ registry.register_builtin(
         "image_processor_type": "Glm5NextImageProcessor",
         "processor_class": "Glm5NextProcessor",
     },
+    # The video block of the same processor_config.json: the fork's test quotes it beside the
+    # image block ("OFFICIAL_VIDEO_CONFIG", these eleven keys), and a serving project's test of
+    # the checkpoint's video config agrees on max_image_tokens 240000; the other settings are
+    # the class defaults (max_frames 2048, max_duration 0, num_frames 16).
+    video={
+        "do_rescale": True,
+        "video_processor_type": "Glm5NextVideoProcessor",
+        "patch_expand_factor": 1,
+        "merge_size": 2,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_std": list(OPENAI_CLIP_STD),
+        "temporal_patch_size": 2,
+        "patch_size": 14,
+        "min_image_tokens": 16,
+        "max_image_tokens": 240000,
+        "fps": 2,
+    },
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: Glm5NextVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Glm5NextVideoConfig(VideoConfig):
+    """Settings of ``Glm5NextVideoProcessor``.
+
+    ``num_video_tokens`` is the count of ``<|image|>`` tokens
+    ``Glm5NextProcessor.replace_video_token`` inserts: one run of ``grid_h * grid_w //
+    merge_size**2`` per temporal group (each with begin/end tokens and a timestamp),
+    ``video_grid_thw.prod() // merge_size**2`` in all.
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+    patch_expand_factor: int
+    min_image_tokens: int
+    max_image_tokens: int
+    do_sample_frames: bool
+    fps: float
+    num_frames: int
+    max_duration: float
+    max_frames: int
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``Glm5NextVideoProcessor.sample_frames``: ``fps`` frames a second (the
+        config's without one) over ``duration`` (capped at ``max_duration`` when that is
+        positive) and at most ``max_frames``, taken at each tick up to the clip's last whole
+        second; ``num_frames`` is not read."""
+        total, video_fps, duration = glm_clip_duration(metadata, "GLM-5")
+        max_seconds = int(duration)
+        if self.max_duration > 0:
+            duration = min(duration, self.max_duration)
+        target_fps = self.fps if fps is None else fps
+        extract_t = min(int(duration * target_fps), self.max_frames)
+        indices = tick_indices(total, video_fps, extract_t, 1 / target_fps, max_seconds)
+        return unique_even(indices)
+
+    def plan(self, frames: int, height: int, width: int) -> QwenVideoPlan:
+        """Mirrors ``_preprocess`` for one clip: each frame resized to fit the canvas
+        :func:`smart_resize` gives for the clip (factor ``patch_size * merge_size *
+        patch_expand_factor``, the budget counting its frames), zero-padded at the bottom and
+        right to it, then rescaled, normalised and patchified."""
+        check_image_size(height, width)
+        content = canvas = (height, width)
+        if self.do_resize:
+            t = self.temporal_patch_size
+            factor = self.patch_size * self.merge_size * self.patch_expand_factor
+            try:
+                canvas = smart_resize(
+                    frames, height, width, t, factor, self.min_image_tokens, self.max_image_tokens
+                )
+            except ZeroDivisionError as exc:
+                # A clip of no frames under the minimum budget: HF divides by its frame count.
+                raise MmfastError(
+                    f"video: a clip of {frames} frames cannot be sized (transformers divides "
+                    "by its frame count)"
+                ) from exc
+            content = content_size(
+                height, width, canvas, t, factor, self.min_image_tokens, num_frames=frames
+            )
+        return patch_rows_plan(
+            frames,
+            height,
+            width,
+            canvas,
+            resize=Resize(content, self.resample, "torch") if content != (height, width) else None,
+            pad=Pad(canvas) if canvas != content else None,
+            patch_size=self.patch_size,
+            temporal_patch_size=self.temporal_patch_size,
+            merge_size=self.merge_size,
+            token_divisor=self.merge_size**2,
+        )
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """``video_grid_thw`` (clips, 3) int64."""
+        return video_grid_thw(plans)
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> Glm5NextVideoConfig:
+    """Mirrors ``Glm5NextVideoProcessor``'s class defaults. ``size`` (``{"longest_edge": 1}``)
+    is checked as a size dict and unused, as are ``max_image_size`` and ``num_frames``."""
+    size = cfg.raw("size")
+    if size is not None:
+        cfg.size_dict("size", size, cfg.flag("default_to_square", True))
+    norm = cfg.normalization(OPENAI_CLIP_MEAN, OPENAI_CLIP_STD)
+    return Glm5NextVideoConfig(
+        model_id=model_id,
+        video_processor_type="Glm5NextVideoProcessor",
+        do_convert_rgb=cfg.convert_rgb(),
+        do_resize=cfg.flag("do_resize", True),
+        resample=cfg.resample(BICUBIC),
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        patch_size=cfg.positive_int("patch_size", 14),
+        temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),
+        merge_size=cfg.positive_int("merge_size", 2),
+        patch_expand_factor=cfg.positive_int("patch_expand_factor", 1),
+        min_image_tokens=cfg.positive_int("min_image_tokens", 16),
+        max_image_tokens=cfg.positive_int("max_image_tokens", 240000),
+        do_sample_frames=cfg.flag("do_sample_frames", True),
+        fps=cfg.number("fps", 2.0),
+        num_frames=cfg.positive_int("num_frames", 16),
+        max_duration=cfg.number("max_duration", 0.0),
+        max_frames=cfg.positive_int("max_frames", 2048),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="Glm5NextVideoProcessor",
+        model_types=("glm5_next",),
+        build=_build_video,
+        kwargs=frozenset(
+            {
+                "max_image_size",
+                "patch_size",
+                "temporal_patch_size",
+                "merge_size",
+                "patch_expand_factor",
+                "max_frames",
+                "min_image_tokens",
+                "max_image_tokens",
+            }
+        ),
+        # size is read by nothing either (Glm5NextVideoProcessor's _preprocess takes it and
+        # sizes clips by min/max_image_tokens).
+        ignores=GLM_VIDEO_IGNORES | {"size"},
+    )
 )

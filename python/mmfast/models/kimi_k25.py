@@ -19,6 +19,14 @@ but transformers' RGB conversion (transparency onto white), torch's resize with 
 family here (:class:`KimiK25ImageConfig`, read from transformers' settings, which
 ``mmfast.hf`` backs). ``backend="torchvision"`` on a remote-code config gives that class with the
 ``media_proc_cfg`` values as its settings.
+
+transformers' video processor, ``Kimi_K25VideoProcessor`` (what AutoVideoProcessor loads for
+the model type, these checkpoints included: their files name no video class), samples ``fps``
+frames a second (2) with the base sampler, cuts each clip into chunks of
+``temporal_patch_size`` (4) frames, the last possibly shorter and not padded, and sizes every
+frame as the image class does (``navit_resize`` with ``max_patches`` 4096, uint8 zero padding
+to the merged patch): raster-order (3, 14, 14) patches of each frame, one ``video_grid_thw``
+row ``(frames, rows, columns)`` per chunk and ``num_chunks_per_video``.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,6 +54,9 @@ from mmfast.models.base import (
     Pad,
     PatchGrid,
     Patchify,
+    Resize,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     plan_constants,
@@ -54,7 +65,13 @@ from mmfast.models.base import (
 from mmfast.models.config import Fields, Source
 from mmfast.models.kimi_vl import patch_grid_outputs
 
-__all__ = ["KimiK25Config", "KimiK25ImageConfig", "navit_resize_image", "numpy_tables"]
+__all__ = [
+    "KimiK25Config",
+    "KimiK25ImageConfig",
+    "KimiK25VideoConfig",
+    "navit_resize_image",
+    "numpy_tables",
+]
 
 
 def navit_resize_image(
@@ -395,6 +412,166 @@ registry.register(
         backends=("torchvision",),
     )
 )
+
+# --------------------------------------------------------------------------------------------
+# Video: Kimi_K25VideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KimiK25VideoPlan(VideoPlan):
+    """A Kimi-K2.5 clip's plan, with each chunk's ``(frames, rows, columns)`` patch grid."""
+
+    grids: tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class KimiK25VideoConfig(VideoConfig):
+    """Settings of transformers' ``Kimi_K25VideoProcessor``.
+
+    ``max_size_per_side`` is ``size["max_height"]`` (the class requires ``max_width`` equal).
+    ``num_video_tokens`` is the count of ``<|kimi_k25_video_placeholder|>`` tokens
+    ``Kimi_K25Processor.replace_video_token`` inserts: one frame's merged patches per chunk,
+    ``chunks * rows * columns // merge_size**2``.
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    max_size_per_side: int
+    max_patches: int
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    temporal_patch_size: int
+    merge_size: int
+    do_sample_frames: bool
+    fps: float | None
+    num_frames: int | None
+
+    # transformers returns num_chunks_per_video as a list of ints.
+    list_outputs: ClassVar[frozenset[str]] = frozenset({"num_chunks_per_video"})
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors the base ``sample_frames`` (``default_sample_indices_fn``): ``num_frames``
+        evenly spaced frames, else ``fps`` frames a second (the config's 2 without a call's).
+        A call's ``num_frames`` replaces the config's ``fps`` (transformers raises unless the
+        call also passes ``fps=None``)."""
+        from mmfast.video import default_sample_indices
+
+        if fps is not None and num_frames is not None:
+            raise MmfastError("fps, num_frames: expected one of them, got both")
+        if num_frames is None:
+            num_frames, fps = self.num_frames, self.fps if fps is None else fps
+            if num_frames is not None and fps is not None:
+                raise MmfastError(
+                    "fps, num_frames: the config sets both, which transformers refuses"
+                )
+        indices: list[int] = default_sample_indices(metadata, num_frames, fps).tolist()
+        return indices
+
+    def plan(self, frames: int, height: int, width: int) -> KimiK25VideoPlan:
+        """Mirrors ``_preprocess`` for one clip: chunks of ``temporal_patch_size`` frames,
+        each frame resized by ``navit_resize`` (the same arithmetic as
+        :func:`navit_resize_image`), zero-padded at the bottom and right (``self.pad``),
+        rescaled, normalised and cut into raster-order (3, p, p) patches."""
+        check_image_size(height, width)
+        p = self.patch_size
+        if self.do_resize:
+            resized, (pad_h, pad_w) = navit_resize_image(
+                width, height, p, self.merge_size, self.max_patches, self.max_size_per_side
+            )
+            canvas = (resized[0] + pad_h, resized[1] + pad_w)
+        else:
+            # patchify's view needs sides divisible by the patch (a RuntimeError in torch).
+            if height % p or width % p:
+                raise MmfastError(
+                    f"video size: with do_resize=False both sides must be multiples of "
+                    f"patch_size={p}, got {height}x{width}"
+                )
+            resized = canvas = (height, width)
+        view = View(
+            resize=Resize(resized, self.resample, "torch") if self.do_resize else None,
+            pad=Pad(canvas) if canvas != resized else None,
+            out=Patchify(p, 1, 1),
+        )
+        grid_h, grid_w = canvas[0] // p, canvas[1] // p
+        t = self.temporal_patch_size
+        grids = tuple((min(t, frames - c), grid_h, grid_w) for c in range(0, frames, t))
+        rows = frames * grid_h * grid_w
+        return KimiK25VideoPlan(
+            height=height,
+            width=width,
+            frames=frames,
+            views=tuple(((i,), view) for i in range(frames)),
+            output_shapes=MappingProxyType({"pixel_values_videos": (rows, 3, p, p)}),
+            num_video_tokens=len(grids) * (grid_h * grid_w // self.merge_size**2),
+            grids=grids,
+        )
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """``video_grid_thw`` (chunks, 3) int64, one row per chunk of every clip, and
+        ``num_chunks_per_video`` (clips,) int64."""
+        grids = [grid for plan in plans for grid in cast("KimiK25VideoPlan", plan).grids]
+        chunks = [len(cast("KimiK25VideoPlan", plan).grids) for plan in plans]
+        return {
+            "video_grid_thw": np.array(grids, np.int64).reshape(-1, 3),
+            "num_chunks_per_video": np.array(chunks, np.int64),
+        }
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> KimiK25VideoConfig:
+    """Mirrors ``Kimi_K25VideoProcessor``'s class defaults and its
+    ``_validate_preprocess_kwargs`` (``size`` needs ``max_height`` and an equal
+    ``max_width``). A ``media_proc_cfg`` block in the file is not read: the class ignores it."""
+    size_value = cfg.raw("size")
+    size = cfg.size_dict(
+        "size",
+        {"max_height": 512, "max_width": 512} if size_value is None else size_value,
+        cfg.flag("default_to_square", True),
+    )
+    if "max_height" not in size or size.get("max_width") != size["max_height"]:
+        raise cfg.error("size", "max_height and max_width keys with identical values", size)
+    norm = cfg.normalization(IMAGENET_STANDARD_MEAN, IMAGENET_STANDARD_STD)
+    num_frames = cfg.raw("num_frames")
+    return KimiK25VideoConfig(
+        model_id=model_id,
+        video_processor_type="Kimi_K25VideoProcessor",
+        do_convert_rgb=cfg.convert_rgb(),
+        do_resize=cfg.flag("do_resize", True),
+        max_size_per_side=size["max_height"],
+        max_patches=cfg.positive_int("max_patches", 4096),
+        resample=cfg.resample(BICUBIC),
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        patch_size=cfg.positive_int("patch_size", 14),
+        temporal_patch_size=cfg.positive_int("temporal_patch_size", 4),
+        merge_size=cfg.positive_int("merge_size", 2),
+        do_sample_frames=cfg.flag("do_sample_frames", True),
+        fps=cfg.number("fps", 2.0),
+        num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="Kimi_K25VideoProcessor",
+        model_types=("kimi_k25",),
+        build=_build_video,
+        kwargs=frozenset({"max_patches", "patch_size", "merge_size", "temporal_patch_size"}),
+        # _preprocess resizes, pads to the merged patch (its own), normalises and patchifies.
+        ignores=frozenset({"do_center_crop", "crop_size", "do_pad", "pad_size"}),
+    )
+)
+
 
 # moonshotai/Kimi-K2.5 and Kimi-K2.6: the image keys of media_proc_cfg agree across four copies
 # that mirror the checkpoint (a port's defaults "matching the ckpt-side outputs", another

@@ -90,7 +90,10 @@ class VideoFamily:
     maps to it, its valid keyword arguments beyond ``VideosKwargs`` and how to build its
     config from fields. ``ignores``: the common ``VideosKwargs`` settings the class's
     ``_preprocess`` never reads (a value there changes nothing); ``none_is_default``: the
-    settings whose None the class reads as the config's default.
+    settings whose None the class reads as the config's default. ``prepared``: settings whose
+    work the class does while preparing the clips, before ``_preprocess`` (ERNIE's timestamps
+    drawn on the frames), which ``mmfast.hf`` therefore reads as done: the values it builds
+    the config with, transformers having applied them to the clips it hands on.
     """
 
     processor_type: str
@@ -99,6 +102,7 @@ class VideoFamily:
     kwargs: frozenset[str]
     ignores: frozenset[str] = frozenset()
     none_is_default: frozenset[str] = frozenset()
+    prepared: Mapping[str, Any] = field(default_factory=dict)
 
 
 FAMILIES: dict[str, Family] = {}
