@@ -478,15 +478,26 @@ def test_video_processor_matches_transformers(
     plain, backed = load_pair(auto, directory)
     assert isinstance(backed, hf.MmfastBackedVideo) and isinstance(backed, type(plain))
     assert type(backed).__name__ in hf.supported_classes()
-    videos = [clip(8, 90, 120, 1), clip(5, 60, 200, 2)]
-    metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": 5, "fps": 10.0}]
+    batches = [
+        # Clips of different sizes and lengths (which the classes returning a list of clips
+        # stack for return_tensors "np" and "pt" only when they have one shape).
+        (
+            [clip(8, 90, 120, 1), clip(5, 60, 200, 2)],
+            [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": 5, "fps": 10.0}],
+        ),
+        (
+            [clip(6, 90, 120, 3), clip(6, 90, 120, 4)],
+            [{"total_num_frames": 6, "fps": 4.0, "duration": 1.5}] * 2,
+        ),
+    ]
     before = hf.stats()["mmfast"]
-    for tensors in TENSORS:
-        for kwargs in ({}, {"do_sample_frames": False}):
-            call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
-            want = outcome(plain, videos, **call)
-            got = outcome(backed, videos, **call)
-            assert_same(got, want)
+    for videos, metadata in batches:
+        for tensors in [*TENSORS, None]:
+            for kwargs in ({}, {"do_sample_frames": False}):
+                call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
+                want = outcome(plain, videos, **call)
+                got = outcome(backed, videos, **call)
+                assert_same(got, want)
     assert hf.stats()["mmfast"] > before
 
 

@@ -171,7 +171,9 @@ def compare_video_live(case: VideoCase) -> None:
     pytest.importorskip("torchvision")
     try:
         want = hf_video(case)
-    except ValueError:
+    # Besides its ValueErrors, transformers' samplers divide by a zero frame count
+    # (InternVL at a low fps) or compare None (SmolVLM without fps or num_frames).
+    except (ValueError, ZeroDivisionError, TypeError):
         with pytest.raises(MmfastError):
             ours_video(case)
         return

@@ -13,6 +13,7 @@ import asyncio
 import functools
 import importlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -643,16 +644,20 @@ class ImageProcessor:
         for clip, rate in zip(clips, rates, strict=True):
             if isinstance(clip, np.ndarray):
                 total, height, width = clip.shape[:3]
-                clip_frames.append(clip[sampler(VideoMetadata(total, rate, width, height))])
+                # What transformers' PyAV reader would give: duration = frames / rate.
+                duration = None if rate is None else total / rate
+                metadata = VideoMetadata(total, rate, width, height, duration)
+                clip_frames.append(clip[sampler(metadata)])
             else:
                 clip_frames.append(load_video(clip, sample_indices_fn=sampler, threads=threads)[0])
         return run_videos(config, clip_frames, threads, dtype)
 
     def _video(self) -> VideoConfig:
         if self.video_config is None:
+            supported = ", ".join(registry.VIDEO_FAMILIES)
             raise UnsupportedModelError(
                 f"{self.config.model_id or self.config.image_processor_type}: this model has no "
-                "video processor mmfast supports (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen-Omni do)"
+                f"video processor mmfast supports (supported: {supported})"
             )
         return self.video_config
 
@@ -833,7 +838,13 @@ def run_videos(
     dtype: Dtype | None,
 ) -> BatchFeature:
     """The sampled frames of each clip ((T, H, W, 3) uint8 each) through ``config``, in one
-    native call: its outputs, in HF's key order."""
+    native call: its outputs, in HF's key order. ``image_rows`` of the result gives each
+    clip's entries along the pixels' first axis (for the "clips" layout, 1: its array)."""
+    if dtype == "uint8" and not config.raw_pixels:
+        raise MmfastError(
+            f"dtype: 'uint8' cannot give {config.video_processor_type}'s outputs (they are "
+            "padded with zeros after normalising, which no byte maps to); use a float dtype"
+        )
     inputs: list[BatchInput] = []
     plans: list[VideoPlan] = []
     firsts: list[int] = []
@@ -841,24 +852,54 @@ def run_videos(
         firsts.append(len(inputs))
         inputs += list(frames)
         plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
+    plans = list(config.finish_batch(plans))
     with np.errstate(all="ignore"):  # as for images
         tables, view, lut = output_tables(config.tables(), dtype)
     shape, offsets = config.batch_shape(plans)
     jobs: list[tuple[Any, ...]] = []
     for plan, first, offset in zip(plans, firsts, offsets, strict=True):
         at = offset
-        for positions, clip_view in plan.views:
+        clip_jobs: list[int] = []
+        sizes: list[tuple[int, int]] = []
+        for k, (positions, clip_view) in enumerate(plan.views):
+            if plan.starts is not None:
+                at = offset + plan.starts[k]
+            source = clip_view.source
+            size = (plan.height, plan.width) if source is None else sizes[source]
             job, length = view_job(
-                first + positions[0], clip_view, (plan.height, plan.width), at, None
+                first + positions[0],
+                clip_view,
+                size,
+                at,
+                None if source is None else clip_jobs[source],
             )
+            clip_jobs.append(len(jobs))
+            sizes.append(job_size(clip_view, size))
             jobs.append((*job[:7], [first + p for p in positions[1:]], job[8]))
             at += length
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
+    pixels = out if view is None else out.view(view)
+    rows: list[int] = []
+    if config.batch_layout == "clips":
+        clip_shapes = [plan.output_shapes[config.output_key] for plan in plans]
+        pixels = (
+            pixels.reshape(len(plans), *clip_shapes[0])
+            if all(s == clip_shapes[0] for s in clip_shapes)
+            else [
+                pixels[a : a + math.prod(s)].reshape(s)
+                for a, s in zip(offsets, clip_shapes, strict=True)
+            ]
+        )
+        rows = [1] * len(plans)
+    elif config.batch_layout == "concat":
+        rows = [plan.output_shapes[config.output_key][0] for plan in plans]
+    else:
+        rows = [1] * len(plans)
+    outputs: dict[str, Any] = {config.output_key: pixels}
     outputs.update(config.batch_outputs(plans))
     if lut is not None:
         outputs["pixel_lut"] = lut
-    return BatchFeature(outputs)
+    return BatchFeature(outputs, image_rows=rows)
 
 
 def run_plans(

@@ -460,12 +460,15 @@ def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) ->
             f"{processor_type!r}, model type {model_type!r}); supported: {supported}"
         )
     for key, value in overrides.items():
-        if key not in VIDEOS_KWARGS | family.kwargs:
-            valid = ", ".join(sorted(VIDEOS_KWARGS | family.kwargs))
+        if key not in VIDEOS_KWARGS | family.kwargs | family.processor_kwargs:
+            valid = ", ".join(sorted(VIDEOS_KWARGS | family.kwargs | family.processor_kwargs))
             raise MmfastError(
                 f"override {key!r} is not a {family.processor_type} argument; valid: {valid}"
             )
         values[key] = value
+    for key in family.processor_kwargs:
+        if key in source.processor and key not in values:
+            values[key] = source.processor[key]
     return family.build(source.model_id, Fields(f"{source.origin} (video)", values))
 
 

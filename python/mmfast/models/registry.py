@@ -85,7 +85,9 @@ class VideoFamily:
     maps to it, its valid keyword arguments beyond ``VideosKwargs`` and how to build its
     config from fields. ``ignores``: the common ``VideosKwargs`` settings the class's
     ``_preprocess`` never reads (a value there changes nothing); ``none_is_default``: the
-    settings whose None the class reads as the config's default.
+    settings whose None the class reads as the config's default. ``processor_kwargs``: the
+    ``processor_config.json`` keys the token count reads (the model's processor settings,
+    such as its tokens per frame), which the config's fields then include.
     """
 
     processor_type: str
@@ -94,6 +96,7 @@ class VideoFamily:
     kwargs: frozenset[str]
     ignores: frozenset[str] = frozenset()
     none_is_default: frozenset[str] = frozenset()
+    processor_kwargs: frozenset[str] = frozenset()
 
 
 FAMILIES: dict[str, Family] = {}

@@ -1,0 +1,73 @@
+"""Video token counts against the model processors' own ``replace_video_token``.
+
+Each processor method runs on a stand-in object holding only the attributes it reads (no
+tokenizer, no torch), fed with mmfast's outputs for the clip; the count is the placeholder's
+special tokens, as each config's ``num_video_tokens`` documents them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import noise
+
+import mmfast
+from mmfast.models import registry
+from mmfast.video import VideoMetadata
+
+# (frames, height, width) of the clips counted.
+CLIPS = [(1, 64, 90), (5, 240, 320), (3, 97, 411), (2, 900, 40)]
+
+
+def processor_method(path: str) -> Callable[..., str]:
+    """``module.Class.replace_video_token`` under ``transformers.models``."""
+    module, cls = path.rsplit(".", 1)
+    owner = getattr(importlib.import_module(f"transformers.models.{module}"), cls)
+    method: Callable[..., str] = owner.replace_video_token
+    return method
+
+
+def processor_setting(proc: mmfast.ImageProcessor, name: str, default: Any) -> Any:
+    """A setting of the built-in's processor_config.json (the model processor's own)."""
+    model_id = proc.config.model_id
+    assert model_id is not None
+    return registry.BUILTINS[model_id].processor.get(name, default)
+
+
+def internvl(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    fake = SimpleNamespace(
+        start_image_token="<img>",
+        end_image_token="</img>",
+        image_token="<IMG_CONTEXT>",
+        image_seq_length=processor_setting(proc, "image_seq_length", 256),
+    )
+    text = processor_method("internvl.processing_internvl.InternVLProcessor")(fake, out, 0)
+    return sum(text.count(t) for t in ("<img>", "</img>", "<IMG_CONTEXT>"))
+
+
+@dataclass(frozen=True)
+class Row:
+    model_id: str
+    count: Callable[[mmfast.ImageProcessor, Any, VideoMetadata], int]
+
+
+ROWS = [Row("OpenGVLab/InternVL3-8B-hf", internvl)]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.model_id)
+@pytest.mark.parametrize("clip", CLIPS, ids=lambda clip: "x".join(map(str, clip)))
+def test_video_tokens_match_the_processor(row: Row, clip: tuple[int, int, int]) -> None:
+    frames, height, width = clip
+    proc = mmfast.ImageProcessor.from_pretrained(row.model_id)
+    video = np.stack([noise(height, width, t) for t in range(frames)])
+    out = dict(proc.videos(video, video_fps=2.0, do_sample_frames=False))
+    metadata = VideoMetadata(frames, 2.0, width, height, frames / 2.0)
+    metadata.frames_indices = list(range(frames))
+    want = row.count(proc, out, metadata)
+    assert proc.num_video_tokens(frames, height, width) == want
