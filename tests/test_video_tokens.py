@@ -51,13 +51,24 @@ def internvl(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> 
     return sum(text.count(t) for t in ("<img>", "</img>", "<IMG_CONTEXT>"))
 
 
+def llava_onevision(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    fake = SimpleNamespace(
+        video_token="<video>", num_image_tokens=processor_setting(proc, "num_image_tokens", 729)
+    )
+    path = "llava_onevision.processing_llava_onevision.LlavaOnevisionProcessor"
+    return processor_method(path)(fake, out, 0).count("<video>")
+
+
 @dataclass(frozen=True)
 class Row:
     model_id: str
     count: Callable[[mmfast.ImageProcessor, Any, VideoMetadata], int]
 
 
-ROWS = [Row("OpenGVLab/InternVL3-8B-hf", internvl)]
+ROWS = [
+    Row("OpenGVLab/InternVL3-8B-hf", internvl),
+    Row("llava-hf/llava-onevision-qwen2-7b-ov-hf", llava_onevision),
+]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.model_id)

@@ -210,6 +210,7 @@ VIDEO_MODELS = [
     "Qwen/Qwen2.5-VL-7B-Instruct",
     "Qwen/Qwen3-VL-8B-Instruct",
     "OpenGVLab/InternVL3-8B-hf",
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
@@ -37,8 +37,16 @@ from mmfast.models.geometry import (
 )
 from mmfast.video import default_sample_indices
 
-__all__ = ["FramesVideoConfig", "frames_fields", "torch_resized_size"]
+__all__ = [
+    "FRAMES_IGNORES",
+    "FramesVideoConfig",
+    "float32_arange",
+    "frames_fields",
+    "torch_resized_size",
+]
 
+# BaseVideoProcessor._preprocess never reads these.
+FRAMES_IGNORES: Final = frozenset({"do_pad", "pad_size"})
 # The PIL codes transformers' torchvision backend maps to a tensor filter.
 TORCH_CODES = (0, 1, 2, 3)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from types import MappingProxyType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -28,7 +28,12 @@ from mmfast.models.base import (
     View,
     resizer,
 )
-from mmfast.models.base_video import FramesVideoConfig, float32_arange, frames_fields
+from mmfast.models.base_video import (
+    FRAMES_IGNORES,
+    FramesVideoConfig,
+    float32_arange,
+    frames_fields,
+)
 from mmfast.models.config import MAX_TILES, Fields, Source, is_finite_number
 from mmfast.models.geometry import CropBox
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
@@ -375,9 +380,6 @@ def _build_internvl_video(model_id: str | None, cfg: Fields) -> InternVLVideoCon
         initial_shift=shift,
     )
 
-
-# BaseVideoProcessor._preprocess never reads these.
-FRAMES_IGNORES: Final = frozenset({"do_pad", "pad_size"})
 
 registry.register_video(
     registry.VideoFamily(
