@@ -59,6 +59,14 @@ def llava_onevision(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetada
     return processor_method(path)(fake, out, 0).count("<video>")
 
 
+def llava_next_video(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    fake = SimpleNamespace(
+        video_token="<video>", patch_size=processor_setting(proc, "patch_size", 14)
+    )
+    path = "llava_next_video.processing_llava_next_video.LlavaNextVideoProcessor"
+    return processor_method(path)(fake, out, 0).count("<video>")
+
+
 @dataclass(frozen=True)
 class Row:
     model_id: str
@@ -68,6 +76,7 @@ class Row:
 ROWS = [
     Row("OpenGVLab/InternVL3-8B-hf", internvl),
     Row("llava-hf/llava-onevision-qwen2-7b-ov-hf", llava_onevision),
+    Row("llava-hf/LLaVA-NeXT-Video-7B-hf", llava_next_video),
 ]
 
 

@@ -188,12 +188,18 @@ class VideoCase:
     width: int
     rate: float
     options: Mapping[str, Any] = field(default_factory=dict)
+    # Settings over the checkpoint's video config (its processor built with them).
+    config: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         settings = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
         short = self.model_id.rsplit("/", 1)[-1]
-        return f"{short}-{self.frames}x{self.height}x{self.width}@{self.rate}[{settings}]"
+        overrides = ",".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+        overrides = f"{{{overrides}}}" if overrides else ""
+        return (
+            f"{short}-{self.frames}x{self.height}x{self.width}@{self.rate}[{settings}]{overrides}"
+        )
 
     def clip(self) -> np.ndarray:
         """(T, H, W, 3) uint8: alternating smooth and noisy frames."""
@@ -211,6 +217,7 @@ VIDEO_MODELS = [
     "Qwen/Qwen3-VL-8B-Instruct",
     "OpenGVLab/InternVL3-8B-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "llava-hf/LLaVA-NeXT-Video-7B-hf",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)
@@ -223,6 +230,45 @@ VIDEO_CASES = [
         (30, 97, 411, 12.5, {"do_sample_frames": True, "num_frames": 8, "fps": None}),
         (9, 33, 17, 25.0, {"do_sample_frames": True, "num_frames": 4, "fps": None}),
         (12, 480, 480, 30.0, {"do_sample_frames": False}),
+    ]
+]
+# Video settings over each checkpoint's (every setting its class reads, and the refusals).
+_FRAMES_SETTINGS: list[dict[str, Any]] = [
+    {"do_resize": False},
+    {"size": {"height": 200, "width": 120}, "resample": 2},
+    {"size": {"shortest_edge": 100}, "resample": 1},
+    {"size": {"shortest_edge": 90, "longest_edge": 150}},
+    {"size": {"max_height": 250, "max_width": 140}, "resample": 0},
+    {"do_center_crop": True, "crop_size": {"height": 300, "width": 500}},
+    {"do_resize": False, "do_center_crop": True, "crop_size": {"height": 120, "width": 100}},
+    {"do_normalize": False},
+    {"do_rescale": False, "do_normalize": False},
+    {"image_mean": [0.2, 0.4, 0.6], "image_std": [0.3, 0.1, 0.9], "rescale_factor": 0.004},
+    {"resample": 4},
+]
+VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
+    "OpenGVLab/InternVL3-8B-hf": [
+        *_FRAMES_SETTINGS,
+        {"initial_shift": False, "do_sample_frames": True, "num_frames": 3},
+        {"initial_shift": 1.5, "do_sample_frames": True, "fps": 8},
+    ],
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf": [
+        *_FRAMES_SETTINGS,
+        {"do_sample_frames": True, "num_frames": 3},
+    ],
+    "llava-hf/LLaVA-NeXT-Video-7B-hf": [
+        *_FRAMES_SETTINGS,
+        {"do_center_crop": False},
+        {"crop_size": {"height": 400, "width": 120}},
+    ],
+}
+VIDEO_CASES += [
+    VideoCase(model_id, frames, height, width, rate, options, config)
+    for model_id, settings in VIDEO_SETTINGS.items()
+    for config in settings
+    for frames, height, width, rate, options in [
+        (5, 97, 131, 10.0, {}),
+        (4, 500, 300, 25.0, {"do_sample_frames": True, "num_frames": 3, "fps": None}),
     ]
 ]
 
@@ -244,7 +290,7 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
     family = models.registry.video_family(None, models.registry.BUILTINS[case.model_id].model_type)
     assert family is not None
     cls = getattr(transformers, family.processor_type)
-    processor = cls.from_dict(video_config(case.model_id))
+    processor = cls.from_dict({**video_config(case.model_id), **case.config})
     metadata = VideoMetadata(
         total_num_frames=case.frames,
         fps=case.rate,
@@ -262,5 +308,5 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
 
 
 def ours_video(case: VideoCase) -> dict[str, Any]:
-    proc = mmfast.ImageProcessor.from_pretrained(case.model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(case.model_id, video_overrides=case.config)
     return dict(proc.videos(case.clip(), video_fps=case.rate, **case.options))

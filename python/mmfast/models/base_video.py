@@ -40,6 +40,7 @@ from mmfast.video import default_sample_indices
 __all__ = [
     "FRAMES_IGNORES",
     "FramesVideoConfig",
+    "call_sampling",
     "float32_arange",
     "frames_fields",
     "torch_resized_size",
@@ -77,8 +78,8 @@ def torch_resized_size(height: int, width: int, size: Mapping[str, int]) -> tupl
 class FramesVideoConfig(VideoConfig):
     """Settings of a video processor running ``BaseVideoProcessor._preprocess``.
 
-    ``num_video_tokens`` is ``frame_tokens`` per sampled frame, what the model's processor
-    counts (each family sets it from its processor's settings).
+    ``num_video_tokens`` is :meth:`tokens_per_frame` per sampled frame, what the model's
+    processor counts (each family sets ``frame_tokens`` from its processor's settings).
     """
 
     model_id: str | None
@@ -105,11 +106,9 @@ class FramesVideoConfig(VideoConfig):
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``BaseVideoProcessor.sample_frames``: transformers'
-        ``default_sample_indices_fn`` with the call's or the config's ``num_frames``/``fps``."""
-        if fps is not None and num_frames is not None:
-            raise MmfastError("fps, num_frames: expected one of them, got both")
-        num_frames = self.num_frames if num_frames is None else num_frames
-        fps = self.fps if fps is None else fps
+        ``default_sample_indices_fn`` with the call's or the config's ``num_frames``/``fps``
+        (see :func:`call_sampling`); both set is transformers' ``ValueError``."""
+        fps, num_frames = call_sampling(self, fps, num_frames)
         if num_frames is not None and fps is not None:
             raise MmfastError(
                 "fps, num_frames: the config sets both, which transformers refuses; pass one as "
@@ -149,8 +148,13 @@ class FramesVideoConfig(VideoConfig):
             frames=frames,
             views=tuple(((t,), view) for t in range(frames)),
             output_shapes=MappingProxyType({self.output_key: shape}),
-            num_video_tokens=frames * self.frame_tokens,
+            num_video_tokens=frames * self.tokens_per_frame(box.height, box.width),
         )
+
+    def tokens_per_frame(self, height: int, width: int) -> int:
+        """The model processor's tokens for a processed frame of ``height`` x ``width``: by
+        default ``frame_tokens`` whatever its size."""
+        return self.frame_tokens
 
 
 def frames_fields(
@@ -211,6 +215,19 @@ def frames_fields(
         "fps": None if fps is None else positive_number(cfg, "fps"),
         "num_frames": None if num_frames is None else cfg.positive_int("num_frames", 1),
     }
+
+
+def call_sampling(
+    config: Any, fps: float | None, num_frames: int | None
+) -> tuple[float | None, int | None]:
+    """A call's ``fps`` and ``num_frames``: given one, the other is None (transformers' call
+    with ``fps=..., num_frames=None``, which its ``sample_frames`` needs where the config sets
+    the other); given neither, the config's two."""
+    if fps is not None and num_frames is not None:
+        raise MmfastError("fps, num_frames: expected one of them, got both")
+    if fps is None and num_frames is None:
+        return config.fps, config.num_frames
+    return fps, num_frames
 
 
 def positive_number(cfg: Fields, name: str) -> float:
