@@ -67,6 +67,13 @@ def llava_next_video(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetad
     return processor_method(path)(fake, out, 0).count("<video>")
 
 
+def gemma4(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    fake = SimpleNamespace(video_token="<|video|>", boi_token="<|video>", eoi_token="<video|>")
+    inputs = {**out, "video_metadata": [metadata]}
+    text = processor_method("gemma4.processing_gemma4.Gemma4Processor")(fake, inputs, 0)
+    return text.count("<|video|>")
+
+
 @dataclass(frozen=True)
 class Row:
     model_id: str
@@ -77,6 +84,7 @@ ROWS = [
     Row("OpenGVLab/InternVL3-8B-hf", internvl),
     Row("llava-hf/llava-onevision-qwen2-7b-ov-hf", llava_onevision),
     Row("llava-hf/LLaVA-NeXT-Video-7B-hf", llava_next_video),
+    Row("google/gemma-4-31B-it", gemma4),
 ]
 
 

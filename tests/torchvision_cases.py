@@ -218,6 +218,7 @@ VIDEO_MODELS = [
     "OpenGVLab/InternVL3-8B-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "llava-hf/LLaVA-NeXT-Video-7B-hf",
+    "google/gemma-4-31B-it",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)
@@ -260,6 +261,18 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         *_FRAMES_SETTINGS,
         {"do_center_crop": False},
         {"crop_size": {"height": 400, "width": 120}},
+    ],
+    "google/gemma-4-31B-it": [
+        {"do_sample_frames": False},
+        {"num_frames": 3},
+        {"num_frames": None, "fps": 4},
+        {"do_sample_frames": False, "max_soft_tokens": 280, "resample": 2},
+        {"do_sample_frames": False, "max_soft_tokens": 1120, "resample": 1},
+        {"do_sample_frames": False, "max_soft_tokens": 140, "patch_size": 14},
+        {"do_sample_frames": False, "pooling_kernel_size": 2},
+        {"do_sample_frames": False, "do_rescale": False, "do_normalize": False},
+        {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
+        {"max_soft_tokens": 100},
     ],
 }
 VIDEO_CASES += [

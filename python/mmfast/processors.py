@@ -10,6 +10,7 @@ its slot of the final output.
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import importlib
 import json
@@ -18,7 +19,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, Final, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -81,6 +82,26 @@ def parse_threads(arg: str, value: str) -> int:
 MAX_THREADS = 4096
 # The most frames a clip may be sampled to (Qwen3-VL repeats frames to reach num_frames).
 MAX_FRAMES = 65536
+
+
+class Default(enum.Enum):
+    """The value of a sampling argument a call leaves out: the config's, as transformers'
+    ``preprocess`` fills it from the instance (an explicit None stays None)."""
+
+    CONFIG = "config"
+
+
+CONFIG: Final = Default.CONFIG
+
+
+def sampling_arguments(
+    config: VideoConfig, fps: float | Default | None, num_frames: int | Default | None
+) -> tuple[float | None, int | None]:
+    """``fps`` and ``num_frames`` as the class's ``sample_frames`` receives them."""
+    return (
+        getattr(config, "fps", None) if fps is CONFIG else fps,
+        getattr(config, "num_frames", None) if num_frames is CONFIG else num_frames,
+    )
 
 
 def check_threads(threads: object) -> int:
@@ -575,14 +596,18 @@ class ImageProcessor:
         return with_backend(self.config, backend, family)
 
     def sampled_frames(
-        self, metadata: Any, fps: float | None = None, num_frames: int | None = None
+        self,
+        metadata: Any,
+        fps: float | Default | None = CONFIG,
+        num_frames: int | Default | None = CONFIG,
     ) -> int:
         """How many distinct frames :meth:`videos` keeps of a clip of ``metadata`` (a
-        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling."""
+        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling (``fps`` and
+        ``num_frames`` as for :meth:`videos`)."""
         config = self._video()
         if not config.do_sample_frames:
             return int(metadata.total_num_frames)
-        return len(set(config.sample(metadata, fps, num_frames)))
+        return len(set(config.sample(metadata, *sampling_arguments(config, fps, num_frames))))
 
     def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
         """``<|video_pad|>``-style tokens for a clip of ``num_frames`` (sampled) frames."""
@@ -593,8 +618,8 @@ class ImageProcessor:
         videos: VideoInput | Sequence[VideoInput],
         *,
         video_fps: float | Sequence[float | None] | None = None,
-        fps: float | None = None,
-        num_frames: int | None = None,
+        fps: float | Default | None = CONFIG,
+        num_frames: int | Default | None = CONFIG,
         do_sample_frames: bool | None = None,
         threads: int | None = None,
         dtype: Dtype | None = None,
@@ -608,8 +633,10 @@ class ImageProcessor:
         (T, H, W, 3) or (T, H, W) uint8 array, or a list of frames (arrays or PIL images);
         pass one clip or a list of clips. ``video_fps`` is each array clip's own frame rate
         (the metadata HF samples by; a file's comes from its header); ``fps``/``num_frames``
-        and ``do_sample_frames`` choose frames as the processor's ``sample_frames`` does
-        (defaults from its config). ``threads`` and ``dtype`` work as for images.
+        and ``do_sample_frames`` choose frames as the processor's ``sample_frames`` does: left
+        out, they are the config's (as transformers fills a call's from the instance), and an
+        explicit None is None (which some classes need, such as ``fps=2, num_frames=None``
+        where the config sets ``num_frames``). ``threads`` and ``dtype`` work as for images.
         """
         from mmfast.video import VideoMetadata, load_video
 
@@ -626,18 +653,21 @@ class ImageProcessor:
             raise MmfastError(
                 f"video_fps: expected one rate per clip ({len(clips)}), got {len(rates)}"
             )
-        for name, rate in [("fps", fps)] + [("video_fps", r) for r in rates]:
+        call_fps = None if fps is CONFIG else fps
+        for name, rate in [("fps", call_fps)] + [("video_fps", r) for r in rates]:
             if rate is not None and not (is_finite_number(rate) and rate > 0):
                 raise MmfastError(f"{name}: expected a finite number > 0, got {rate!r}")
-        if num_frames is not None and not is_int_in(num_frames, 1, MAX_FRAMES):
+        if num_frames not in (None, CONFIG) and not is_int_in(num_frames, 1, MAX_FRAMES):
             raise MmfastError(
                 f"num_frames: expected an integer from 1 to {MAX_FRAMES}, got {num_frames!r}"
             )
         sample = config.do_sample_frames if do_sample_frames is None else do_sample_frames
 
+        sampling = sampling_arguments(config, fps, num_frames)
+
         def sampler(metadata: VideoMetadata) -> list[int]:
             if sample:
-                return config.sample(metadata, fps, num_frames)
+                return config.sample(metadata, *sampling)
             return list(range(metadata.total_num_frames))
 
         clip_frames = []

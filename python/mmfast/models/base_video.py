@@ -40,9 +40,9 @@ from mmfast.video import default_sample_indices
 __all__ = [
     "FRAMES_IGNORES",
     "FramesVideoConfig",
-    "call_sampling",
     "float32_arange",
     "frames_fields",
+    "instance_sampling",
     "torch_resized_size",
 ]
 
@@ -105,15 +105,15 @@ class FramesVideoConfig(VideoConfig):
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"pixel_values_videos": "clips"})
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
-        """Mirrors ``BaseVideoProcessor.sample_frames``: transformers'
-        ``default_sample_indices_fn`` with the call's or the config's ``num_frames``/``fps``
-        (see :func:`call_sampling`); both set is transformers' ``ValueError``."""
-        fps, num_frames = call_sampling(self, fps, num_frames)
+        """Mirrors ``BaseVideoProcessor.sample_frames``: both ``fps`` and ``num_frames`` is
+        transformers' ``ValueError``; a None is then the config's, and transformers'
+        ``default_sample_indices_fn`` picks the frames."""
         if num_frames is not None and fps is not None:
             raise MmfastError(
-                "fps, num_frames: the config sets both, which transformers refuses; pass one as "
-                "None"
+                f"fps, num_frames: expected one of them, got fps={fps} and num_frames="
+                f"{num_frames} (a call leaving one out takes the config's; pass it as None)"
             )
+        fps, num_frames = instance_sampling(self, fps, num_frames)
         indices: list[int] = default_sample_indices(metadata, num_frames, fps).tolist()
         return indices
 
@@ -172,21 +172,18 @@ def frames_fields(
     and ``frame_tokens``), given the class defaults. A None ``do_center_crop`` is off, as
     ``_preprocess`` reads it."""
     default_to_square = cfg.flag("default_to_square", default_to_square)
-    size_value = cfg.raw("size")
+    # A file's null is stored over the class default (ImageProcessingMixin sets it first).
+    size_value = cfg.raw("size") if cfg.given("size") else size
     resolved = None
-    if size_value is not None or size is not None:
-        resolved = cfg.size_dict(
-            "size", size if size_value is None else size_value, default_to_square
-        )
+    if size_value is not None:
+        resolved = cfg.size_dict("size", size_value, default_to_square)
     do_resize = cfg.flag("do_resize", True)
     if do_resize and resolved is None:
         raise cfg.error("size", "a size dict (do_resize is on)", None)
-    crop_value = cfg.raw("crop_size")
+    crop_value = cfg.raw("crop_size") if cfg.given("crop_size") else crop_size
     crop = None
-    if crop_value is not None or crop_size is not None:
-        crop_dict = cfg.size_dict(
-            "crop_size", crop_size if crop_value is None else crop_value, True
-        )
+    if crop_value is not None:
+        crop_dict = cfg.size_dict("crop_size", crop_value, True)
         if set(crop_dict) != {"height", "width"}:
             raise cfg.error("crop_size", "a {height, width} size", crop_dict)
         crop = (crop_dict["height"], crop_dict["width"])
@@ -217,17 +214,14 @@ def frames_fields(
     }
 
 
-def call_sampling(
+def instance_sampling(
     config: Any, fps: float | None, num_frames: int | None
 ) -> tuple[float | None, int | None]:
-    """A call's ``fps`` and ``num_frames``: given one, the other is None (transformers' call
-    with ``fps=..., num_frames=None``, which its ``sample_frames`` needs where the config sets
-    the other); given neither, the config's two."""
-    if fps is not None and num_frames is not None:
-        raise MmfastError("fps, num_frames: expected one of them, got both")
-    if fps is None and num_frames is None:
-        return config.fps, config.num_frames
-    return fps, num_frames
+    """``sample_frames``' ``fps if fps is not None else self.fps`` (and the same for
+    ``num_frames``)."""
+    return (config.fps if fps is None else fps), (
+        config.num_frames if num_frames is None else num_frames
+    )
 
 
 def positive_number(cfg: Fields, name: str) -> float:

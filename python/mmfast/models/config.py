@@ -228,6 +228,11 @@ class Fields:
     def raw(self, name: str) -> Any:
         return self._values.get(name)
 
+    def given(self, name: str) -> bool:
+        """Whether the config names ``name`` at all (a null there is stored over the class
+        default where the class default is not None: transformers' ``from_dict`` sets it)."""
+        return name in self._values
+
     def flag(self, name: str, default: bool) -> bool:
         value = self._values.get(name)
         if value is None:

@@ -31,7 +31,6 @@ from mmfast.models.base import (
 from mmfast.models.base_video import (
     FRAMES_IGNORES,
     FramesVideoConfig,
-    call_sampling,
     float32_arange,
     frames_fields,
 )
@@ -329,7 +328,7 @@ class InternVLVideoConfig(FramesVideoConfig):
         ``int(total / video_fps * fps)``) indices from ``torch.arange(initial_shift, total,
         total / num_frames).int()`` in float32, the shift half a step when it is true."""
         total = metadata.total_num_frames
-        fps, num_frames = call_sampling(self, fps, num_frames)
+        num_frames = self.num_frames if num_frames is None else num_frames
         if num_frames is None and fps is not None:
             if metadata.fps is None:
                 raise MmfastError(
