@@ -33,10 +33,12 @@ from torchvision_cases import (
     digest,
     hf_torchvision,
     hf_video,
+    hf_video_class,
     input_digest,
     load_image,
     ours,
     ours_video,
+    video_config,
 )
 
 import mmfast
@@ -208,3 +210,48 @@ def test_random_videos_match_transformers(
     model_id: str, frames: int, height: int, width: int, rate: float, options: dict[str, Any]
 ) -> None:
     compare_video_live(VideoCase(model_id, frames, height, width, rate, options))
+
+
+# Calls of several clips: (model, config settings, clips as (frames, height, width)). Clips of
+# different lengths and sizes pad (SmolVLM), concatenate (Gemma 4) or stay a list.
+VIDEO_BATCHES = [
+    ("OpenGVLab/InternVL3-8B-hf", {}, [(3, 90, 120), (5, 60, 200)]),
+    ("OpenGVLab/InternVL3-8B-hf", {"do_resize": False}, [(2, 90, 120), (2, 90, 120)]),
+    ("llava-hf/LLaVA-NeXT-Video-7B-hf", {}, [(4, 300, 200), (4, 120, 500)]),
+    ("google/gemma-4-31B-it", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {}, [(3, 90, 120), (5, 60, 200)]),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_resize": False}, [(3, 90, 120), (2, 60, 200)]),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_pad": False}, [(3, 90, 120), (2, 60, 200)]),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_id", "config", "shapes"),
+    VIDEO_BATCHES,
+    ids=[f"{m.rsplit('/', 1)[-1]}-{c}-{s}" for m, c, s in VIDEO_BATCHES],
+)
+def test_video_batches_match_transformers(
+    model_id: str, config: dict[str, Any], shapes: list[tuple[int, int, int]]
+) -> None:
+    """Several clips in one call: each clip's arrays (and lists) as transformers returns them
+    with ``return_tensors=None``."""
+    torch = pytest.importorskip("torch")
+    clips = [
+        VideoCase(model_id, t, h, w, 10.0).clip() + np.uint8(i)
+        for i, (t, h, w) in enumerate(shapes)
+    ]
+    cls = hf_video_class(model_id)
+    processor = cls.from_dict({**video_config(model_id), **config})
+    want = processor(videos=[torch.from_numpy(c) for c in clips], return_tensors=None)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, video_overrides=config)
+    got = dict(proc.videos(clips, do_sample_frames=False))
+    assert list(got) == list(want)
+    for key, value in want.items():
+        if isinstance(value, list) and value and hasattr(value[0], "numpy"):
+            assert len(got[key]) == len(value), key
+            for a, b in zip(got[key], value, strict=True):
+                assert same_bits(np.asarray(a), b.numpy()), key
+        elif isinstance(value, list):
+            assert np.asarray(got[key]).tolist() == value, key
+        else:
+            assert same_bits(got[key], value.numpy()), key

@@ -74,6 +74,21 @@ def gemma4(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> in
     return text.count("<|video|>")
 
 
+def smolvlm(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    module = importlib.import_module("transformers.models.smolvlm.processing_smolvlm")
+    fake = SimpleNamespace(
+        image_seq_len=processor_setting(proc, "image_seq_len", 169),
+        image_token="<image>",
+        fake_image_token="<fake_token_around_image>",
+        global_image_token="<global-img>",
+    )
+    inputs = {**out, "video_metadata": [metadata]}
+    with pytest.MonkeyPatch.context() as patch:  # num2words spells the frame count only
+        patch.setattr(module, "num2words", str)
+        text = module.SmolVLMProcessor.replace_video_token(fake, inputs, 0)
+    return sum(text.count(t) for t in ("<image>", "<fake_token_around_image>", "<global-img>"))
+
+
 @dataclass(frozen=True)
 class Row:
     model_id: str
@@ -85,6 +100,7 @@ ROWS = [
     Row("llava-hf/llava-onevision-qwen2-7b-ov-hf", llava_onevision),
     Row("llava-hf/LLaVA-NeXT-Video-7B-hf", llava_next_video),
     Row("google/gemma-4-31B-it", gemma4),
+    Row("HuggingFaceTB/SmolVLM2-2.2B-Instruct", smolvlm),
 ]
 
 

@@ -219,6 +219,7 @@ VIDEO_MODELS = [
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "llava-hf/LLaVA-NeXT-Video-7B-hf",
     "google/gemma-4-31B-it",
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)
@@ -274,6 +275,19 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
         {"max_soft_tokens": 100},
     ],
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": [
+        {"do_resize": False},
+        {"do_pad": False},
+        {"size": {"longest_edge": 200}, "max_image_size": {"longest_edge": 150}},
+        {"size": {"height": 100, "width": 300}, "resample": 3},
+        {"size": {"longest_edge": 5000}, "max_image_size": {"longest_edge": 96}, "resample": 2},
+        {"resample": 0},
+        {"do_rescale": False, "do_normalize": False},
+        {"image_mean": [0.1, 0.2, 0.3], "image_std": [0.4, 0.5, 0.6]},
+        {"do_sample_frames": True},
+        {"do_sample_frames": True, "video_sampling": {"fps": 4, "max_frames": 3, "video_size": 64}},
+        {"resample": 5},
+    ],
 }
 VIDEO_CASES += [
     VideoCase(model_id, frames, height, width, rate, options, config)
@@ -294,15 +308,21 @@ def video_config(model_id: str) -> dict[str, Any]:
     return result
 
 
+def hf_video_class(model_id: str) -> Any:
+    """transformers' video processor class for a built-in."""
+    import transformers
+
+    family = models.registry.video_family(None, models.registry.BUILTINS[model_id].model_type)
+    assert family is not None
+    return getattr(transformers, family.processor_type)
+
+
 def hf_video(case: VideoCase) -> dict[str, Any]:
     """transformers' video processor for the model on the case's clip, as NumPy."""
     import torch
-    import transformers
     from transformers.video_utils import VideoMetadata
 
-    family = models.registry.video_family(None, models.registry.BUILTINS[case.model_id].model_type)
-    assert family is not None
-    cls = getattr(transformers, family.processor_type)
+    cls = hf_video_class(case.model_id)
     processor = cls.from_dict({**video_config(case.model_id), **case.config})
     metadata = VideoMetadata(
         total_num_frames=case.frames,

@@ -627,6 +627,12 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
         if value is None:
             raise _Fallback(f"{name}=None", f"{name}=None, which mmfast would read as its default")
         values[name] = _plain(value)
+    for name in family.instance_settings:
+        value = getattr(processor, name, None)
+        if value is None:
+            values.pop(name, None)  # the class default, as the config's
+        else:
+            values[name] = _plain(value)
     try:
         settings = json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -674,7 +680,7 @@ def _video_outputs(config: VideoConfig, out: BatchFeature, return_tensors: str |
                 data[key] = [int(v) for v in value]
             elif isinstance(value, list):
                 continue
-            elif config.batch_layout == "concat":
+            elif config.layout() == "concat":
                 data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
             else:
                 data[key] = list(value)

@@ -910,7 +910,7 @@ def run_videos(
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
     pixels = out if view is None else out.view(view)
     rows: list[int] = []
-    if config.batch_layout == "clips":
+    if config.layout() == "clips":
         clip_shapes = [plan.output_shapes[config.output_key] for plan in plans]
         pixels = (
             pixels.reshape(len(plans), *clip_shapes[0])
@@ -921,7 +921,7 @@ def run_videos(
             ]
         )
         rows = [1] * len(plans)
-    elif config.batch_layout == "concat":
+    elif config.layout() == "concat":
         rows = [plan.output_shapes[config.output_key][0] for plan in plans]
     else:
         rows = [1] * len(plans)

@@ -613,6 +613,10 @@ class VideoConfig:
         """(3, 256): the torchvision class's rescale/normalise arithmetic of every uint8."""
         return fused_tables(self)
 
+    def layout(self) -> str:
+        """:attr:`batch_layout`, for families whose layout follows a setting."""
+        return self.batch_layout
+
     def finish_batch(self, plans: Sequence[VideoPlan]) -> Sequence[VideoPlan]:
         """The clips' plans once the whole call is known (a canvas as large as the largest
         frame, a strip as long as every view): by default as they are."""
@@ -622,10 +626,10 @@ class VideoConfig:
         """The call's pixel output shape and each clip's first value in it (the "clips"
         layout: one flat run of values, each clip's after the previous one's)."""
         shapes = [plan.output_shapes[self.output_key] for plan in plans]
-        if self.batch_layout == "clips":
+        if self.layout() == "clips":
             sizes = [math.prod(shape) for shape in shapes]
             return (sum(sizes),), [0, *itertools.accumulate(sizes)][:-1]
-        return batch_layout_shape(shapes, self.batch_layout, [1] * len(plans))
+        return batch_layout_shape(shapes, self.layout(), [1] * len(plans))
 
     def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
         """The outputs after the pixels, in HF's key order."""

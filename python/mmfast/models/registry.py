@@ -88,6 +88,8 @@ class VideoFamily:
     settings whose None the class reads as the config's default. ``processor_kwargs``: the
     ``processor_config.json`` keys the token count reads (the model's processor settings,
     such as its tokens per frame), which the config's fields then include.
+    ``instance_settings``: settings the class reads from the instance whatever a call passes
+    (``mmfast.hf`` takes them from the processor).
     """
 
     processor_type: str
@@ -97,6 +99,7 @@ class VideoFamily:
     ignores: frozenset[str] = frozenset()
     none_is_default: frozenset[str] = frozenset()
     processor_kwargs: frozenset[str] = frozenset()
+    instance_settings: frozenset[str] = frozenset()
 
 
 FAMILIES: dict[str, Family] = {}
