@@ -501,6 +501,23 @@ def test_video_processor_matches_transformers(
     assert hf.stats()["mmfast"] > before
 
 
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+def test_refused_video_settings_run_on_transformers(tmp_path: Path) -> None:
+    """MiniCPM-V's stack_frames (sub-second composites, refused by mmfast): transformers'
+    outputs, computed by its own code, and counted as such."""
+    directory = write_video_checkpoint(tmp_path, "openbmb/MiniCPM-V-4.6")
+    plain, backed = load_pair(transformers.AutoVideoProcessor, directory)
+    videos = [clip(7, 90, 120, 1)]
+    call = {"video_metadata": [{"total_num_frames": 7, "fps": 3.0, "duration": 7 / 3}]}
+    before = hf.stats()["by_class"].get("MiniCPMV4_6VideoProcessor", {})
+    want = outcome(plain, videos, stack_frames=2, return_tensors="pt", **call)
+    got = outcome(backed, videos, stack_frames=2, return_tensors="pt", **call)
+    assert_same(got, want)
+    after = hf.stats()["by_class"]["MiniCPMV4_6VideoProcessor"]
+    refused = "mmfast refused the call"
+    assert after.get(refused, 0) == before.get(refused, 0) + 1, after
+
+
 # --------------------------------------------------------------------------------------------
 # What runs on transformers' code
 # --------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from torchvision_cases import (
 )
 
 import mmfast
-from mmfast import MmfastError
+from mmfast import MmfastError, UnsupportedModelError
 
 GOLDEN = json.loads(GOLDENS.read_text())["cases"]
 VIDEOS = json.loads(GOLDENS.read_text())["videos"]
@@ -158,6 +158,30 @@ def test_refusals_name_the_setting(model_id: str, overrides: dict[str, Any], mat
         mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision", **overrides)
 
 
+@pytest.mark.parametrize(
+    ("model_id", "overrides", "error", "match"),
+    [
+        ("openbmb/MiniCPM-V-4.6", {"stack_frames": 2}, UnsupportedModelError, "stack_frames: 2"),
+        (
+            "openbmb/MiniCPM-V-4.6",
+            {"do_rescale": False, "do_normalize": False},
+            MmfastError,
+            "do_rescale, do_normalize",
+        ),
+        ("google/gemma-4-31B-it", {"resample": 0}, MmfastError, "resample: expected 1, 2 or 3"),
+        ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"resample": 4}, MmfastError, "resample"),
+        ("OpenGVLab/InternVL3-8B-hf", {"initial_shift": "half"}, MmfastError, "initial_shift"),
+    ],
+)
+def test_video_refusals_name_the_setting(
+    model_id: str, overrides: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    """What mmfast cannot compute exactly (or transformers refuses) is refused, naming the
+    setting; mmfast.hf then runs transformers' code."""
+    with pytest.raises(error, match=match):
+        mmfast.ImageProcessor.from_pretrained(model_id, video_overrides=overrides)
+
+
 @pytest.mark.parametrize("case", VIDEO_CASES, ids=lambda case: case.id)
 def test_videos_match_goldens(case: VideoCase) -> None:
     want = VIDEOS[case.id]
@@ -222,6 +246,7 @@ VIDEO_BATCHES = [
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {}, [(3, 90, 120), (5, 60, 200)]),
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_resize": False}, [(3, 90, 120), (2, 60, 200)]),
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_pad": False}, [(3, 90, 120), (2, 60, 200)]),
+    ("openbmb/MiniCPM-V-4.6", {"do_sample_frames": False}, [(2, 600, 900), (3, 90, 120)]),
 ]
 
 

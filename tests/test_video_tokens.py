@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import noise
+from parity_table import MINICPM_TOKEN
 
 import mmfast
 from mmfast.models import registry
+from mmfast.models.minicpmv4_6 import MiniCPMV4_6VideoConfig
 from mmfast.video import VideoMetadata
 
 # (frames, height, width) of the clips counted.
-CLIPS = [(1, 64, 90), (5, 240, 320), (3, 97, 411), (2, 900, 40)]
+CLIPS = [(1, 64, 90), (5, 240, 320), (3, 97, 411), (2, 900, 40), (2, 600, 900)]
 
 
 def processor_method(path: str) -> Callable[..., str]:
@@ -89,6 +91,32 @@ def smolvlm(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> i
     return sum(text.count(t) for t in ("<image>", "<fake_token_around_image>", "<global-img>"))
 
 
+def minicpm(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    """The clip as its prompt's first video, counted as MiniCPM-V's tokenizer splits it."""
+    config = proc.video_config
+    assert isinstance(config, MiniCPMV4_6VideoConfig)
+    cls = importlib.import_module(
+        "transformers.models.minicpmv4_6.processing_minicpmv4_6"
+    ).MiniCPMV4_6Processor
+    fake = SimpleNamespace(
+        video_token="<video>",
+        image_start_token="<image>",
+        image_end_token="</image>",
+        slice_start_token="<slice>",
+        slice_end_token="</slice>",
+        image_id_start_token="<image_id>",
+        image_id_end_token="</image_id>",
+        video_slice_mode=config.slice_mode,
+    )
+    divisor = 4 if config.downsample_mode == "4x" else 16
+    text = cls.replace_video_token(fake, out, 0, video_token_divisor=divisor)
+    if config.use_image_id:
+        text = cls._prepend_local_ids(fake, [fake.video_token], [text], fake.video_token)[0]
+    tokens = MINICPM_TOKEN.findall(text)
+    assert "".join(tokens) == text, text
+    return len(tokens)
+
+
 @dataclass(frozen=True)
 class Row:
     model_id: str
@@ -101,6 +129,8 @@ ROWS = [
     Row("llava-hf/LLaVA-NeXT-Video-7B-hf", llava_next_video),
     Row("google/gemma-4-31B-it", gemma4),
     Row("HuggingFaceTB/SmolVLM2-2.2B-Instruct", smolvlm),
+    Row("openbmb/MiniCPM-V-4.6", minicpm),
+    Row("openbmb/MiniCPM-V-4.7-1B", minicpm),
 ]
 
 

@@ -220,6 +220,7 @@ VIDEO_MODELS = [
     "llava-hf/LLaVA-NeXT-Video-7B-hf",
     "google/gemma-4-31B-it",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "openbmb/MiniCPM-V-4.6",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)
@@ -288,7 +289,24 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"do_sample_frames": True, "video_sampling": {"fps": 4, "max_frames": 3, "video_size": 64}},
         {"resample": 5},
     ],
+    "openbmb/MiniCPM-V-4.6": [
+        {"do_resize": False},
+        {"slice_mode": False},
+        {"downsample_mode": "4x", "max_slice_nums": 4},
+        {"scale_resolution": 140, "max_slice_nums": 6, "resample": 2},
+        {"scale_resolution": 112, "patch_size": 16, "resample": 1},
+        {"resample": 0},
+        {"do_normalize": False},
+        {"do_rescale": False, "image_mean": [100, 120, 140], "image_std": [50, 60, 70]},
+        {"max_num_frames": 2},
+        {"use_image_id": False, "do_sample_frames": False},
+    ],
 }
+# MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
+VIDEO_CASES += [
+    VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
+    VideoCase("openbmb/MiniCPM-V-4.6", 95, 40, 60, 7.5, {}, {"max_num_frames": 7}),
+]
 VIDEO_CASES += [
     VideoCase(model_id, frames, height, width, rate, options, config)
     for model_id, settings in VIDEO_SETTINGS.items()
@@ -337,7 +355,8 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
         return_tensors="pt",
         **case.options,
     )
-    return {key: value.numpy() for key, value in out.items()}
+    # MiniCPM-V's num_frames_per_video stays a list.
+    return {key: value if isinstance(value, list) else value.numpy() for key, value in out.items()}
 
 
 def ours_video(case: VideoCase) -> dict[str, Any]:
