@@ -63,11 +63,12 @@ from mmfast.models.base import (
     PatchGrid,
     TileGrid,
 )
+from mmfast.models.base_video import FramesVideoConfig
 from mmfast.models.config import load_config, supported_models
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
-from mmfast.models.gemma4 import Gemma4Config
+from mmfast.models.gemma4 import Gemma4Config, Gemma4VideoConfig
 from mmfast.models.gemma4_unified import Gemma4UnifiedConfig
 from mmfast.models.geometry import (
     CropBox,
@@ -80,10 +81,10 @@ from mmfast.models.glm4v import Glm4vConfig
 from mmfast.models.glm5_next import Glm5NextConfig
 from mmfast.models.glm_image import GlmImageConfig
 from mmfast.models.glmga import GlmgaConfig
-from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.got_ocr2 import GotOcr2Config, InternVLVideoConfig
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.idefics2 import Idefics2Config
-from mmfast.models.idefics3 import Idefics3Config
+from mmfast.models.idefics3 import Idefics3Config, SmolVLMVideoConfig
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.lfm2_vl import Lfm2VlConfig
@@ -96,10 +97,10 @@ from mmfast.models.llama4 import (
     get_max_res_without_distortion,
 )
 from mmfast.models.llava import ClipConfig
-from mmfast.models.llava_next import LlavaNextConfig
-from mmfast.models.llava_onevision import LlavaOnevisionConfig
+from mmfast.models.llava_next import LlavaNextConfig, LlavaNextVideoVideoConfig
+from mmfast.models.llava_onevision import LlavaOnevisionConfig, LlavaOnevisionVideoConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
-from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
+from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config, MiniCPMV4_6VideoConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
@@ -116,9 +117,11 @@ __all__ = [
     "CropBox",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
+    "FramesVideoConfig",
     "Gemma3Config",
     "Gemma4Config",
     "Gemma4UnifiedConfig",
+    "Gemma4VideoConfig",
     "Glm4vConfig",
     "Glm5NextConfig",
     "GlmImageConfig",
@@ -128,15 +131,19 @@ __all__ = [
     "Idefics2Config",
     "Idefics3Config",
     "ImagePlan",
+    "InternVLVideoConfig",
     "KimiK25Config",
     "KimiK25ImageConfig",
     "KimiVLConfig",
     "Lfm2VlConfig",
     "Llama4Config",
     "LlavaNextConfig",
+    "LlavaNextVideoVideoConfig",
     "LlavaOnevisionConfig",
+    "LlavaOnevisionVideoConfig",
     "MiniCPMOcrConfig",
     "MiniCPMV4_6Config",
+    "MiniCPMV4_6VideoConfig",
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
@@ -144,6 +151,7 @@ __all__ = [
     "QwenVLConfig",
     "Siglip2Config",
     "SiglipConfig",
+    "SmolVLMVideoConfig",
     "TileGrid",
     "VideoLlama3Config",
     "center_crop_box",
