@@ -502,6 +502,29 @@ def test_video_processor_matches_transformers(
 
 
 @pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+def test_embedding_gemma2_video_processor_matches_transformers(
+    tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """EmbeddingGemma2VideoProcessor (no built-in checkpoint: its class defaults), backed."""
+    (tmp_path / "video_preprocessor_config.json").write_text(
+        json.dumps({"video_processor_type": "EmbeddingGemma2VideoProcessor"})
+    )
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "embedding_gemma2"}))
+    plain, backed = load_pair(transformers.AutoVideoProcessor, tmp_path)
+    assert isinstance(backed, hf.MmfastBackedVideo)
+    videos = [clip(9, 90, 120, 1), clip(5, 60, 200, 2)]
+    metadata = [
+        {"total_num_frames": 9, "fps": 3.0, "duration": 3.0},
+        {"total_num_frames": 5, "fps": 3.0, "duration": 5 / 3},
+    ]
+    before = hf.stats()["mmfast"]
+    for tensors in [*TENSORS, None]:
+        call = {"return_tensors": tensors, "video_metadata": metadata}
+        assert_same(outcome(backed, videos, **call), outcome(plain, videos, **call))
+    assert hf.stats()["mmfast"] > before
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
 def test_refused_video_settings_run_on_transformers(tmp_path: Path) -> None:
     """MiniCPM-V's stack_frames (sub-second composites, refused by mmfast): transformers'
     outputs, computed by its own code, and counted as such."""

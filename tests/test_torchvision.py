@@ -280,3 +280,48 @@ def test_video_batches_match_transformers(
             assert np.asarray(got[key]).tolist() == value, key
         else:
             assert same_bits(got[key], value.numpy()), key
+
+
+# EmbeddingGemma 2's video processor: Gemma 4's pipeline, its own sampler. No built-in
+# checkpoint: a checkpoint directory of its class defaults and these settings.
+EMBEDDING_GEMMA2 = [
+    ({}, {}),
+    ({}, {"fps": None}),
+    ({"overflow_strategy": "truncate", "max_frames": 3}, {}),
+    ({"fps": 4, "max_soft_tokens": 140}, {}),
+    ({"max_frames": 4}, {"fps": 12}),
+    ({}, {"num_frames": 3}),
+    ({}, {"do_sample_frames": False}),
+]
+
+
+@pytest.mark.parametrize(("config", "options"), EMBEDDING_GEMMA2, ids=str)
+def test_embedding_gemma2_videos_match_transformers(
+    config: dict[str, Any], options: dict[str, Any], tmp_path: Any
+) -> None:
+    torch = pytest.importorskip("torch")
+    import transformers
+    from transformers.video_utils import VideoMetadata
+
+    settings = {**config, "video_processor_type": "EmbeddingGemma2VideoProcessor"}
+    (tmp_path / "video_preprocessor_config.json").write_text(json.dumps(settings))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "embedding_gemma2"}))
+    (tmp_path / "preprocessor_config.json").write_text(
+        json.dumps(dict(mmfast.models.registry.BUILTINS["google/gemma-4-31B-it"].preprocessor))
+    )
+    clip = VideoCase("embedding", 23, 97, 131, 6.0).clip()
+    processor = transformers.EmbeddingGemma2VideoProcessor.from_dict(settings)
+    metadata = VideoMetadata(total_num_frames=23, fps=6.0, width=131, height=97, duration=23 / 6)
+    try:
+        want = processor(
+            videos=[torch.from_numpy(clip)],
+            video_metadata=[metadata],
+            return_tensors="pt",
+            **options,
+        )
+    except ValueError:
+        with pytest.raises(MmfastError):
+            mmfast.ImageProcessor.from_pretrained(tmp_path).videos(clip, video_fps=6.0, **options)
+        return
+    got = mmfast.ImageProcessor.from_pretrained(tmp_path).videos(clip, video_fps=6.0, **options)
+    assert_same_outputs(dict(got), {k: v.numpy() for k, v in want.items()})

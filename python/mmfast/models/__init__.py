@@ -68,7 +68,7 @@ from mmfast.models.config import load_config, supported_models
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.gemma3 import Gemma3Config
-from mmfast.models.gemma4 import Gemma4Config, Gemma4VideoConfig
+from mmfast.models.gemma4 import EmbeddingGemma2VideoConfig, Gemma4Config, Gemma4VideoConfig
 from mmfast.models.gemma4_unified import Gemma4UnifiedConfig
 from mmfast.models.geometry import (
     CropBox,
@@ -115,6 +115,7 @@ __all__ = [
     "OPENAI_CLIP_STD",
     "ClipConfig",
     "CropBox",
+    "EmbeddingGemma2VideoConfig",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
     "FramesVideoConfig",

@@ -12,6 +12,7 @@ padding; ``num_soft_tokens_per_image`` the soft tokens the processor inserts (pa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from mmfast.models.siglip2 import check_patch_multiple, hwc_rows, padded_length,
 
 __all__ = [
     "SUPPORTED_SOFT_TOKENS",
+    "EmbeddingGemma2VideoConfig",
     "Gemma4Config",
     "Gemma4VideoConfig",
     "gemma4_fields",
@@ -311,6 +313,8 @@ GEMMA4_IMAGE_PROCESSOR: Final[Mapping[str, Any]] = MappingProxyType(
         "rescale_factor": 0.00392156862745098,
     }
 )
+
+
 # Its video_processor block, as two projects pin it (a Rust port's test of "the released
 # checkpoints' processor_config.json sections", and a GGUF converter writing the same block).
 GEMMA4_VIDEO_PROCESSOR: Final[Mapping[str, Any]] = MappingProxyType(
@@ -517,6 +521,95 @@ registry.register_video(
         # pads.
         ignores=frozenset(
             {"size", "default_to_square", "do_center_crop", "crop_size", "do_pad", "pad_size"}
+        ),
+    )
+)
+
+
+@dataclass(frozen=True)
+class EmbeddingGemma2VideoConfig(Gemma4VideoConfig):
+    """Settings of ``EmbeddingGemma2VideoProcessor``: Gemma 4's video pipeline with its own
+    sampler (1 frame a second by default, at most ``max_frames``, thinned by
+    ``overflow_strategy``). ``num_video_tokens`` counts the ``<|video|>`` tokens
+    EmbeddingGemma2Processor inserts without audio: soft tokens per frame."""
+
+    max_frames: int | None
+    overflow_strategy: str | None
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``EmbeddingGemma2VideoProcessor.sample_frames``: every frame, or ``fps``
+        frames a second (each ``int(i * video_fps / fps)``, capped at the last) when the clip
+        has a rate and duration; then at most ``max_frames``, cut ("truncate") or picked by
+        ``np.linspace`` ("uniform")."""
+        if num_frames is not None:
+            raise MmfastError(
+                "num_frames: EmbeddingGemma2VideoProcessor samples with fps and max_frames, "
+                f"got num_frames={num_frames}"
+            )
+        total = metadata.total_num_frames
+        if fps is not None and (metadata.fps is None or metadata.duration is None):
+            fps = None  # transformers keeps every frame (with a warning)
+        if fps is None:
+            indices = list(range(total))
+        else:
+            step = metadata.fps / fps
+            count = max(1, int(metadata.duration * fps))
+            indices = [min(total - 1, int(i * step)) for i in range(count)]
+        if self.overflow_strategy is None or len(indices) <= (self.max_frames or 0):
+            return indices
+        if self.max_frames is None:
+            raise MmfastError(
+                f"max_frames: overflow_strategy={self.overflow_strategy!r} needs max_frames"
+            )
+        if self.overflow_strategy == "truncate":
+            return indices[: self.max_frames]
+        picks = np.linspace(0, len(indices) - 1, self.max_frames, dtype=int)
+        return [indices[i] for i in picks]
+
+
+def _build_embedding_video(model_id: str | None, cfg: Fields) -> EmbeddingGemma2VideoConfig:
+    """Mirrors ``EmbeddingGemma2VideoProcessor``'s class defaults: Gemma 4's (without its 32
+    frames), 1 frame a second, at most 32 frames, thinned evenly."""
+    gemma = _build_video(model_id, cfg)
+    fields = {f.name: getattr(gemma, f.name) for f in dataclasses.fields(gemma)}
+    strategy = cfg.raw("overflow_strategy") if cfg.given("overflow_strategy") else "uniform"
+    if strategy not in (None, "truncate", "uniform"):
+        raise cfg.error("overflow_strategy", "'truncate' or 'uniform'", strategy)
+    max_frames = cfg.raw("max_frames") if cfg.given("max_frames") else 32
+    num_frames = cfg.raw("num_frames")
+    return EmbeddingGemma2VideoConfig(
+        **{
+            **fields,
+            "video_processor_type": "EmbeddingGemma2VideoProcessor",
+            "fps": (None if cfg.given("fps") else 1.0)
+            if cfg.raw("fps") is None
+            else positive_number(cfg, "fps"),
+            "num_frames": None if num_frames is None else cfg.positive_int("num_frames", 1),
+        },
+        max_frames=None if max_frames is None else cfg.positive_int("max_frames", 32),
+        overflow_strategy=strategy,
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="EmbeddingGemma2VideoProcessor",
+        model_types=("embedding_gemma2",),
+        build=_build_embedding_video,
+        kwargs=GEMMA4_KWARGS
+        | {"add_timestamps", "max_frames", "overflow_strategy", "load_audio_from_video"},
+        # Its _preprocess is Gemma 4's; the timestamps and audio are the processor's.
+        ignores=frozenset(
+            {
+                "size",
+                "default_to_square",
+                "do_center_crop",
+                "crop_size",
+                "do_pad",
+                "pad_size",
+                "add_timestamps",
+                "load_audio_from_video",
+            }
         ),
     )
 )
