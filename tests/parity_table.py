@@ -1561,3 +1561,19 @@ TABLE += [
         ),
     ),
 ]
+
+# The image side of the video checkpoints added with their video processors.
+TABLE += [
+    Row(
+        "llava-hf/LLaVA-NeXT-Video-7B-hf",
+        llava_next_tokens(
+            "llava_next_video.processing_llava_next_video.LlavaNextVideoProcessor",
+            pinpoints=builtin_dict("llava-hf/LLaVA-NeXT-Video-7B-hf")["image_grid_pinpoints"],
+            patch_size=14,
+            num_additional_image_tokens=1,
+            vision_feature_select_strategy="default",
+            image_token="<image>",
+        ),
+        COMMON,
+    ),
+]

@@ -281,6 +281,37 @@ def test_preprocess_takes_video_files(tmp_path, capsys):
     assert "no video processor" in capsys.readouterr().err
 
 
+def test_preprocess_video_strips_join(tmp_path: Path) -> None:
+    """MiniCPM-V's video strips of two files join along the strip, as one call gives them;
+    its list output (frames per video) is saved as an array."""
+    av = pytest.importorskip("av")
+    paths = []
+    for n, frames in enumerate((12, 7)):
+        path = tmp_path / f"clip{n}.mp4"
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("libx264", rate=5)
+            stream.height, stream.width = 64, 96
+            stream.pix_fmt = "yuv420p"
+            for t in range(frames):
+                image = np.roll(bench.synthetic_photo(64, 96, seed=n), t, axis=1)
+                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        paths.append(path)
+    saved = tmp_path / "out.npz"
+    model = "openbmb/MiniCPM-V-4.6"
+    assert main(["preprocess", *map(str, paths), "--model", model, "--out", str(saved)]) == 0
+    proc = ImageProcessor.from_pretrained(model)
+    want = [proc.videos(path) for path in paths]
+    loaded = cli.load_npz(saved)
+    strip = np.concatenate([w["pixel_values_videos"] for w in want], axis=-1)
+    assert np.array_equal(loaded["pixel_values_videos"], strip)
+    assert loaded["num_frames_per_video"].tolist() == [
+        n for w in want for n in w["num_frames_per_video"]
+    ]
+
+
 def test_preprocess_table_keeps_to_the_terminal():
     row = cli.ImageRow(
         "/a/long/path/to/the/photos/IMG_20240101_123456.jpg",

@@ -578,19 +578,26 @@ def test_video_processor_matches_transformers(
     plain, backed = load_pair(auto, directory)
     assert isinstance(backed, hf.MmfastBackedVideo) and isinstance(backed, type(plain))
     assert type(backed).__name__ in hf.supported_classes()
-    # Clips of different lengths, except for a class that stacks its clips (Video-LLaVA):
-    # transformers cannot stack those.
-    stacks = mmfast.ImageProcessor.from_pretrained(model_id).video_config.batch_layout == "stack"
-    second = 8 if stacks else 5
-    videos = [clip(8, 90, 120, 1), clip(second, 60, 200, 2)]
-    metadata = [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": second, "fps": 10.0}]
+    batches = [
+        # Clips of different sizes and lengths (which the classes returning a list of clips
+        # stack for return_tensors "np" and "pt" only when they have one shape).
+        (
+            [clip(8, 90, 120, 1), clip(5, 60, 200, 2)],
+            [{"total_num_frames": 8, "fps": 24.0}, {"total_num_frames": 5, "fps": 10.0}],
+        ),
+        (
+            [clip(6, 90, 120, 3), clip(6, 90, 120, 4)],
+            [{"total_num_frames": 6, "fps": 4.0, "duration": 1.5}] * 2,
+        ),
+    ]
     before = hf.stats()["mmfast"]
-    for tensors in [*TENSORS, None]:
-        for kwargs in ({}, {"do_sample_frames": False}):
-            call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
-            want = outcome(plain, videos, **call)
-            got = outcome(backed, videos, **call)
-            assert_same(got, want)
+    for videos, metadata in batches:
+        for tensors in [*TENSORS, None]:
+            for kwargs in ({}, {"do_sample_frames": False}):
+                call = {"return_tensors": tensors, "video_metadata": metadata, **kwargs}
+                want = outcome(plain, videos, **call)
+                got = outcome(backed, videos, **call)
+                assert_same(got, want)
     assert hf.stats()["mmfast"] > before
 
 
@@ -664,6 +671,46 @@ def test_video_llama_3_compression(tmp_path: Path) -> None:
         after = hf.stats()
         assert (after["mmfast"] > before["mmfast"]) is computed
         assert (after["transformers"] > before["transformers"]) is not computed
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+def test_embedding_gemma2_video_processor_matches_transformers(
+    tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """EmbeddingGemma2VideoProcessor (no built-in checkpoint: its class defaults), backed."""
+    (tmp_path / "video_preprocessor_config.json").write_text(
+        json.dumps({"video_processor_type": "EmbeddingGemma2VideoProcessor"})
+    )
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "embedding_gemma2"}))
+    plain, backed = load_pair(transformers.AutoVideoProcessor, tmp_path)
+    assert isinstance(backed, hf.MmfastBackedVideo)
+    videos = [clip(9, 90, 120, 1), clip(5, 60, 200, 2)]
+    metadata = [
+        {"total_num_frames": 9, "fps": 3.0, "duration": 3.0},
+        {"total_num_frames": 5, "fps": 3.0, "duration": 5 / 3},
+    ]
+    before = hf.stats()["mmfast"]
+    for tensors in [*TENSORS, None]:
+        call = {"return_tensors": tensors, "video_metadata": metadata}
+        assert_same(outcome(backed, videos, **call), outcome(plain, videos, **call))
+    assert hf.stats()["mmfast"] > before
+
+
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+def test_refused_video_settings_run_on_transformers(tmp_path: Path) -> None:
+    """MiniCPM-V's stack_frames (sub-second composites, refused by mmfast): transformers'
+    outputs, computed by its own code, and counted as such."""
+    directory = write_video_checkpoint(tmp_path, "openbmb/MiniCPM-V-4.6")
+    plain, backed = load_pair(transformers.AutoVideoProcessor, directory)
+    videos = [clip(7, 90, 120, 1)]
+    call = {"video_metadata": [{"total_num_frames": 7, "fps": 3.0, "duration": 7 / 3}]}
+    before = hf.stats()["by_class"].get("MiniCPMV4_6VideoProcessor", {})
+    want = outcome(plain, videos, stack_frames=2, return_tensors="pt", **call)
+    got = outcome(backed, videos, stack_frames=2, return_tensors="pt", **call)
+    assert_same(got, want)
+    after = hf.stats()["by_class"]["MiniCPMV4_6VideoProcessor"]
+    refused = "mmfast refused the call"
+    assert after.get(refused, 0) == before.get(refused, 0) + 1, after
 
 
 # --------------------------------------------------------------------------------------------

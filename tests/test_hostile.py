@@ -701,13 +701,24 @@ VIDEO_ARGUMENTS: dict[tuple[str, str], list[dict[str, Any]]] = {
     (QWEN3, "fps: expected a finite number > 0"): [{"fps": v} for v in (NAN, INF, "2", 0)],
     (QWEN3, "video_fps: expected a finite"): [{"fps": 2, "video_fps": v} for v in (0, NAN, "3")],
     (QWEN3, "num_frames: expected an integer"): [{"num_frames": n} for n in (0, 2.5, 2**70, 10**9)],
-    (QWEN3, "num_frames: expected at least temporal_factor=2"): [{"num_frames": 1}],
+    (QWEN3, "num_frames: expected at least temporal_factor=2"): [{"num_frames": 1, "fps": None}],
     (QWEN3, "video_fps: expected one rate per clip (1)"): [{"video_fps": [30.0, 30.0]}],
     (QWEN3, "fps, num_frames"): [{"fps": 2, "num_frames": 4}],
     (QWEN3, "threads: expected"): [{"threads": 0}],
     (QWEN3, "dtype: expected"): [{"dtype": "f32"}],
     (QWEN, "video_fps"): [{"do_sample_frames": True, "fps": 2.0}],  # needs the clip's rate
     (QWEN, "num_frames"): [{"do_sample_frames": True, "num_frames": 100}, {"num_frames": True}],
+    # Samplers that need the clip's rate (or duration), or frames it does not have.
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "video_fps"): [{"do_sample_frames": True}],
+    ("openbmb/MiniCPM-V-4.6", "video_fps"): [{}],
+    ("google/gemma-4-31B-it", "num_frames"): [{}, {"num_frames": 100}],
+    ("google/gemma-4-31B-it", "fps, num_frames"): [{"fps": 2}],
+    ("OpenGVLab/InternVL3-8B-hf", "num_frames: InternVLVideoProcessor samples"): [
+        {"do_sample_frames": True}
+    ],
+    ("OpenGVLab/InternVL3-8B-hf", "fps: "): [
+        {"do_sample_frames": True, "fps": 0.01, "video_fps": 30.0}
+    ],
 }
 
 

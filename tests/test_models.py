@@ -588,6 +588,7 @@ def test_supported_models_load() -> None:
         "OpenGVLab/InternVL3_5-8B-HF": models.GotOcr2Config,
         "CohereLabs/aya-vision-8b": models.GotOcr2Config,
         "llava-hf/llava-v1.6-mistral-7b-hf": models.LlavaNextConfig,
+        "llava-hf/LLaVA-NeXT-Video-7B-hf": models.LlavaNextConfig,
         "llava-hf/llava-onevision-qwen2-7b-ov-hf": models.LlavaOnevisionConfig,
         "HuggingFaceTB/SmolVLM-Instruct": models.Idefics3Config,
         "HuggingFaceTB/SmolVLM2-2.2B-Instruct": models.Idefics3Config,

@@ -36,16 +36,18 @@ from torchvision_cases import (
     digest,
     hf_torchvision,
     hf_video,
+    hf_video_class,
     hf_video_tokens,
     input_digest,
     load_image,
     ours,
     ours_video,
     ours_video_tokens,
+    video_config,
 )
 
 import mmfast
-from mmfast import MmfastError
+from mmfast import MmfastError, UnsupportedModelError
 
 GOLDEN = json.loads(GOLDENS.read_text())["cases"]
 VIDEOS = json.loads(GOLDENS.read_text())["videos"]
@@ -170,6 +172,30 @@ def test_refusals_name_the_setting(model_id: str, overrides: dict[str, Any], mat
         mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision", **overrides)
 
 
+@pytest.mark.parametrize(
+    ("model_id", "overrides", "error", "match"),
+    [
+        ("openbmb/MiniCPM-V-4.6", {"stack_frames": 2}, UnsupportedModelError, "stack_frames: 2"),
+        (
+            "openbmb/MiniCPM-V-4.6",
+            {"do_rescale": False, "do_normalize": False},
+            MmfastError,
+            "do_rescale, do_normalize",
+        ),
+        ("google/gemma-4-31B-it", {"resample": 0}, MmfastError, "resample: expected 1, 2 or 3"),
+        ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"resample": 4}, MmfastError, "resample"),
+        ("OpenGVLab/InternVL3-8B-hf", {"initial_shift": "half"}, MmfastError, "initial_shift"),
+    ],
+)
+def test_video_refusals_name_the_setting(
+    model_id: str, overrides: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    """What mmfast cannot compute exactly (or transformers refuses) is refused, naming the
+    setting; mmfast.hf then runs transformers' code."""
+    with pytest.raises(error, match=match):
+        mmfast.ImageProcessor.from_pretrained(model_id, video_overrides=overrides)
+
+
 @pytest.mark.parametrize("case", VIDEO_CASES, ids=lambda case: case.id)
 def test_videos_match_goldens(case: VideoCase) -> None:
     want = VIDEOS[case.id]
@@ -183,8 +209,11 @@ def test_videos_match_goldens(case: VideoCase) -> None:
 # What transformers' video classes raise for a clip they cannot process: ValueError; for a
 # clip GLM-5's sampler leaves no frame of (shorter than half a second), ZeroDivisionError in
 # its smart_resize; for a setting MiniMax-M3's kwargs type refuses (fps=None),
-# huggingface_hub's StrictDataclassError. mmfast raises MmfastError for each.
-HF_REFUSALS = (ValueError, ZeroDivisionError, StrictDataclassError)
+# huggingface_hub's StrictDataclassError; besides, InternVL's sampler divides by a zero frame
+# count at a low fps (ZeroDivisionError), SmolVLM's compares None without fps or num_frames
+# (TypeError), and torch refuses the box and hamming filters (NotImplementedError). mmfast
+# raises MmfastError for each.
+HF_REFUSALS = (ValueError, ZeroDivisionError, StrictDataclassError, TypeError, NotImplementedError)
 
 
 def compare_video_live(case: VideoCase) -> None:
@@ -268,3 +297,94 @@ def test_video_tokens_match_processors(case: VideoCase) -> None:
         assert ours_video_tokens(case) == 0
         return
     assert ours_video_tokens(case) == want
+
+
+# Calls of several clips: (model, config settings, clips as (frames, height, width)). Clips of
+# different lengths and sizes pad (SmolVLM), concatenate (Gemma 4) or stay a list.
+VIDEO_BATCHES = [
+    ("OpenGVLab/InternVL3-8B-hf", {}, [(3, 90, 120), (5, 60, 200)]),
+    ("OpenGVLab/InternVL3-8B-hf", {"do_resize": False}, [(2, 90, 120), (2, 90, 120)]),
+    ("llava-hf/LLaVA-NeXT-Video-7B-hf", {}, [(4, 300, 200), (4, 120, 500)]),
+    ("google/gemma-4-31B-it", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {}, [(3, 90, 120), (5, 60, 200)]),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_resize": False}, [(3, 90, 120), (2, 60, 200)]),
+    ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_pad": False}, [(3, 90, 120), (2, 60, 200)]),
+    ("openbmb/MiniCPM-V-4.6", {"do_sample_frames": False}, [(2, 600, 900), (3, 90, 120)]),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_id", "config", "shapes"),
+    VIDEO_BATCHES,
+    ids=[f"{m.rsplit('/', 1)[-1]}-{c}-{s}" for m, c, s in VIDEO_BATCHES],
+)
+def test_video_batches_match_transformers(
+    model_id: str, config: dict[str, Any], shapes: list[tuple[int, int, int]]
+) -> None:
+    """Several clips in one call: each clip's arrays (and lists) as transformers returns them
+    with ``return_tensors=None``."""
+    torch = pytest.importorskip("torch")
+    clips = [
+        VideoCase(model_id, t, h, w, 10.0).clip() + np.uint8(i)
+        for i, (t, h, w) in enumerate(shapes)
+    ]
+    cls = hf_video_class(model_id)
+    processor = cls.from_dict({**video_config(model_id), **config})
+    want = processor(videos=[torch.from_numpy(c) for c in clips], return_tensors=None)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, video_overrides=config)
+    got = dict(proc.videos(clips, do_sample_frames=False))
+    assert list(got) == list(want)
+    for key, value in want.items():
+        if isinstance(value, list) and value and hasattr(value[0], "numpy"):
+            assert len(got[key]) == len(value), key
+            for a, b in zip(got[key], value, strict=True):
+                assert same_bits(np.asarray(a), b.numpy()), key
+        elif isinstance(value, list):
+            assert np.asarray(got[key]).tolist() == value, key
+        else:
+            assert same_bits(got[key], value.numpy()), key
+
+
+# EmbeddingGemma 2's video processor: Gemma 4's pipeline, its own sampler. No built-in
+# checkpoint: a checkpoint directory of its class defaults and these settings.
+EMBEDDING_GEMMA2 = [
+    ({}, {}),
+    ({}, {"fps": None}),
+    ({"overflow_strategy": "truncate", "max_frames": 3}, {}),
+    ({"fps": 4, "max_soft_tokens": 140}, {}),
+    ({"max_frames": 4}, {"fps": 12}),
+    ({}, {"num_frames": 3}),
+    ({}, {"do_sample_frames": False}),
+]
+
+
+@pytest.mark.parametrize(("config", "options"), EMBEDDING_GEMMA2, ids=str)
+def test_embedding_gemma2_videos_match_transformers(
+    config: dict[str, Any], options: dict[str, Any], tmp_path: Any
+) -> None:
+    torch = pytest.importorskip("torch")
+    import transformers
+    from transformers.video_utils import VideoMetadata
+
+    settings = {**config, "video_processor_type": "EmbeddingGemma2VideoProcessor"}
+    (tmp_path / "video_preprocessor_config.json").write_text(json.dumps(settings))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "embedding_gemma2"}))
+    (tmp_path / "preprocessor_config.json").write_text(
+        json.dumps(dict(mmfast.models.registry.BUILTINS["google/gemma-4-31B-it"].preprocessor))
+    )
+    clip = VideoCase("embedding", 23, 97, 131, 6.0).clip()
+    processor = transformers.EmbeddingGemma2VideoProcessor.from_dict(settings)
+    metadata = VideoMetadata(total_num_frames=23, fps=6.0, width=131, height=97, duration=23 / 6)
+    try:
+        want = processor(
+            videos=[torch.from_numpy(clip)],
+            video_metadata=[metadata],
+            return_tensors="pt",
+            **options,
+        )
+    except ValueError:
+        with pytest.raises(MmfastError):
+            mmfast.ImageProcessor.from_pretrained(tmp_path).videos(clip, video_fps=6.0, **options)
+        return
+    got = mmfast.ImageProcessor.from_pretrained(tmp_path).videos(clip, video_fps=6.0, **options)
+    assert_same_outputs(dict(got), {k: v.numpy() for k, v in want.items()})

@@ -22,7 +22,7 @@ import pytest
 from conftest import noise, smooth
 
 import mmfast
-from mmfast import ImageTooLargeError, MmfastError, VideoDecodeError, video
+from mmfast import ImageTooLargeError, MmfastError, VideoDecodeError, processors, video
 
 av = pytest.importorskip("av")
 hf_video = pytest.importorskip("transformers.video_utils")
@@ -298,7 +298,13 @@ def test_decoding_releases_the_gil(tmp_path: Path) -> None:
         ("Qwen/Qwen2-VL-7B-Instruct", {"do_sample_frames": True, "fps": 2}),
         ("Qwen/Qwen2-VL-7B-Instruct", {}),
         ("Qwen/Qwen3-VL-8B-Instruct", {}),
-        ("Qwen/Qwen3-VL-8B-Instruct", {"num_frames": 6}),
+        # Its config sets fps: num_frames needs fps=None, as in transformers.
+        ("Qwen/Qwen3-VL-8B-Instruct", {"num_frames": 6, "fps": None}),
+        ("OpenGVLab/InternVL3-8B-hf", {"do_sample_frames": True, "num_frames": 5}),
+        ("llava-hf/LLaVA-NeXT-Video-7B-hf", {"do_sample_frames": True, "fps": 1}),
+        ("google/gemma-4-31B-it", {"num_frames": 8}),
+        ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_sample_frames": True}),
+        ("openbmb/MiniCPM-V-4.6", {}),
     ],
 )
 def test_processors_take_video_files(
@@ -316,7 +322,8 @@ def test_processors_take_video_files(
     def sampler(metadata: Any, **kwargs: Any) -> list[int]:
         if not sample:
             return list(range(metadata.total_num_frames))
-        return config.sample(metadata, options.get("fps"), options.get("num_frames"))
+        fps, num_frames = (options.get(k, processors.CONFIG) for k in ("fps", "num_frames"))
+        return config.sample(metadata, *processors.sampling_arguments(config, fps, num_frames))
 
     frames, _ = hf_video.load_video(str(path), backend="pyav", sample_indices_fn=sampler)
     want = proc.videos(frames, do_sample_frames=False)

@@ -212,6 +212,7 @@ class VideoCase:
     width: int
     rate: float
     options: Mapping[str, Any] = field(default_factory=dict)
+    # Settings over the checkpoint's video config (its processor built with them).
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -251,6 +252,12 @@ VIDEO_MODELS = [
     "baidu/ERNIE-4.5-VL-28B-A3B-PT",
     "lkhl/VideoLLaMA3-2B-Image-HF",
     "moonshotai/Kimi-K2.5",
+    "OpenGVLab/InternVL3-8B-hf",
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "llava-hf/LLaVA-NeXT-Video-7B-hf",
+    "google/gemma-4-31B-it",
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "openbmb/MiniCPM-V-4.6",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -326,6 +333,87 @@ VIDEO_CASES = [
     VideoCase(KIMI, 5, 300, 500, 5.0, {"do_sample_frames": False}, {"max_patches": 300}),
     VideoCase(KIMI, 7, 56, 84, 7.0, {"do_sample_frames": False}, {"do_resize": False}),
 ]
+# Video settings over each checkpoint's (every setting its class reads, and the refusals).
+_FRAMES_SETTINGS: list[dict[str, Any]] = [
+    {"do_resize": False},
+    {"size": {"height": 200, "width": 120}, "resample": 2},
+    {"size": {"shortest_edge": 100}, "resample": 1},
+    {"size": {"shortest_edge": 90, "longest_edge": 150}},
+    {"size": {"max_height": 250, "max_width": 140}, "resample": 0},
+    {"do_center_crop": True, "crop_size": {"height": 300, "width": 500}},
+    {"do_resize": False, "do_center_crop": True, "crop_size": {"height": 120, "width": 100}},
+    {"do_normalize": False},
+    {"do_rescale": False, "do_normalize": False},
+    {"image_mean": [0.2, 0.4, 0.6], "image_std": [0.3, 0.1, 0.9], "rescale_factor": 0.004},
+    {"resample": 4},
+]
+VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
+    "OpenGVLab/InternVL3-8B-hf": [
+        *_FRAMES_SETTINGS,
+        {"initial_shift": False, "do_sample_frames": True, "num_frames": 3},
+        {"initial_shift": 1.5, "do_sample_frames": True, "fps": 8},
+    ],
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf": [
+        *_FRAMES_SETTINGS,
+        {"do_sample_frames": True, "num_frames": 3},
+    ],
+    "llava-hf/LLaVA-NeXT-Video-7B-hf": [
+        *_FRAMES_SETTINGS,
+        {"do_center_crop": False},
+        {"crop_size": {"height": 400, "width": 120}},
+    ],
+    "google/gemma-4-31B-it": [
+        {"do_sample_frames": False},
+        {"num_frames": 3},
+        {"num_frames": None, "fps": 4},
+        {"do_sample_frames": False, "max_soft_tokens": 280, "resample": 2},
+        {"do_sample_frames": False, "max_soft_tokens": 1120, "resample": 1},
+        {"do_sample_frames": False, "max_soft_tokens": 140, "patch_size": 14},
+        {"do_sample_frames": False, "pooling_kernel_size": 2},
+        {"do_sample_frames": False, "do_rescale": False, "do_normalize": False},
+        {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
+        {"max_soft_tokens": 100},
+    ],
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": [
+        {"do_resize": False},
+        {"do_pad": False},
+        {"size": {"longest_edge": 200}, "max_image_size": {"longest_edge": 150}},
+        {"size": {"height": 100, "width": 300}, "resample": 3},
+        {"size": {"longest_edge": 5000}, "max_image_size": {"longest_edge": 96}, "resample": 2},
+        {"resample": 0},
+        {"do_rescale": False, "do_normalize": False},
+        {"image_mean": [0.1, 0.2, 0.3], "image_std": [0.4, 0.5, 0.6]},
+        {"do_sample_frames": True},
+        {"do_sample_frames": True, "video_sampling": {"fps": 4, "max_frames": 3, "video_size": 64}},
+        {"resample": 5},
+    ],
+    "openbmb/MiniCPM-V-4.6": [
+        {"do_resize": False},
+        {"slice_mode": False},
+        {"downsample_mode": "4x", "max_slice_nums": 4},
+        {"scale_resolution": 140, "max_slice_nums": 6, "resample": 2},
+        {"scale_resolution": 112, "patch_size": 16, "resample": 1},
+        {"resample": 0},
+        {"do_normalize": False},
+        {"do_rescale": False, "image_mean": [100, 120, 140], "image_std": [50, 60, 70]},
+        {"max_num_frames": 2},
+        {"use_image_id": False, "do_sample_frames": False},
+    ],
+}
+# MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
+VIDEO_CASES += [
+    VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
+    VideoCase("openbmb/MiniCPM-V-4.6", 95, 40, 60, 7.5, {}, {"max_num_frames": 7}),
+]
+VIDEO_CASES += [
+    VideoCase(model_id, frames, height, width, rate, options, config)
+    for model_id, settings in VIDEO_SETTINGS.items()
+    for config in settings
+    for frames, height, width, rate, options in [
+        (5, 97, 131, 10.0, {}),
+        (4, 500, 300, 25.0, {"do_sample_frames": True, "num_frames": 3, "fps": None}),
+    ]
+]
 
 
 def video_config(model_id: str) -> dict[str, Any]:
@@ -336,18 +424,22 @@ def video_config(model_id: str) -> dict[str, Any]:
     return result
 
 
+def hf_video_class(model_id: str) -> Any:
+    """transformers' video processor class for a built-in."""
+    import transformers
+
+    family = models.registry.video_family(None, models.registry.BUILTINS[model_id].model_type)
+    assert family is not None
+    return getattr(transformers, family.processor_type)
+
+
 def hf_video(case: VideoCase) -> dict[str, Any]:
     """transformers' video processor for the model on the case's clip, as NumPy."""
     import torch
-    import transformers
     from transformers.video_utils import VideoMetadata
 
-    config = video_config(case.model_id)
-    builtin = models.registry.BUILTINS[case.model_id]
-    family = models.registry.video_family(config.get("video_processor_type"), builtin.model_type)
-    assert family is not None
-    cls = getattr(transformers, family.processor_type)
-    processor = cls.from_dict({**config, **case.settings})
+    cls = hf_video_class(case.model_id)
+    processor = cls.from_dict({**video_config(case.model_id), **case.settings})
     metadata = VideoMetadata(
         total_num_frames=case.frames,
         fps=case.rate,
@@ -361,8 +453,13 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
         return_tensors="pt",
         **case.options,
     )
-    # The metadata some classes return by default (VideoLLaMA3) is not an output mmfast gives.
-    return {key: value.numpy() for key, value in out.items() if key != "video_metadata"}
+    # The metadata some classes return by default (VideoLLaMA3) is not an output mmfast gives;
+    # MiniCPM-V's num_frames_per_video stays a list.
+    return {
+        key: value if isinstance(value, list) else value.numpy()
+        for key, value in out.items()
+        if key != "video_metadata"
+    }
 
 
 def ours_video(case: VideoCase) -> dict[str, Any]:

@@ -480,7 +480,7 @@ def _run_videos(
                 name=path,
                 size=size,
                 resized=f"{frames} frames",
-                shapes={key: value.shape for key, value in feature.items()},
+                shapes={key: np.shape(value) for key, value in feature.items()},
                 tokens=proc.num_video_tokens(frames, *size),
                 seconds=seconds,
             )
@@ -488,7 +488,8 @@ def _run_videos(
         batches.append(npz_arrays(feature))
     if not batches:
         raise MmfastError("videos: none of them could be processed")
-    merged = merge_batches(batches)
+    assert proc.video_config is not None  # proc.videos ran
+    merged = merge_batches(batches, proc.video_config.layout())
     merged["mmfast.videos"] = np.array([row.name for row in rows])
     return rows, merged
 

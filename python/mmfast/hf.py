@@ -649,21 +649,67 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
         values[name] = _plain(value)
     # What transformers did while preparing the clips (ERNIE's timestamps) is done.
     values.update(family.prepared)
+    for name in family.instance_settings:
+        value = getattr(processor, name, None)
+        if value is None:
+            values.pop(name, None)  # the class default, as the config's
+        else:
+            values[name] = _plain(value)
     try:
         settings = json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _Fallback("unreadable setting", f"a setting mmfast cannot read: {exc}") from exc
+    if values.get("resample") == LANCZOS_CODE and not _torch_lanczos():
+        # transformers then resizes with bicubic instead (and says so in a warning).
+        raise _Fallback("LANCZOS before torchvision 0.27", "LANCZOS with torchvision < 0.27")
     try:
         config = _video_config(hf_class, settings)
         out = run_videos(config, clips, default_threads(), None)
     except MmfastError as exc:
         raise _Fallback("mmfast refused the call", str(exc)) from exc
-    data = dict(out)
-    for key in config.list_outputs:
-        data[key] = [int(v) for v in data[key]]
-    if return_tensors != "np":
-        data = _nested_map(_as_tensor, data)
-    return _feature_class(hf_class)(data=data, tensor_type=return_tensors)
+    data = _video_outputs(config, out, return_tensors)
+    feature_class = _feature_class(hf_class)
+    kept = sorted(config.tensor_keys & set(data))
+    if kept:
+        return feature_class(data=data, tensor_type=return_tensors, skip_tensor_conversion=kept)
+    return feature_class(data=data, tensor_type=return_tensors)
+
+
+# PIL's LANCZOS code, which transformers' torchvision backend resizes with only from
+# torchvision 0.27 (on the CPU, where mmfast's clips are).
+LANCZOS_CODE = 1
+
+
+@functools.cache
+def _torch_lanczos() -> bool:
+    utils = importlib.import_module("transformers.utils")
+    return bool(utils.is_torchvision_greater_or_equal("0.27"))
+
+
+def _video_outputs(config: VideoConfig, out: BatchFeature, return_tensors: str | None) -> Any:
+    """mmfast's video outputs as transformers' ``_preprocess`` hands them to its
+    ``BatchFeature``: with ``return_tensors=None`` the per-clip lists and Python ints it
+    returns (:attr:`~mmfast.models.base.VideoConfig.unbatched`), torch tensors for arrays
+    (every video processor is a torchvision class) and for the keys it always makes tensors
+    (:attr:`~mmfast.models.base.VideoConfig.tensor_keys`); :class:`_Fallback` where
+    transformers cannot stack the clips for ``np`` or ``pt`` (it raises)."""
+    data: dict[str, Any] = dict(out)
+    if return_tensors is None:
+        starts = [0, *itertools.accumulate(out.image_rows)]
+        for key, kind in config.unbatched.items():
+            value = data[key]
+            if kind == "ints":
+                data[key] = [int(v) for v in value]
+            elif isinstance(value, list):
+                continue
+            elif config.layout() == "concat":
+                data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
+            else:
+                data[key] = list(value)
+    elif isinstance(data[config.output_key], list):
+        raise _Fallback("clips of different shapes", "clips of different shapes to stack")
+    tensors = {k for k in data if return_tensors != "np" or k in config.tensor_keys}
+    return {k: _nested_map(_as_tensor, v) if k in tensors else v for k, v in data.items()}
 
 
 @functools.lru_cache(maxsize=128)

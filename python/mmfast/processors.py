@@ -10,15 +10,17 @@ its slot of the final output.
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import importlib
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, Final, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -82,6 +84,26 @@ def parse_threads(arg: str, value: str) -> int:
 MAX_THREADS = 4096
 # The most frames a clip may be sampled to (Qwen3-VL repeats frames to reach num_frames).
 MAX_FRAMES = 65536
+
+
+class Default(enum.Enum):
+    """The value of a sampling argument a call leaves out: the config's, as transformers'
+    ``preprocess`` fills it from the instance (an explicit None stays None)."""
+
+    CONFIG = "config"
+
+
+CONFIG: Final = Default.CONFIG
+
+
+def sampling_arguments(
+    config: VideoConfig, fps: float | Default | None, num_frames: int | Default | None
+) -> tuple[float | None, int | None]:
+    """``fps`` and ``num_frames`` as the class's ``sample_frames`` receives them."""
+    return (
+        getattr(config, "fps", None) if fps is CONFIG else fps,
+        getattr(config, "num_frames", None) if num_frames is CONFIG else num_frames,
+    )
 
 
 def check_threads(threads: object) -> int:
@@ -593,15 +615,19 @@ class ImageProcessor:
         return with_backend(self.config, backend, family)
 
     def sampled_frames(
-        self, metadata: Any, fps: float | None = None, num_frames: int | None = None
+        self,
+        metadata: Any,
+        fps: float | Default | None = CONFIG,
+        num_frames: int | Default | None = CONFIG,
     ) -> int:
         """How many frames :meth:`videos` keeps of a clip of ``metadata`` (a
-        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling: every index the
-        sampler returns, repeats included (GLM's repeat the last to an even count)."""
+        :class:`~mmfast.video.VideoMetadata`) with the processor's sampling (``fps`` and
+        ``num_frames`` as for :meth:`videos`): every index the sampler returns, repeats
+        included (GLM's repeat the last to an even count)."""
         config = self._video()
         if not config.do_sample_frames:
             return int(metadata.total_num_frames)
-        return len(config.sample(metadata, fps, num_frames))
+        return len(config.sample(metadata, *sampling_arguments(config, fps, num_frames)))
 
     def num_video_tokens(self, num_frames: int, height: int, width: int) -> int:
         """``<|video_pad|>``-style tokens for a clip of ``num_frames`` (sampled) frames."""
@@ -612,8 +638,8 @@ class ImageProcessor:
         videos: VideoInput | Sequence[VideoInput],
         *,
         video_fps: float | Sequence[float | None] | None = None,
-        fps: float | None = None,
-        num_frames: int | None = None,
+        fps: float | Default | None = CONFIG,
+        num_frames: int | Default | None = CONFIG,
         do_sample_frames: bool | None = None,
         threads: int | None = None,
         dtype: Dtype | None = None,
@@ -627,8 +653,10 @@ class ImageProcessor:
         (T, H, W, 3) or (T, H, W) uint8 array, or a list of frames (arrays or PIL images);
         pass one clip or a list of clips. ``video_fps`` is each array clip's own frame rate
         (the metadata HF samples by; a file's comes from its header); ``fps``/``num_frames``
-        and ``do_sample_frames`` choose frames as the processor's ``sample_frames`` does
-        (defaults from its config). ``threads`` and ``dtype`` work as for images.
+        and ``do_sample_frames`` choose frames as the processor's ``sample_frames`` does: left
+        out, they are the config's (as transformers fills a call's from the instance), and an
+        explicit None is None (which some classes need, such as ``fps=2, num_frames=None``
+        where the config sets ``num_frames``). ``threads`` and ``dtype`` work as for images.
         """
         from mmfast.video import VideoMetadata, load_video
 
@@ -645,18 +673,21 @@ class ImageProcessor:
             raise MmfastError(
                 f"video_fps: expected one rate per clip ({len(clips)}), got {len(rates)}"
             )
-        for name, rate in [("fps", fps)] + [("video_fps", r) for r in rates]:
+        call_fps = None if fps is CONFIG else fps
+        for name, rate in [("fps", call_fps)] + [("video_fps", r) for r in rates]:
             if rate is not None and not (is_finite_number(rate) and rate > 0):
                 raise MmfastError(f"{name}: expected a finite number > 0, got {rate!r}")
-        if num_frames is not None and not is_int_in(num_frames, 1, MAX_FRAMES):
+        if num_frames not in (None, CONFIG) and not is_int_in(num_frames, 1, MAX_FRAMES):
             raise MmfastError(
                 f"num_frames: expected an integer from 1 to {MAX_FRAMES}, got {num_frames!r}"
             )
         sample = config.do_sample_frames if do_sample_frames is None else do_sample_frames
 
+        sampling = sampling_arguments(config, fps, num_frames)
+
         def sampler(metadata: VideoMetadata) -> list[int]:
             if sample:
-                return config.sample(metadata, fps, num_frames)
+                return config.sample(metadata, *sampling)
             return list(range(metadata.total_num_frames))
 
         clip_frames = []
@@ -676,9 +707,10 @@ class ImageProcessor:
         if self._video_error is not None:
             raise MmfastError(str(self._video_error)) from self._video_error
         if self.video_config is None:
+            supported = ", ".join(registry.VIDEO_FAMILIES)
             raise UnsupportedModelError(
                 f"{self.config.model_id or self.config.image_processor_type}: this model has no "
-                f"video processor mmfast supports; supported: {', '.join(registry.VIDEO_FAMILIES)}"
+                f"video processor mmfast supports (supported: {supported})"
             )
         return self.video_config
 
@@ -913,7 +945,13 @@ def run_videos(
     dtype: Dtype | None,
 ) -> BatchFeature:
     """The sampled frames of each clip ((T, H, W, 3) uint8 each) through ``config``, in one
-    native call: its outputs, in HF's key order."""
+    native call: its outputs, in HF's key order. ``image_rows`` of the result gives each
+    clip's entries along the pixels' first axis (for the "clips" layout, 1: its array)."""
+    if dtype == "uint8" and not config.raw_pixels:
+        raise MmfastError(
+            f"dtype: 'uint8' cannot give {config.video_processor_type}'s outputs (they are "
+            "padded with zeros after normalising, which no byte maps to); use a float dtype"
+        )
     inputs: list[BatchInput] = []
     plans: list[VideoPlan] = []
     firsts: list[int] = []
@@ -921,24 +959,54 @@ def run_videos(
         firsts.append(len(inputs))
         inputs += list(frames)
         plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
+    plans = list(config.finish_batch(plans))
     with np.errstate(all="ignore"):  # as for images
         tables, view, lut = output_tables(config.tables(), dtype)
     shape, offsets = config.batch_shape(plans)
     jobs: list[tuple[Any, ...]] = []
     for plan, first, offset in zip(plans, firsts, offsets, strict=True):
         at = offset
-        for positions, clip_view in plan.views:
+        clip_jobs: list[int] = []
+        sizes: list[tuple[int, int]] = []
+        for k, (positions, clip_view) in enumerate(plan.views):
+            if plan.starts is not None:
+                at = offset + plan.starts[k]
+            source = clip_view.source
+            size = (plan.height, plan.width) if source is None else sizes[source]
             job, length = view_job(
-                first + positions[0], clip_view, (plan.height, plan.width), at, None
+                first + positions[0],
+                clip_view,
+                size,
+                at,
+                None if source is None else clip_jobs[source],
             )
+            clip_jobs.append(len(jobs))
+            sizes.append(job_size(clip_view, size))
             jobs.append((*job[:7], [first + p for p in positions[1:]], job[8]))
             at += length
     out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
+    pixels = out if view is None else out.view(view)
+    rows: list[int] = []
+    if config.layout() == "clips":
+        clip_shapes = [plan.output_shapes[config.output_key] for plan in plans]
+        pixels = (
+            pixels.reshape(len(plans), *clip_shapes[0])
+            if all(s == clip_shapes[0] for s in clip_shapes)
+            else [
+                pixels[a : a + math.prod(s)].reshape(s)
+                for a, s in zip(offsets, clip_shapes, strict=True)
+            ]
+        )
+        rows = [1] * len(plans)
+    elif config.layout() == "concat":
+        rows = [plan.output_shapes[config.output_key][0] for plan in plans]
+    else:
+        rows = [1] * len(plans)
+    outputs: dict[str, Any] = {config.output_key: pixels}
     outputs.update(config.batch_outputs(plans))
     if lut is not None:
         outputs["pixel_lut"] = lut
-    return BatchFeature(outputs)
+    return BatchFeature(outputs, image_rows=rows)
 
 
 def run_plans(

@@ -83,6 +83,7 @@ from mmfast.models.base import (
     PatchGrid,
     TileGrid,
 )
+from mmfast.models.base_video import FramesVideoConfig
 from mmfast.models.cohere2_vision import Cohere2VisionConfig
 from mmfast.models.cohere_compass import CohereCompassConfig
 from mmfast.models.config import load_config, supported_models
@@ -92,7 +93,7 @@ from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.fuyu import FuyuConfig
 from mmfast.models.gemma3 import Gemma3Config
-from mmfast.models.gemma4 import Gemma4Config
+from mmfast.models.gemma4 import EmbeddingGemma2VideoConfig, Gemma4Config, Gemma4VideoConfig
 from mmfast.models.gemma4_unified import Gemma4UnifiedConfig
 from mmfast.models.geometry import (
     CropBox,
@@ -105,12 +106,12 @@ from mmfast.models.glm4v import Glm4vConfig
 from mmfast.models.glm5_next import Glm5NextConfig
 from mmfast.models.glm_image import GlmImageConfig
 from mmfast.models.glmga import GlmgaConfig
-from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.got_ocr2 import GotOcr2Config, InternVLVideoConfig
 from mmfast.models.granite_docling import GraniteDoclingConfig
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.hy_v4_vl import HYV4VLConfig
 from mmfast.models.idefics2 import Idefics2Config
-from mmfast.models.idefics3 import Idefics3Config
+from mmfast.models.idefics3 import Idefics3Config, SmolVLMVideoConfig
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.layoutlmv3 import LayoutLMv3Config
@@ -124,10 +125,10 @@ from mmfast.models.llama4 import (
     get_max_res_without_distortion,
 )
 from mmfast.models.llava import ClipConfig
-from mmfast.models.llava_next import LlavaNextConfig
-from mmfast.models.llava_onevision import LlavaOnevisionConfig
+from mmfast.models.llava_next import LlavaNextConfig, LlavaNextVideoVideoConfig
+from mmfast.models.llava_onevision import LlavaOnevisionConfig, LlavaOnevisionVideoConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
-from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config
+from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config, MiniCPMV4_6VideoConfig
 from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
 from mmfast.models.mllama import MllamaConfig
 from mmfast.models.molmo2 import Molmo2Config
@@ -157,12 +158,15 @@ __all__ = [
     "Cosmos3EdgeConfig",
     "CropBox",
     "DeepseekOcr2Config",
+    "EmbeddingGemma2VideoConfig",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
+    "FramesVideoConfig",
     "FuyuConfig",
     "Gemma3Config",
     "Gemma4Config",
     "Gemma4UnifiedConfig",
+    "Gemma4VideoConfig",
     "Glm4vConfig",
     "Glm5NextConfig",
     "GlmImageConfig",
@@ -174,6 +178,7 @@ __all__ = [
     "Idefics2Config",
     "Idefics3Config",
     "ImagePlan",
+    "InternVLVideoConfig",
     "KimiK25Config",
     "KimiK25ImageConfig",
     "KimiVLConfig",
@@ -181,9 +186,12 @@ __all__ = [
     "Lfm2VlConfig",
     "Llama4Config",
     "LlavaNextConfig",
+    "LlavaNextVideoVideoConfig",
     "LlavaOnevisionConfig",
+    "LlavaOnevisionVideoConfig",
     "MiniCPMOcrConfig",
     "MiniCPMV4_6Config",
+    "MiniCPMV4_6VideoConfig",
     "MiniMaxM3VLConfig",
     "MllamaConfig",
     "ModelConfig",
@@ -200,6 +208,7 @@ __all__ = [
     "QwenVLConfig",
     "Siglip2Config",
     "SiglipConfig",
+    "SmolVLMVideoConfig",
     "TileGrid",
     "VideoLlama3Config",
     "VideoLlavaConfig",

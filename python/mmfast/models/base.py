@@ -594,8 +594,11 @@ class VideoPlan:
     ``views`` pairs each :class:`View` with the positions (among the sampled frames) of the
     frames it reads: one frame, or, for patch rows with time slots (a :class:`Patchify` with
     ``temporal_patch_size`` > 1), the frame of each slot. Each view writes after the previous
-    one in the clip's output. ``output_shapes`` gives the clip's shape of each output key;
-    ``num_video_tokens`` is what the model's processor inserts for it.
+    one in the clip's output, or, with ``starts``, at its own value offset in it (zero-padded
+    rows between views). A view's ``source`` names an earlier view of the same clip (its
+    index in ``views``), whose pixels it reads instead of the frame's. ``output_shapes``
+    gives the clip's shape of each output key; ``num_video_tokens`` is what the model's
+    processor inserts for it.
     """
 
     height: int
@@ -604,6 +607,7 @@ class VideoPlan:
     views: tuple[tuple[tuple[int, ...], View], ...]
     output_shapes: Mapping[str, tuple[int, ...]]
     num_video_tokens: int
+    starts: tuple[int, ...] | None = field(default=None, kw_only=True)
 
 
 class VideoConfig:
@@ -625,13 +629,21 @@ class VideoConfig:
     image_mean: RGB
     image_std: RGB
 
-    # The key of the pixels, and how clips join: as ModelConfig.batch_layout.
+    # The key of the pixels, and how clips join: as ModelConfig.batch_layout, or "clips": one
+    # array per clip, stacked when they have one shape (BaseVideoProcessor's list of clips,
+    # which transformers stacks for return_tensors "np" and "pt").
     output_key: ClassVar[str] = "pixel_values_videos"
     batch_layout: ClassVar[str] = "concat"
-    # Outputs the class returns as Python lists of ints (which transformers turns into arrays
-    # or tensors for return_tensors "np" or "pt"): mmfast.hf gives them back as lists for
-    # return_tensors=None.
-    list_outputs: ClassVar[frozenset[str]] = frozenset()
+    # What transformers returns for an output key with return_tensors=None where it is not the
+    # array (as ModelConfig.unbatched): "clips", each clip's entry along the first axis (or
+    # its array, for the "clips" layout); "ints", the entries as Python ints.
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Outputs transformers returns as torch tensors whatever return_tensors asks for (its
+    # skip_tensor_conversion of tensors it made itself).
+    tensor_keys: ClassVar[frozenset[str]] = frozenset()
+    # Whether dtype="uint8" can give the outputs (False where zeros written after
+    # normalising pad them, which no byte maps to).
+    raw_pixels: ClassVar[bool] = True
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """The frame indices the class's ``sample_frames`` keeps for a clip of ``metadata``
@@ -650,10 +662,23 @@ class VideoConfig:
         """(3, 256): the torchvision class's rescale/normalise arithmetic of every uint8."""
         return fused_tables(self)
 
+    def layout(self) -> str:
+        """:attr:`batch_layout`, for families whose layout follows a setting."""
+        return self.batch_layout
+
+    def finish_batch(self, plans: Sequence[VideoPlan]) -> Sequence[VideoPlan]:
+        """The clips' plans once the whole call is known (a canvas as large as the largest
+        frame, a strip as long as every view): by default as they are."""
+        return plans
+
     def batch_shape(self, plans: Sequence[VideoPlan]) -> tuple[tuple[int, ...], list[int]]:
-        """The call's pixel output shape and each clip's first value in it."""
+        """The call's pixel output shape and each clip's first value in it (the "clips"
+        layout: one flat run of values, each clip's after the previous one's)."""
         shapes = [plan.output_shapes[self.output_key] for plan in plans]
-        return batch_layout_shape(shapes, self.batch_layout, [1] * len(plans))
+        if self.layout() == "clips":
+            sizes = [math.prod(shape) for shape in shapes]
+            return (sum(sizes),), [0, *itertools.accumulate(sizes)][:-1]
+        return batch_layout_shape(shapes, self.layout(), [1] * len(plans))
 
     def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
         """The outputs after the pixels, in HF's key order."""

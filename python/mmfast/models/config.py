@@ -229,8 +229,9 @@ class Fields:
         return self._values.get(name)
 
     def given(self, name: str) -> bool:
-        """Whether the config names ``name`` (null included), where a null means something
-        other than the class default (PI0's null ``pad_size``: pad to the batch's largest)."""
+        """Whether the config names ``name`` at all, null included: where transformers stores a
+        file's null over a class default that is not None (``from_dict`` sets it), or a null
+        means something of its own (PI0's null ``pad_size``: pad to the batch's largest)."""
         return name in self._values
 
     def flag(self, name: str, default: bool) -> bool:
@@ -477,12 +478,15 @@ def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) ->
             f"{processor_type!r}, model type {model_type!r}); supported: {supported}"
         )
     for key, value in overrides.items():
-        if key not in VIDEOS_KWARGS | family.kwargs:
-            valid = ", ".join(sorted(VIDEOS_KWARGS | family.kwargs))
+        if key not in VIDEOS_KWARGS | family.kwargs | family.processor_kwargs:
+            valid = ", ".join(sorted(VIDEOS_KWARGS | family.kwargs | family.processor_kwargs))
             raise MmfastError(
                 f"override {key!r} is not a {family.processor_type} argument; valid: {valid}"
             )
         values[key] = value
+    for key in family.processor_kwargs:
+        if key in source.processor and key not in values:
+            values[key] = source.processor[key]
     return family.build(source.model_id, Fields(f"{source.origin} (video)", values))
 
 

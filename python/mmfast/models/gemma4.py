@@ -12,11 +12,12 @@ padding; ``num_soft_tokens_per_image`` the soft tokens the processor inserts (pa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,18 +31,23 @@ from mmfast.models.base import (
     ImagePlan,
     ModelConfig,
     Resize,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     identity_table,
     plan_constants,
     resizer,
 )
+from mmfast.models.base_video import FramesVideoConfig, positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.siglip2 import check_patch_multiple, hwc_rows, padded_length, written_rows_mask
 
 __all__ = [
     "SUPPORTED_SOFT_TOKENS",
+    "EmbeddingGemma2VideoConfig",
     "Gemma4Config",
+    "Gemma4VideoConfig",
     "gemma4_fields",
     "get_aspect_ratio_preserving_size",
 ]
@@ -307,6 +313,29 @@ GEMMA4_IMAGE_PROCESSOR: Final[Mapping[str, Any]] = MappingProxyType(
         "rescale_factor": 0.00392156862745098,
     }
 )
+
+
+# Its video_processor block, as two projects pin it (a Rust port's test of "the released
+# checkpoints' processor_config.json sections", and a GGUF converter writing the same block).
+GEMMA4_VIDEO_PROCESSOR: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "do_sample_frames": True,
+        "image_mean": [0.0, 0.0, 0.0],
+        "image_std": [1.0, 1.0, 1.0],
+        "max_soft_tokens": 70,
+        "num_frames": 32,
+        "patch_size": 16,
+        "pooling_kernel_size": 3,
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "return_metadata": False,
+        "video_processor_type": "Gemma4VideoProcessor",
+    }
+)
 registry.register_builtin(
     "google/gemma-4-31B-it",
     "gemma4",
@@ -317,4 +346,270 @@ registry.register_builtin(
         "image_seq_length": 280,
         "processor_class": "Gemma4Processor",
     },
+    video=GEMMA4_VIDEO_PROCESSOR,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: Gemma4VideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gemma4VideoPlan(VideoPlan):
+    """A Gemma 4 clip's plan with its frames' patch grid (rows, columns)."""
+
+    grid: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Gemma4VideoConfig(VideoConfig):
+    """Settings of ``Gemma4VideoProcessor``: each frame resized like a Gemma 4 image (within a
+    budget of ``max_soft_tokens`` soft tokens a frame, 70 by default), rescaled (and, by
+    default, normalised with mean 0 and std 1), cut into channel-last patch rows zero-padded
+    to the budget; the frames of every clip concatenated.
+
+    ``num_video_tokens`` is the count of ``<|video|>`` tokens Gemma4Processor inserts for a
+    clip: ``num_soft_tokens_per_video`` per frame (the ``mm:ss`` timestamps and the markers
+    around each frame are apart).
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    max_soft_tokens: int
+    pooling_kernel_size: int
+    do_sample_frames: bool
+    fps: float | None
+    num_frames: int | None
+
+    # Rows padded with zeros after normalising.
+    raw_pixels: ClassVar[bool] = False
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"num_frames_per_video": "ints", "num_soft_tokens_per_video": "ints"}
+    )
+
+    @property
+    def max_patches(self) -> int:
+        """The rows of each frame: ``max_soft_tokens * pooling_kernel_size**2``."""
+        return self.max_soft_tokens * self.pooling_kernel_size**2
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """``BaseVideoProcessor.sample_frames`` (32 evenly spaced frames by default)."""
+        return FramesVideoConfig.sample(cast("Any", self), metadata, fps, num_frames)
+
+    def frame_size(self, height: int, width: int) -> tuple[int, int]:
+        """``aspect_ratio_preserving_resize``'s target (the frame's own size when not
+        resizing, which must then cut into whole patches)."""
+        if not self.do_resize:
+            check_patch_multiple(height, width, self.patch_size)
+            return height, width
+        return get_aspect_ratio_preserving_size(
+            height, width, self.patch_size, self.max_patches, self.pooling_kernel_size
+        )
+
+    def plan(self, frames: int, height: int, width: int) -> Gemma4VideoPlan:
+        """Mirrors ``Gemma4VideoProcessor._preprocess`` for one clip: every frame resized
+        (none when the target is its size), normalised, cut into patch rows at the top of its
+        zero-padded slot."""
+        check_image_size(height, width)
+        size = self.frame_size(height, width)
+        resize = Resize(size, self.resample, "torch") if size != (height, width) else None
+        ps = self.patch_size
+        grid = (size[0] // ps, size[1] // ps)
+        rows = grid[0] * grid[1]
+        slot = padded_length(rows, self.max_patches)
+        row_values = 3 * ps * ps
+        view = View(resize=resize, out=hwc_rows(size, ps))
+        return Gemma4VideoPlan(
+            height=height,
+            width=width,
+            frames=frames,
+            views=tuple(((t,), view) for t in range(frames)),
+            output_shapes=MappingProxyType({self.output_key: (frames, slot, row_values)}),
+            num_video_tokens=frames * (rows // self.pooling_kernel_size**2),
+            starts=tuple(t * slot * row_values for t in range(frames)),
+            grid=grid,
+        )
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """``video_position_ids`` (frames, rows, 2) int64: each row's patch (x, y), -1 on
+        padding; ``num_frames_per_video`` and ``num_soft_tokens_per_video`` (clips,) int64,
+        the latter per frame."""
+        gemma = cast("Sequence[Gemma4VideoPlan]", plans)
+        slots = [p.output_shapes[self.output_key][1] for p in gemma]
+        if any(s != slots[0] for s in slots):
+            raise MmfastError(
+                "videos: the clips' frames give different patch counts (over max_soft_tokens "
+                "with do_resize off), which transformers cannot concatenate"
+            )
+        positions = np.full((sum(p.frames for p in gemma), slots[0], 2), -1, np.int64)
+        at = 0
+        for p in gemma:
+            grid_h, grid_w = p.grid
+            y, x = np.divmod(np.arange(grid_h * grid_w, dtype=np.int64), grid_w)
+            positions[at : at + p.frames, : grid_h * grid_w] = np.stack([x, y], axis=-1)
+            at += p.frames
+        tokens = [p.grid[0] * p.grid[1] // self.pooling_kernel_size**2 for p in gemma]
+        return {
+            "video_position_ids": positions,
+            "num_frames_per_video": np.array([p.frames for p in gemma], np.int64),
+            "num_soft_tokens_per_video": np.array(tokens, np.int64),
+        }
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> Gemma4VideoConfig:
+    """Mirrors ``Gemma4VideoProcessor``'s class defaults and ``__init__`` check: bicubic,
+    rescale and normalise with mean 0 and std 1, patch 16, 70 soft tokens a frame, pooling
+    kernel 3, 32 sampled frames. transformers hands the resample code to ``tvF.resize``
+    itself, which reads 0 as its legacy NEAREST (not in the engine) and refuses 4 and 5."""
+    size = cfg.raw("size")
+    if size is not None:  # _standardize_kwargs still checks it
+        cfg.size_dict("size", size, cfg.flag("default_to_square", True))
+    soft = cfg.raw("max_soft_tokens")
+    if soft is not None and (
+        not isinstance(soft, int) or isinstance(soft, bool) or soft not in SUPPORTED_SOFT_TOKENS
+    ):
+        raise cfg.error("max_soft_tokens", f"one of {SUPPORTED_SOFT_TOKENS}", soft)
+    resample = cfg.resample(BICUBIC)
+    if resample not in (1, 2, 3):
+        raise cfg.error(
+            "resample", "1, 2 or 3 (torchvision's legacy NEAREST for 0 is not in mmfast)", resample
+        )
+    norm = cfg.normalization(NO_MEAN, NO_STD)
+    num_frames = cfg.raw("num_frames")
+    return Gemma4VideoConfig(
+        model_id=model_id,
+        video_processor_type="Gemma4VideoProcessor",
+        do_convert_rgb=cfg.convert_rgb(),
+        do_resize=cfg.flag("do_resize", True),
+        resample=resample,
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        patch_size=cfg.positive_int("patch_size", 16),
+        max_soft_tokens=70 if soft is None else int(soft),
+        pooling_kernel_size=cfg.positive_int("pooling_kernel_size", 3),
+        do_sample_frames=cfg.flag("do_sample_frames", True),
+        fps=None if cfg.raw("fps") is None else positive_number(cfg, "fps"),
+        # A file's null is stored over the class's 32 (ImageProcessingMixin sets it first).
+        num_frames=(
+            (None if cfg.given("num_frames") else 32)
+            if num_frames is None
+            else cfg.positive_int("num_frames", 32)
+        ),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="Gemma4VideoProcessor",
+        model_types=("gemma4",),
+        build=_build_video,
+        kwargs=GEMMA4_KWARGS,
+        # Its _preprocess resizes by the soft-token budget, never by size; it never crops or
+        # pads.
+        ignores=frozenset(
+            {"size", "default_to_square", "do_center_crop", "crop_size", "do_pad", "pad_size"}
+        ),
+    )
+)
+
+
+@dataclass(frozen=True)
+class EmbeddingGemma2VideoConfig(Gemma4VideoConfig):
+    """Settings of ``EmbeddingGemma2VideoProcessor``: Gemma 4's video pipeline with its own
+    sampler (1 frame a second by default, at most ``max_frames``, thinned by
+    ``overflow_strategy``). ``num_video_tokens`` counts the ``<|video|>`` tokens
+    EmbeddingGemma2Processor inserts without audio: soft tokens per frame."""
+
+    max_frames: int | None
+    overflow_strategy: str | None
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``EmbeddingGemma2VideoProcessor.sample_frames``: every frame, or ``fps``
+        frames a second (each ``int(i * video_fps / fps)``, capped at the last) when the clip
+        has a rate and duration; then at most ``max_frames``, cut ("truncate") or picked by
+        ``np.linspace`` ("uniform")."""
+        if num_frames is not None:
+            raise MmfastError(
+                "num_frames: EmbeddingGemma2VideoProcessor samples with fps and max_frames, "
+                f"got num_frames={num_frames}"
+            )
+        total = metadata.total_num_frames
+        if fps is not None and (metadata.fps is None or metadata.duration is None):
+            fps = None  # transformers keeps every frame (with a warning)
+        if fps is None:
+            indices = list(range(total))
+        else:
+            step = metadata.fps / fps
+            count = max(1, int(metadata.duration * fps))
+            indices = [min(total - 1, int(i * step)) for i in range(count)]
+        if self.overflow_strategy is None or len(indices) <= (self.max_frames or 0):
+            return indices
+        if self.max_frames is None:
+            raise MmfastError(
+                f"max_frames: overflow_strategy={self.overflow_strategy!r} needs max_frames"
+            )
+        if self.overflow_strategy == "truncate":
+            return indices[: self.max_frames]
+        picks = np.linspace(0, len(indices) - 1, self.max_frames, dtype=int)
+        return [indices[i] for i in picks]
+
+
+def _build_embedding_video(model_id: str | None, cfg: Fields) -> EmbeddingGemma2VideoConfig:
+    """Mirrors ``EmbeddingGemma2VideoProcessor``'s class defaults: Gemma 4's (without its 32
+    frames), 1 frame a second, at most 32 frames, thinned evenly."""
+    gemma = _build_video(model_id, cfg)
+    fields = {f.name: getattr(gemma, f.name) for f in dataclasses.fields(gemma)}
+    strategy = cfg.raw("overflow_strategy") if cfg.given("overflow_strategy") else "uniform"
+    if strategy not in (None, "truncate", "uniform"):
+        raise cfg.error("overflow_strategy", "'truncate' or 'uniform'", strategy)
+    max_frames = cfg.raw("max_frames") if cfg.given("max_frames") else 32
+    num_frames = cfg.raw("num_frames")
+    return EmbeddingGemma2VideoConfig(
+        **{
+            **fields,
+            "video_processor_type": "EmbeddingGemma2VideoProcessor",
+            "fps": (None if cfg.given("fps") else 1.0)
+            if cfg.raw("fps") is None
+            else positive_number(cfg, "fps"),
+            "num_frames": None if num_frames is None else cfg.positive_int("num_frames", 1),
+        },
+        max_frames=None if max_frames is None else cfg.positive_int("max_frames", 32),
+        overflow_strategy=strategy,
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="EmbeddingGemma2VideoProcessor",
+        model_types=("embedding_gemma2",),
+        build=_build_embedding_video,
+        kwargs=GEMMA4_KWARGS
+        | {"add_timestamps", "max_frames", "overflow_strategy", "load_audio_from_video"},
+        # Its _preprocess is Gemma 4's; the timestamps and audio are the processor's.
+        ignores=frozenset(
+            {
+                "size",
+                "default_to_square",
+                "do_center_crop",
+                "crop_size",
+                "do_pad",
+                "pad_size",
+                "add_timestamps",
+                "load_audio_from_video",
+            }
+        ),
+    )
 )

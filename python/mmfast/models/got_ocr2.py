@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Final
 
 import numpy as np
 
+from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
@@ -27,11 +28,22 @@ from mmfast.models.base import (
     View,
     resizer,
 )
-from mmfast.models.config import MAX_TILES, Fields, Source
+from mmfast.models.base_video import (
+    FRAMES_IGNORES,
+    FramesVideoConfig,
+    float32_arange,
+    frames_fields,
+)
+from mmfast.models.config import MAX_TILES, Fields, Source, is_finite_number
 from mmfast.models.geometry import CropBox
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
 
-__all__ = ["GotOcr2Config", "get_all_supported_aspect_ratios", "get_optimal_tiled_canvas"]
+__all__ = [
+    "GotOcr2Config",
+    "InternVLVideoConfig",
+    "get_all_supported_aspect_ratios",
+    "get_optimal_tiled_canvas",
+]
 
 IMAGENET_DEFAULT_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_DEFAULT_STD = (0.229, 0.224, 0.225)
@@ -255,12 +267,24 @@ _INTERNVL = {
     "rescale_factor": 0.00392156862745098,
     "size": {"height": 448, "width": 448},
 }
+# Their video processor: transformers' converter (convert_internvl_weights_to_hf.py) builds it
+# with InternVLVideoProcessor.from_pretrained on the converted checkpoint, whose only file then
+# is this preprocessor_config.json, and saves it with the processor: the image settings read
+# by the video class (448x448 squash, ImageNet mean/std, bicubic) over its class defaults
+# (initial_shift true, do_sample_frames false). Derived from the converter, not seen.
+_INTERNVL_VIDEO = {
+    **{k: v for k, v in _INTERNVL.items() if k != "image_processor_type"},
+    "do_sample_frames": False,
+    "initial_shift": True,
+    "video_processor_type": "InternVLVideoProcessor",
+}
 for _model_id in ("OpenGVLab/InternVL3-8B-hf", "OpenGVLab/InternVL3_5-8B-HF"):
     registry.register_builtin(
         _model_id,
         "internvl",
         _INTERNVL,
         {"image_seq_length": 256, "processor_class": "InternVLProcessor"},
+        video=_INTERNVL_VIDEO,
     )
 
 # CohereLabs/aya-vision-8b: no public copy of its files was found. 364x364 tiles with
@@ -287,4 +311,94 @@ registry.register_builtin(
         "size": {"height": 364, "width": 364},
     },
     {"img_size": 364, "patch_size": 14, "downsample_factor": 2},
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: InternVLVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InternVLVideoConfig(FramesVideoConfig):
+    """Settings of ``InternVLVideoProcessor``: the base pipeline (each frame squashed to
+    ``size``, 384x384 by default) with its own sampler.
+
+    ``num_video_tokens`` counts the special tokens InternVLProcessor's
+    ``replace_video_token`` puts in the prompt for a clip: per frame ``<img>``,
+    ``image_seq_length`` ``<IMG_CONTEXT>`` tokens and ``</img>`` (the ``FrameN:`` labels and
+    the newlines between frames are text).
+    """
+
+    initial_shift: bool | float
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``InternVLVideoProcessor.sample_frames``: ``num_frames`` (or
+        ``int(total / video_fps * fps)``) indices from ``torch.arange(initial_shift, total,
+        total / num_frames).int()`` in float32, the shift half a step when it is true."""
+        total = metadata.total_num_frames
+        num_frames = self.num_frames if num_frames is None else num_frames
+        if num_frames is None and fps is not None:
+            if metadata.fps is None:
+                raise MmfastError(
+                    "video_fps: sampling at fps frames a second needs the clip's own frame rate"
+                )
+            num_frames = int(total / metadata.fps * fps)
+        if num_frames is None:
+            raise MmfastError(
+                "num_frames: InternVLVideoProcessor samples num_frames frames, or fps frames a "
+                "second; the call and the config give neither"
+            )
+        if num_frames == 0:
+            # transformers divides by it (ZeroDivisionError).
+            raise MmfastError(f"fps: {fps} frames a second of a {total}-frame clip is 0 frames")
+        shift: float = self.initial_shift
+        if self.initial_shift is True:
+            shift = total / num_frames / 2
+        if num_frames > total:
+            raise MmfastError(
+                f"num_frames: the clip has {total} frames, sampling asked for {num_frames}"
+            )
+        return float32_arange(shift, total, total / num_frames)
+
+
+def _build_internvl_video(model_id: str | None, cfg: Fields) -> InternVLVideoConfig:
+    """Mirrors ``InternVLVideoProcessor``'s class defaults; ``image_seq_length`` (the
+    processor's, default 256) counts tokens."""
+    shift = cfg.raw("initial_shift")
+    if shift is None:
+        shift = True
+    elif isinstance(shift, bool):
+        pass
+    elif is_finite_number(shift):
+        shift = float(shift)
+    else:
+        raise cfg.error("initial_shift", "true, false or a number", shift)
+    return InternVLVideoConfig(
+        model_id=model_id,
+        video_processor_type="InternVLVideoProcessor",
+        **frames_fields(
+            cfg,
+            size={"height": 384, "width": 384},
+            resample=BICUBIC,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            default_to_square=True,
+        ),
+        frame_tokens=cfg.positive_int("image_seq_length", 256) + 2,
+        initial_shift=shift,
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="InternVLVideoProcessor",
+        model_types=("internvl",),
+        build=_build_internvl_video,
+        kwargs=frozenset({"initial_shift"}),
+        ignores=FRAMES_IGNORES,
+        # _preprocess reads None as off (do_center_crop) or unused (crop_size).
+        none_is_default=frozenset({"do_center_crop", "crop_size", "initial_shift"}),
+        processor_kwargs=frozenset({"image_seq_length"}),
+    )
 )

@@ -14,13 +14,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
+from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     HALF,
@@ -28,9 +29,14 @@ from mmfast.models.base import (
     IMAGENET_STANDARD_STD,
     LANCZOS,
     RGB,
+    TORCH_RESAMPLE,
+    Canvas,
     ImagePlan,
     ModelConfig,
+    Resize,
     TileGrid,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     float32_tables,
@@ -38,12 +44,14 @@ from mmfast.models.base import (
     plan_constants,
     resizer,
 )
+from mmfast.models.base_video import TORCH_CODES, positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
 
 __all__ = [
     "MAX_IMAGE_SIZE",
     "Idefics3Config",
+    "SmolVLMVideoConfig",
     "get_resize_output_image_size",
     "resize_for_vision_encoder",
 ]
@@ -315,10 +323,18 @@ registry.register_builtin(
     _smolvlm_file("Idefics3ImageProcessor", "Idefics3Processor", 1536, 384),
     {"image_seq_len": 81, "processor_class": "Idefics3Processor"},
 )
+# SmolVLM2 keeps its video settings in preprocessor_config.json (transformers' SmolVLM2 PR: "the
+# preprocessor_config.json will have these"), which AutoVideoProcessor reads without a video
+# file: a video_sampling block of 1 frame a second, at most 64 frames, at the tile size, as the
+# SmolVLM2-500M file (copied verbatim by a fixture) has it with its 512 tiles. The 384 here
+# follows that pattern; unconfirmed for 2.2B.
 registry.register_builtin(
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "smolvlm",
-    _smolvlm_file("SmolVLMImageProcessor", "SmolVLMProcessor", 1536, 384),
+    {
+        **_smolvlm_file("SmolVLMImageProcessor", "SmolVLMProcessor", 1536, 384),
+        "video_sampling": {"fps": 1, "max_frames": 64, "video_size": {"longest_edge": 384}},
+    },
     {"image_seq_len": 81, "processor_class": "SmolVLMProcessor"},
 )
 registry.register_builtin(
@@ -326,4 +342,252 @@ registry.register_builtin(
     "idefics3",
     _smolvlm_file("Idefics3ImageProcessor", "Idefics3Processor", 1456, 364),
     {"image_seq_len": 169, "processor_class": "Idefics3Processor"},
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: SmolVLMVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+def video_frame_size(height: int, width: int, longest_edge: int) -> tuple[int, int]:
+    """``video_processing_smolvlm.get_resize_output_image_size``: the longest side to
+    ``min(longest_edge, 4096)`` (up or down), the other truncated and made even."""
+    return _rescale_to_max_len(height, width, min(MAX_IMAGE_SIZE, longest_edge))
+
+
+@dataclass(frozen=True)
+class SmolVLMVideoPlan(VideoPlan):
+    """A SmolVLM clip's plan, with its frames' size before any padding."""
+
+    frame_hw: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class SmolVLMVideoConfig(VideoConfig):
+    """Settings of ``SmolVLMVideoProcessor`` (SmolVLM2).
+
+    Every frame is resized twice, as ``SmolVLMVideoProcessor.resize`` does: its longest edge
+    to ``size["longest_edge"]`` (or to ``size``'s height and width), then squashed to the
+    ``max_image_size`` square; both with the checkpoint's filter (LANCZOS: torchvision's
+    antialiased Lanczos-3 on the CPU, which transformers uses from torchvision 0.27), then
+    normalised. With ``do_pad`` the clips are zero-padded (after normalising) to the call's
+    longest clip and largest frame, and ``pixel_attention_mask`` marks each clip's frame
+    area (on its padded frames too, as transformers marks them).
+
+    ``num_video_tokens`` counts the special tokens SmolVLMProcessor's
+    ``replace_video_token`` puts in the prompt per frame: ``<fake_token_around_image>``,
+    ``<global-img>``, ``image_seq_len`` ``<image>`` tokens and ``<fake_token_around_image>``
+    (the intro, the timestamps and the outro are text).
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    size: Mapping[str, int]
+    max_image_size: int
+    resample: int
+    do_pad: bool
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    do_sample_frames: bool
+    fps: float | None
+    num_frames: int | None
+    image_seq_len: int
+
+    output_key: ClassVar[str] = "pixel_values"
+    # Frames padded with zeros after normalising.
+    raw_pixels: ClassVar[bool] = False
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_values": "clips", "pixel_attention_mask": "clips"}
+    )
+
+    def layout(self) -> str:
+        """Clips zero-padded to the longest ("pad_images"), or a list of them."""
+        return "pad_images" if self.do_pad else "clips"
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``SmolVLMVideoProcessor.sample_frames``: ``round(fps * duration)`` frames,
+        at most ``num_frames``, evenly spaced (``np.linspace`` truncated, duplicates
+        dropped) between the clip's ends, a second in from each when the clip is long."""
+        if metadata.fps is None:
+            raise MmfastError(
+                "video_fps: SmolVLMVideoProcessor samples by the clip's frame rate; pass it "
+                "or do_sample_frames=False"
+            )
+        num_frames, fps = (
+            self.num_frames if num_frames is None else num_frames,
+            self.fps if fps is None else fps,
+        )
+        if num_frames is None or fps is None or metadata.duration is None:
+            # transformers: a TypeError comparing or multiplying None.
+            raise MmfastError(
+                "fps, num_frames, video_fps: SmolVLMVideoProcessor samples with fps, "
+                f"num_frames and the clip's duration, got {fps}, {num_frames} and "
+                f"{metadata.duration}"
+            )
+        total = metadata.total_num_frames
+        duration = metadata.duration
+        desired = max(min(round(fps * duration), num_frames), 1)
+        skip_secs = 1
+        start, end = 0, total - 1
+        if skip_secs > 0 and (duration - 2 * skip_secs) > (num_frames * fps):
+            start = int(skip_secs * metadata.fps)
+            end = int(total - skip_secs * metadata.fps)
+        start, end = max(0, start), min(end, total - 1)
+        if start >= end:
+            start, end = 0, total - 1
+        indices: list[int] = np.unique(np.linspace(start, end, desired, dtype=int)).tolist()
+        return indices
+
+    def frame_views(self, height: int, width: int) -> tuple[tuple[int, int], list[View]]:
+        """A frame's size after the two resizes, and its views (the last one writes)."""
+        if not self.do_resize:
+            return (height, width), [View()]
+        if "longest_edge" in self.size:
+            first = video_frame_size(height, width, self.size["longest_edge"])
+        else:
+            first = (self.size["height"], self.size["width"])
+        square = (self.max_image_size, self.max_image_size)
+        views: list[View] = []
+        if first != (height, width):
+            views.append(View(resize=Resize(first, self.resample, "torch")))
+        if square != first:
+            source = 0 if views else None
+            views.append(View(source=source, resize=Resize(square, self.resample, "torch")))
+        return square, views or [View()]
+
+    def plan(self, frames: int, height: int, width: int) -> SmolVLMVideoPlan:
+        """One clip's frames resized twice and normalised, each into its (3, H, W) slot."""
+        check_image_size(height, width)
+        size, views = self.frame_views(height, width)
+        window = (CropBox(0, 0, *size),)
+        written = replace(views[-1], out=window)
+        per_frame = [*views[:-1], written]
+        clip_views = tuple(
+            ((t,), replace(v, source=None if v.source is None else v.source + t * len(per_frame)))
+            for t in range(frames)
+            for v in per_frame
+        )
+        return SmolVLMVideoPlan(
+            height=height,
+            width=width,
+            frames=frames,
+            views=clip_views,
+            output_shapes=MappingProxyType({self.output_key: (frames, 3, *size)}),
+            num_video_tokens=frames * (self.image_seq_len + 3),
+            frame_hw=size,
+        )
+
+    def finish_batch(self, plans: Sequence[VideoPlan]) -> Sequence[VideoPlan]:
+        """With ``do_pad``, every frame on a zero canvas as large as the call's largest."""
+        if not self.do_pad:
+            return plans
+        sizes = [cast("SmolVLMVideoPlan", p).frame_hw for p in plans]
+        largest = (max(h for h, _ in sizes), max(w for _, w in sizes))
+        if all(size == largest for size in sizes):
+            return plans
+        return [
+            replace(
+                plan,
+                views=tuple(
+                    (positions, replace(view, out=Canvas(largest)) if view.out else view)
+                    for positions, view in plan.views
+                ),
+                output_shapes=MappingProxyType({self.output_key: (plan.frames, 3, *largest)}),
+            )
+            for plan in plans
+        ]
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """With ``do_pad``: ``pixel_attention_mask`` (clips, frames, H, W) int64, 1 on each
+        clip's frame area in every frame slot (its padded frames too)."""
+        if not self.do_pad:
+            return {}
+        frames = max(p.frames for p in plans)
+        height, width = plans[0].output_shapes[self.output_key][2:]
+        mask = np.zeros((len(plans), frames, height, width), np.int64)
+        for i, plan in enumerate(plans):
+            h, w = cast("SmolVLMVideoPlan", plan).frame_hw
+            mask[i, :, :h, :w] = 1
+        return {"pixel_attention_mask": mask}
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> SmolVLMVideoConfig:
+    """Mirrors ``SmolVLMVideoProcessor.__init__``: the class defaults (LANCZOS, longest edge
+    1456 then 364 squares, mean/std 0.5, padding), then a ``video_sampling`` block's
+    ``max_frames``, ``fps`` and ``video_size`` (which ``size``, when the file has one too,
+    replaces: transformers writes it into the block first). ``image_seq_len`` (the processor's,
+    169 by default) counts tokens."""
+    default_to_square = cfg.flag("default_to_square", True)
+    size_value: Any = cfg.raw("size") if cfg.given("size") else {"longest_edge": 4 * 364}
+    fps: Any = cfg.raw("fps")
+    num_frames: Any = cfg.raw("num_frames")
+    sampling = cfg.raw("video_sampling")
+    if sampling is not None:
+        if not isinstance(sampling, dict) or not {"max_frames", "fps", "video_size"} <= set(
+            sampling
+        ):
+            raise cfg.error(
+                "video_sampling", "a dict with max_frames, fps and video_size", sampling
+            )
+        block = cfg.nested("video_sampling", sampling)
+        num_frames = block.positive_int("max_frames", 1)
+        fps = positive_number(block, "fps")
+        if not cfg.given("size"):
+            size_value = sampling["video_size"]
+    if size_value is None:
+        raise cfg.error("size", "a size dict", None)
+    size = cfg.size_dict("size", size_value, default_to_square)
+    do_resize = cfg.flag("do_resize", True)
+    if do_resize and not (size.get("longest_edge") or (size.get("height") and size.get("width"))):
+        raise cfg.error("size", "{longest_edge} or {height, width}", size)
+    max_size = cfg.raw("max_image_size")
+    max_size = {"longest_edge": 364} if max_size is None else max_size
+    if not isinstance(max_size, dict) or "longest_edge" not in max_size:
+        raise cfg.error("max_image_size", "a {longest_edge} dict", max_size)
+    tile = cfg.nested("max_image_size", max_size).positive_int("longest_edge", 364)
+    resample = cfg.resample(LANCZOS)
+    if resample not in TORCH_CODES:
+        raise cfg.error("resample", TORCH_RESAMPLE, resample)
+    norm = cfg.normalization(IMAGENET_STANDARD_MEAN, IMAGENET_STANDARD_STD)
+    return SmolVLMVideoConfig(
+        model_id=model_id,
+        video_processor_type="SmolVLMVideoProcessor",
+        do_convert_rgb=cfg.convert_rgb(),
+        do_resize=do_resize,
+        size=MappingProxyType(size),
+        max_image_size=tile,
+        resample=resample,
+        do_pad=cfg.flag("do_pad", True),
+        do_rescale=norm.do_rescale,
+        rescale_factor=norm.rescale_factor,
+        do_normalize=norm.do_normalize,
+        image_mean=norm.image_mean,
+        image_std=norm.image_std,
+        do_sample_frames=cfg.flag("do_sample_frames", False),
+        fps=None if fps is None else float(fps),
+        num_frames=None if num_frames is None else int(num_frames),
+        image_seq_len=cfg.positive_int("image_seq_len", 169),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="SmolVLMVideoProcessor",
+        model_types=("smolvlm",),
+        build=_build_video,
+        # video_sampling is an __init__ argument only (its values become fps, num_frames and
+        # the size).
+        kwargs=frozenset({"max_image_size", "video_sampling"}),
+        # Its _preprocess never crops; it pads to the call's largest frame, not to pad_size.
+        ignores=frozenset({"do_center_crop", "crop_size", "pad_size"}),
+        processor_kwargs=frozenset({"image_seq_len"}),
+        # Its resize reads the instance's max_image_size, whatever the call passes.
+        instance_settings=frozenset({"max_image_size"}),
+    )
 )

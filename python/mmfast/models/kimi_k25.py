@@ -32,7 +32,7 @@ row ``(frames, rows, columns)`` per chunk and ``num_chunks_per_video``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, cast
@@ -455,7 +455,7 @@ class KimiK25VideoConfig(VideoConfig):
     num_frames: int | None
 
     # transformers returns num_chunks_per_video as a list of ints.
-    list_outputs: ClassVar[frozenset[str]] = frozenset({"num_chunks_per_video"})
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"num_chunks_per_video": "ints"})
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors the base ``sample_frames`` (``default_sample_indices_fn``): ``num_frames``

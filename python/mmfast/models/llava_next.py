@@ -31,6 +31,7 @@ from mmfast.models.base import (
     View,
     resizer,
 )
+from mmfast.models.base_video import FRAMES_IGNORES, FramesVideoConfig, frames_fields
 from mmfast.models.config import MAX_INT, Fields, Source, is_int_in
 from mmfast.models.geometry import (
     CropBox,
@@ -40,7 +41,14 @@ from mmfast.models.geometry import (
 )
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields, resize_output_size
 
-__all__ = ["LlavaNextConfig", "anyres_checked", "anyres_fields", "strategy", "unpadded_features"]
+__all__ = [
+    "LlavaNextConfig",
+    "LlavaNextVideoVideoConfig",
+    "anyres_checked",
+    "anyres_fields",
+    "strategy",
+    "unpadded_features",
+]
 
 
 def unpadded_features(
@@ -349,4 +357,95 @@ registry.register_builtin(
         "patch_size": 14,
         "vision_feature_select_strategy": "default",
     },
+)
+
+
+# llava-hf/LLaVA-NeXT-Video-7B-hf: transformers' converter
+# (convert_llava_next_video_weights_to_hf.py) builds both processors with from_pretrained of
+# openai/clip-vit-large-patch14-336, whose CLIP file gives shortest edge 336, a 336x336 centre
+# crop, OpenAI CLIP mean/std and bicubic, over LlavaNextImageProcessor's defaults (pinpoints,
+# padding). Both were saved to preprocessor_config.json, the image processor last, and
+# AutoVideoProcessor reads that file where a checkpoint has no video file, so the video
+# processor sees the same settings. processor_config.json (patch 14, the "default" strategy,
+# one CLS token) as for LLaVA-NeXT's checkpoints of the same tower. Derived, not seen.
+registry.register_builtin(
+    "llava-hf/LLaVA-NeXT-Video-7B-hf",
+    "llava_next_video",
+    {
+        "crop_size": {"height": 336, "width": 336},
+        "do_center_crop": True,
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_pad": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_grid_pinpoints": [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]],
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_processor_type": "LlavaNextImageProcessor",
+        "image_std": list(OPENAI_CLIP_STD),
+        "processor_class": "LlavaNextVideoProcessor",
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"shortest_edge": 336},
+    },
+    {
+        "num_additional_image_tokens": 1,
+        "patch_size": 14,
+        "processor_class": "LlavaNextVideoProcessor",
+        "vision_feature_select_strategy": "default",
+    },
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: LlavaNextVideoVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LlavaNextVideoVideoConfig(FramesVideoConfig):
+    """Settings of ``LlavaNextVideoVideoProcessor`` (LLaVA-NeXT-Video): the base pipeline,
+    each frame's shortest edge resized to ``size`` then centre cropped to ``crop_size``
+    (224 and 224x224 by default).
+
+    ``num_video_tokens`` is the count of ``<video>`` tokens LlavaNextVideoProcessor inserts:
+    per frame ``(H // patch_size) * (W // patch_size) // 4`` for the processed H x W frame
+    (``frame_tokens`` holds the processor's ``patch_size``).
+    """
+
+    def tokens_per_frame(self, height: int, width: int) -> int:
+        """``replace_video_token``: the frame's patches, pooled 2x2."""
+        patch = self.frame_tokens
+        return (height // patch) * (width // patch) // 4
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> LlavaNextVideoVideoConfig:
+    """Mirrors ``LlavaNextVideoVideoProcessor``'s class defaults; the processor's
+    ``patch_size`` (no default there; LLaVA-NeXT-Video's CLIP tower uses 14) counts tokens."""
+    return LlavaNextVideoVideoConfig(
+        model_id=model_id,
+        video_processor_type="LlavaNextVideoVideoProcessor",
+        **frames_fields(
+            cfg,
+            size={"shortest_edge": 224},
+            resample=BICUBIC,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            default_to_square=False,
+            crop_size={"height": 224, "width": 224},
+            do_center_crop=True,
+        ),
+        frame_tokens=cfg.positive_int("patch_size", 14),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="LlavaNextVideoVideoProcessor",
+        model_types=("llava_next_video",),
+        build=_build_video,
+        kwargs=frozenset(),
+        ignores=FRAMES_IGNORES,
+        processor_kwargs=frozenset({"patch_size"}),
+    )
 )

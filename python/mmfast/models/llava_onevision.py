@@ -26,8 +26,10 @@ from mmfast.models.base import (
     OPENAI_CLIP_STD,
     ImagePlan,
     Pad,
+    VideoPlan,
     View,
 )
+from mmfast.models.base_video import FRAMES_IGNORES, FramesVideoConfig, frames_fields
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import select_best_resolution
 from mmfast.models.llava_next import (
@@ -39,7 +41,7 @@ from mmfast.models.llava_next import (
 )
 from mmfast.models.pil_backend import pil_backend_fields
 
-__all__ = ["LlavaOnevisionConfig"]
+__all__ = ["LlavaOnevisionConfig", "LlavaOnevisionVideoConfig"]
 
 # LlavaOnevisionImageProcessor.image_grid_pinpoints: 384 to 2304 on each side, in 384 steps.
 _PINPOINTS = [[h, w] for h in range(384, 2305, 384) for w in range(384, 2305, 384)]
@@ -192,4 +194,63 @@ registry.register_builtin(
         "video_token": "<video>",
         "vision_feature_select_strategy": "full",
     },
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: LlavaOnevisionVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+def onevision_frame_tokens(tile_tokens: int) -> int:
+    """``LlavaOnevisionProcessor.replace_video_token``'s ``<video>`` tokens per frame: the
+    ``sqrt(num_image_tokens)`` patch grid pooled 2x2 (rounding up)."""
+    pooled = math.ceil(int(math.sqrt(tile_tokens)) / 2)
+    return pooled * pooled
+
+
+@dataclass(frozen=True)
+class LlavaOnevisionVideoConfig(FramesVideoConfig):
+    """Settings of ``LlavaOnevisionVideoProcessor`` (LLaVA-OneVision and VideoPrism): the
+    base pipeline, each frame squashed to 384x384 by default.
+
+    ``num_video_tokens`` is the count of ``<video>`` tokens LlavaOnevisionProcessor inserts:
+    per frame the pooled grid of its ``num_image_tokens`` (196 for 729), plus one newline
+    token for the clip.
+    """
+
+    def plan(self, frames: int, height: int, width: int) -> VideoPlan:
+        """The base plan; one ``<video>`` token more for the clip's newline."""
+        plan = super().plan(frames, height, width)
+        return replace(plan, num_video_tokens=plan.num_video_tokens + 1)
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> LlavaOnevisionVideoConfig:
+    """Mirrors ``LlavaOnevisionVideoProcessor``'s class defaults; the processor's
+    ``num_image_tokens`` (729) counts tokens."""
+    return LlavaOnevisionVideoConfig(
+        model_id=model_id,
+        video_processor_type="LlavaOnevisionVideoProcessor",
+        **frames_fields(
+            cfg,
+            size={"height": 384, "width": 384},
+            resample=BICUBIC,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            default_to_square=False,
+        ),
+        frame_tokens=onevision_frame_tokens(cfg.positive_int("num_image_tokens", 729)),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="LlavaOnevisionVideoProcessor",
+        model_types=("llava_onevision", "videoprism"),
+        build=_build_video,
+        kwargs=frozenset(),
+        ignores=FRAMES_IGNORES,
+        none_is_default=frozenset({"do_center_crop", "crop_size"}),
+        processor_kwargs=frozenset({"num_image_tokens"}),
+    )
 )

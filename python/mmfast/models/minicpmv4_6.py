@@ -22,7 +22,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from mmfast.errors import MmfastError
+from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
@@ -30,21 +30,26 @@ from mmfast.models.base import (
     IMAGENET_STANDARD_MEAN,
     IMAGENET_STANDARD_STD,
     RGB,
+    TORCH_RESAMPLE,
     ImagePlan,
     ModelConfig,
     Strip,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     identity_table,
     plan_constants,
     resizer,
 )
+from mmfast.models.base_video import TORCH_CODES
 from mmfast.models.config import MAX_TILES, Fields, Source
 from mmfast.models.geometry import CropBox
 
 __all__ = [
     "MiniCPMPlan",
     "MiniCPMV4_6Config",
+    "MiniCPMV4_6VideoConfig",
     "ensure_divide",
     "find_best_resize",
     "get_refine_size",
@@ -493,4 +498,262 @@ registry.register_builtin(
     "openbmb/MiniCPM-V-4.7-1B",
     "minicpmv4_7",
     {**_MINICPM_V, "processor_class": "MiniCPMV4_7Processor"},
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: MiniCPMV4_6VideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MiniCPMVideoPlan(VideoPlan):
+    """A MiniCPM-V clip's plan: each frame's views' patch grids and its slice grid."""
+
+    target_sizes: tuple[tuple[int, int], ...]
+    grid: tuple[int, int]
+    run: int
+
+
+@dataclass(frozen=True)
+class MiniCPMV4_6VideoConfig(VideoConfig):
+    """Settings of ``MiniCPMV4_6VideoProcessor`` (MiniCPM-V 4.6 and 4.7): every sampled frame
+    is one unit, processed as the image processor processes an image (a source view and,
+    past ``scale_resolution`` squared, a grid of slices of a refine image, torchvision's
+    resizes), laid along one NaViT strip for the whole call.
+
+    ``num_video_tokens`` counts what MiniCPMV4_6Processor's ``replace_video_token`` (then
+    ``_prepend_local_ids`` with ``use_image_id``) puts in the prompt for a clip, as the model's
+    tokenizer splits it: ``<image_id>0</image_id>`` once (three tokens: the clip counted as
+    its prompt's first video), then per frame ``<image>``, one video token per ``16``
+    patches of its source view (``4`` in "4x" mode) and ``</image>``, then per slice
+    ``<slice>``, its tokens and ``</slice>``, with a newline between slice rows.
+
+    ``stack_frames`` above 1 (sub-second frames pasted into per-second composites, laid out
+    by the clip's duration) is refused: :class:`~mmfast.errors.UnsupportedModelError`.
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    do_resize: bool
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    max_slice_nums: int
+    scale_resolution: int
+    patch_size: int
+    slice_mode: bool
+    downsample_mode: str
+    use_image_id: bool
+    do_sample_frames: bool
+    max_num_frames: int
+    stack_frames: int
+
+    # Every view of the call shares one strip.
+    batch_layout: ClassVar[str] = "strip"
+    # transformers makes these tensors itself and skips converting them (and the list).
+    tensor_keys: ClassVar[frozenset[str]] = frozenset(
+        {"grids_videos", "num_patches_per_frame", "num_frames_per_video"}
+    )
+
+    @property
+    def image_config(self) -> MiniCPMV4_6Config:
+        """The image processor with these settings (the torchvision class), whose per-image
+        plan is a frame's."""
+        return MiniCPMV4_6Config(
+            model_id=self.model_id,
+            image_processor_type="MiniCPMV4_6ImageProcessor",
+            do_convert_rgb=self.do_convert_rgb,
+            do_resize=self.do_resize,
+            resample=self.resample,
+            do_rescale=self.do_rescale,
+            rescale_factor=self.rescale_factor,
+            do_normalize=self.do_normalize,
+            image_mean=self.image_mean,
+            image_std=self.image_std,
+            max_slice_nums=self.max_slice_nums,
+            scale_resolution=self.scale_resolution,
+            patch_size=self.patch_size,
+            slice_mode=self.slice_mode,
+            downsample_mode=self.downsample_mode,
+            use_image_id=self.use_image_id,
+            backend="torchvision",
+        )
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``MiniCPMV4_6VideoProcessor.sample_frames`` (``fps`` and ``num_frames`` are
+        not its arguments): a frame a second, or, for a clip longer than ``max_num_frames``
+        seconds, every tenth of a second thinned to ``max_num_frames`` by ``np.linspace``."""
+        if metadata.duration is None or metadata.fps is None:
+            raise MmfastError(
+                "video_fps: MiniCPMV4_6VideoProcessor samples by the clip's frame rate and "
+                "duration; pass its rate or do_sample_frames=False"
+            )
+        total, avg_fps, duration = metadata.total_num_frames, metadata.fps, metadata.duration
+        num_seconds = math.ceil(duration)
+        if duration > self.max_num_frames:
+            timestamps = [round(i * 0.1, 1) for i in range(int(duration / 0.1))]
+            main = [min(int(ts * avg_fps), total - 1) for ts in timestamps]
+            if len(main) > self.max_num_frames:
+                picks = np.linspace(0, len(main) - 1, self.max_num_frames, dtype=int)
+                main = [main[i] for i in picks]
+            return main
+        return [int(i * avg_fps) for i in range(num_seconds)]
+
+    def frame_plan(self, height: int, width: int) -> MiniCPMPlan:
+        """One frame's views: the image processor's, or without resizing the frame itself,
+        cut to whole patches (``unfold`` leaves the rest)."""
+        if self.do_resize:
+            return self.image_config.plan(height, width)
+        ps = self.patch_size
+        if height < ps or width < ps:
+            raise MmfastError(
+                f"video size: frames of {height}x{width} hold no {ps}-pixel patch (do_resize "
+                "is off; transformers' unfold fails on them)"
+            )
+        box = CropBox(0, 0, height // ps * ps, width // ps * ps)
+        sizes = (box.height // ps, box.width // ps)
+        tokens = self.image_config.count_tokens([sizes], None)
+        return MiniCPMPlan(
+            height=height,
+            width=width,
+            do_convert_rgb=self.do_convert_rgb,
+            do_resize=False,
+            resize_size=(box.height, box.width),
+            resample=self.resample,
+            crop=None,
+            canvas_size=None,
+            **plan_constants(self.image_config),
+            compute_dtype="float32",
+            patches=None,
+            tiles=None,
+            output_shapes=MappingProxyType(
+                {"pixel_values": (1, 3, ps, sizes[0] * box.width), "target_sizes": (1, 2)}
+            ),
+            num_image_tokens=tokens,
+            views=(View(crop=box, out=Strip(ps, 0)),),
+            target_sizes=(sizes,),
+            grid=(0, 0),
+        )
+
+    def plan(self, frames: int, height: int, width: int) -> MiniCPMVideoPlan:
+        """Every frame's views, frame after frame along the strip."""
+        check_image_size(height, width)
+        frame = self.frame_plan(height, width)
+        per_frame = frame.views
+        views = tuple(
+            (
+                (t,),
+                replace(v, source=None if v.source is None else v.source + t * len(per_frame)),
+            )
+            for t in range(frames)
+            for v in per_frame
+        )
+        run = frame.output_shapes["pixel_values"][3]
+        # Per frame: the placeholder without the image id, which the clip's video gets once.
+        id_tokens = IMAGE_ID_TOKENS * self.use_image_id
+        tokens = id_tokens + frames * (frame.num_image_tokens - id_tokens)
+        return MiniCPMVideoPlan(
+            height=height,
+            width=width,
+            frames=frames,
+            views=views,
+            output_shapes=MappingProxyType(
+                {self.output_key: (1, 3, self.patch_size, frames * run)}
+            ),
+            num_video_tokens=tokens,
+            target_sizes=frame.target_sizes,
+            grid=frame.grid,
+            run=run,
+        )
+
+    def finish_batch(self, plans: Sequence[VideoPlan]) -> Sequence[VideoPlan]:
+        """Every view's strip rows are the call's strip length apart."""
+        stride = sum(p.output_shapes[self.output_key][3] for p in plans)
+        strip = Strip(self.patch_size, stride)
+        return [
+            replace(
+                plan,
+                views=tuple(
+                    (positions, replace(v, out=strip) if isinstance(v.out, Strip) else v)
+                    for positions, v in plan.views
+                ),
+            )
+            for plan in plans
+        ]
+
+    def batch_shape(self, plans: Sequence[VideoPlan]) -> tuple[tuple[int, ...], list[int]]:
+        """(1, 3, patch_size, L), each clip after the previous one along the strip."""
+        runs = [p.output_shapes[self.output_key][3] for p in plans]
+        return (1, 3, self.patch_size, sum(runs)), [0, *itertools.accumulate(runs)][:-1]
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """``target_sizes_videos`` (views, 2), ``grids_videos`` (frames, 2) ([0, 0] without
+        slices) and ``num_patches_per_frame`` (frames,), int32; ``num_frames_per_video``, a
+        list."""
+        minicpm = cast("Sequence[MiniCPMVideoPlan]", plans)
+        sizes = [list(ts) for p in minicpm for _ in range(p.frames) for ts in p.target_sizes]
+        grids = [list(p.grid) for p in minicpm for _ in range(p.frames)]
+        counts = [p.grid[0] * p.grid[1] + 1 for p in minicpm for _ in range(p.frames)]
+        return {
+            "target_sizes_videos": np.array(sizes, np.int32).reshape(-1, 2),
+            "grids_videos": np.array(grids, np.int32).reshape(-1, 2),
+            "num_patches_per_frame": np.array(counts, np.int32),
+            "num_frames_per_video": [p.frames for p in minicpm],
+        }
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> MiniCPMV4_6VideoConfig:
+    """Mirrors ``MiniCPMV4_6VideoProcessor``'s class defaults: the image class's, plus a
+    frame a second up to 128 frames, no stacking."""
+    stack = cfg.positive_int("stack_frames", 1, MAX_TILES)
+    if stack > 1:
+        raise UnsupportedModelError(
+            f"stack_frames: {stack} pastes each second's sub-frames into a composite laid out "
+            "by the clip's duration, which mmfast's video plans do not see; only 1 (no "
+            "stacking) is supported"
+        )
+    fields = minicpm_fields(cfg, "16x")
+    if fields["resample"] not in TORCH_CODES:
+        raise cfg.error("resample", TORCH_RESAMPLE, fields["resample"])
+    if not (fields["do_rescale"] or fields["do_normalize"]):
+        raise cfg.error(
+            "do_rescale, do_normalize",
+            "one of them on (transformers' unfold refuses the uint8 frames)",
+            False,
+        )
+    return MiniCPMV4_6VideoConfig(
+        model_id=model_id,
+        video_processor_type="MiniCPMV4_6VideoProcessor",
+        **fields,
+        do_sample_frames=cfg.flag("do_sample_frames", True),
+        max_num_frames=cfg.positive_int("max_num_frames", 128),
+        stack_frames=stack,
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="MiniCPMV4_6VideoProcessor",
+        model_types=("minicpmv4_6", "minicpmv4_7"),
+        build=_build_video,
+        kwargs=MINICPM_KWARGS | {"max_num_frames", "stack_frames"},
+        # Its _preprocess never crops or pads, resizes by its own rule (not size), and reads
+        # the metadata only to stack frames (refused).
+        ignores=frozenset(
+            {
+                "size",
+                "default_to_square",
+                "do_center_crop",
+                "crop_size",
+                "do_pad",
+                "pad_size",
+                "video_metadata",
+            }
+        ),
+    )
 )

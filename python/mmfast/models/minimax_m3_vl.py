@@ -12,10 +12,10 @@ and cuts ``video_grid_thw`` into attention segments.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -194,6 +194,8 @@ class MiniMaxM3VLVideoConfig(VideoConfig):
     do_sample_frames: bool
     fps: float | None
     num_frames: int | None
+
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"num_chunks_per_video": "ints"})
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``BaseVideoProcessor.sample_frames`` with the class's ``fps``:

@@ -94,6 +94,11 @@ class VideoFamily:
     work the class does while preparing the clips, before ``_preprocess`` (ERNIE's timestamps
     drawn on the frames), which ``mmfast.hf`` therefore reads as done: the values it builds
     the config with, transformers having applied them to the clips it hands on.
+    ``processor_kwargs``: the ``processor_config.json`` keys the token count reads (the
+    model's processor settings, such as its tokens per frame), which the config's fields then
+    include.
+    ``instance_settings``: settings the class reads from the instance whatever a call passes
+    (``mmfast.hf`` takes them from the processor).
     """
 
     processor_type: str
@@ -103,6 +108,8 @@ class VideoFamily:
     ignores: frozenset[str] = frozenset()
     none_is_default: frozenset[str] = frozenset()
     prepared: Mapping[str, Any] = field(default_factory=dict)
+    processor_kwargs: frozenset[str] = frozenset()
+    instance_settings: frozenset[str] = frozenset()
 
 
 FAMILIES: dict[str, Family] = {}

@@ -188,6 +188,7 @@ class VideoLlavaVideoConfig(VideoConfig):
     num_frames: int | None
 
     batch_layout: ClassVar[str] = "stack"
+    unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"pixel_values_videos": "clips"})
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``BaseVideoProcessor.sample_frames`` and ``default_sample_indices_fn``."""
