@@ -236,18 +236,26 @@ def test_skip_messages_get_their_own_line():
 
 
 def test_help_is_quick_to_import():
-    """`mmfast --help` imports neither ml_dtypes (up to a second) nor transformers."""
+    """`mmfast --help` imports neither ml_dtypes (up to a second), transformers, nor the
+    model families (a third of a second); --list-models does."""
     code = (
         "import sys, contextlib, io\n"
         "from mmfast import cli\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "    cli.main(['--help'])\n"
-        "print(sorted(m for m in ('ml_dtypes', 'transformers', 'torch') if m in sys.modules))"
+        "names = ('ml_dtypes', 'transformers', 'torch', 'mmfast.models.qwen2_vl')\n"
+        "print(sorted(m for m in names if m in sys.modules))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_list_models_prints_the_builtins(capsys):
+    with pytest.raises(SystemExit):
+        main(["preprocess", "--list-models"])
+    assert capsys.readouterr().out.split() == list(supported_models())
 
 
 def test_preprocess_takes_video_files(tmp_path, capsys):

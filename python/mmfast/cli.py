@@ -64,6 +64,16 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _ListModels(argparse.Action):
+    """``--list-models``: the built-in ids, imported only when asked for (every family)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from mmfast.models import supported_models
+
+        print("\n".join(supported_models()))
+        parser.exit()
+
+
 def _positive_int(text: str) -> int:
     """An argument that must be a whole number of at least 1."""
     try:
@@ -76,8 +86,6 @@ def _positive_int(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from mmfast.models import supported_models
-
     parser = argparse.ArgumentParser(
         prog="mmfast",
         description="Images to vision-language-model tensors: bit-exact, fast, GIL-free.",
@@ -106,7 +114,10 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_MODEL,
         metavar="ID_OR_DIR",
         help="a built-in model id, a directory with preprocessor_config.json, or such a JSON "
-        f"file (default: {DEFAULT_MODEL}; built-in ids: {', '.join(supported_models())})",
+        f"file (default: {DEFAULT_MODEL}; --list-models prints the built-in ids)",
+    )
+    pre.add_argument(
+        "--list-models", action=_ListModels, nargs=0, help="print the built-in model ids and exit"
     )
     pre.add_argument(
         "--out", metavar="FILE.npz", help="save the output arrays with np.savez, at exactly FILE"
