@@ -258,6 +258,7 @@ VIDEO_MODELS = [
     "google/gemma-4-31B-it",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "openbmb/MiniCPM-V-4.6",
+    "zai-org/GLM-GA",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -303,6 +304,21 @@ VIDEO_CASES = [
     VideoCase("zai-org/GLM-5.3-Flash", 6, 20, 30, 2.0),
     VideoCase("zai-org/GLM-5.3-Flash", 300, 24, 36, 1.0, {}, {"max_frames": 40}),
     VideoCase("zai-org/GLM-5.3-Flash", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
+    # GLM-GA: fewer frames than fps * duration (floor spreading), a long clip over max_frames
+    # (np.linspace), a non-integer rate, patch_expand_factor 2, a small budget.
+    VideoCase("zai-org/GLM-GA", 5, 60, 80, 1.0),
+    VideoCase("zai-org/GLM-GA", 400, 20, 30, 1.0, {}, {"max_frames": 30}),
+    VideoCase("zai-org/GLM-GA", 77, 50, 70, 7.3, {"fps": 3.1}),
+    VideoCase("zai-org/GLM-GA", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
+    VideoCase(
+        "zai-org/GLM-GA",
+        11,
+        131,
+        67,
+        4.0,
+        {},
+        {"size": {"shortest_edge": 3136, "longest_edge": 50000}},
+    ),
     # ERNIE: fps sampling under min_frames (16) and over the clip, num_frames at the bounds,
     # an odd clip without sampling (its last frame repeated), a small pixel budget.
     VideoCase(ERNIE, 200, 60, 80, 30.0, {"fps": 2}, {"draw_on_frames": False}),
@@ -473,6 +489,8 @@ VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     "zai-org/GLM-4.1V-9B-Thinking": ("glm4v.processing_glm4v.Glm4vProcessor", "<|image|>"),
     "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
     "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
+    # transformers has no GLM-GA processor: GLM-4.6V's serves the checkpoint.
+    "zai-org/GLM-GA": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
     ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
     VL3: ("video_llama_3.processing_video_llama_3.VideoLlama3Processor", "<|video_pad|>"),
     KIMI: ("kimi_k25.processing_kimi_k25.Kimi_K25Processor", "<|kimi_k25_video_placeholder|>"),
