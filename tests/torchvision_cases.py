@@ -259,6 +259,7 @@ VIDEO_MODELS = [
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "openbmb/MiniCPM-V-4.6",
     "zai-org/GLM-GA",
+    "google/gemma-4-12B-it",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -390,6 +391,18 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
         {"max_soft_tokens": 100},
     ],
+    # Gemma 4 unified: Gemma 4's settings over merged rows (unresized frames: below).
+    "google/gemma-4-12B-it": [
+        {"do_sample_frames": False},
+        {"num_frames": 3},
+        {"num_frames": None, "fps": 4},
+        {"do_sample_frames": False, "max_soft_tokens": 280, "resample": 2},
+        {"do_sample_frames": False, "max_soft_tokens": 1120, "resample": 1},
+        {"do_sample_frames": False, "max_soft_tokens": 140, "patch_size": 14},
+        {"do_sample_frames": False, "pooling_kernel_size": 2},
+        {"do_sample_frames": False, "do_rescale": False, "do_normalize": False},
+        {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
+    ],
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct": [
         {"do_resize": False},
         {"do_pad": False},
@@ -416,6 +429,15 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"use_image_id": False, "do_sample_frames": False},
     ],
 }
+# Gemma 4 unified's unresized frames of whole merged squares (48 and 32 pixels); other sizes
+# fail in transformers' reshape (a RuntimeError) and mmfast refuses them (test_video.py).
+VIDEO_CASES += [
+    VideoCase("google/gemma-4-12B-it", 3, 96, 144, 10.0, {"do_sample_frames": False}, config)
+    for config in (
+        {"do_resize": False},
+        {"do_resize": False, "pooling_kernel_size": 2, "max_soft_tokens": 140},
+    )
+]
 # MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
 VIDEO_CASES += [
     VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
