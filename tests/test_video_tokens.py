@@ -138,6 +138,7 @@ ROWS = [
     Row("HuggingFaceTB/SmolVLM2-2.2B-Instruct", smolvlm),
     Row("openbmb/MiniCPM-V-4.6", minicpm),
     Row("openbmb/MiniCPM-V-4.7-1B", minicpm),
+    Row("openbmb/MiniCPM-OCR-1.0", minicpm),
 ]
 
 

@@ -260,6 +260,7 @@ VIDEO_MODELS = [
     "openbmb/MiniCPM-V-4.6",
     "zai-org/GLM-GA",
     "google/gemma-4-12B-it",
+    "openbmb/MiniCPM-OCR-1.0",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -428,6 +429,17 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"max_num_frames": 2},
         {"use_image_id": False, "do_sample_frames": False},
     ],
+    # MiniCPM-OCR: MiniCPM-V 4.6's video class with "4x" by default.
+    "openbmb/MiniCPM-OCR-1.0": [
+        {"do_resize": False},
+        {"slice_mode": False},
+        {"downsample_mode": "16x", "max_slice_nums": 4},
+        {"scale_resolution": 140, "max_slice_nums": 6, "resample": 2},
+        {"scale_resolution": 112, "patch_size": 16, "resample": 1},
+        {"do_normalize": False},
+        {"max_num_frames": 2},
+        {"use_image_id": False, "do_sample_frames": False},
+    ],
 }
 # Gemma 4 unified's unresized frames of whole merged squares (48 and 32 pixels); other sizes
 # fail in transformers' reshape (a RuntimeError) and mmfast refuses them (test_video.py).
@@ -442,6 +454,7 @@ VIDEO_CASES += [
 VIDEO_CASES += [
     VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
     VideoCase("openbmb/MiniCPM-V-4.6", 95, 40, 60, 7.5, {}, {"max_num_frames": 7}),
+    VideoCase("openbmb/MiniCPM-OCR-1.0", 95, 40, 60, 7.5, {}, {"max_num_frames": 7}),
 ]
 VIDEO_CASES += [
     VideoCase(model_id, frames, height, width, rate, options, config)
