@@ -176,6 +176,8 @@ def test_refusals_name_the_setting(model_id: str, overrides: dict[str, Any], mat
     ("model_id", "overrides", "error", "match"),
     [
         ("openbmb/MiniCPM-V-4.6", {"stack_frames": 2}, UnsupportedModelError, "stack_frames: 2"),
+        ("openbmb/MiniCPM-OCR-1.0", {"stack_frames": 3}, UnsupportedModelError, "stack_frames: 3"),
+        ("google/gemma-4-12B-it", {"resample": 0}, MmfastError, "resample: expected 1, 2 or 3"),
         (
             "openbmb/MiniCPM-V-4.6",
             {"do_rescale": False, "do_normalize": False},
@@ -310,6 +312,9 @@ VIDEO_BATCHES = [
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_resize": False}, [(3, 90, 120), (2, 60, 200)]),
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_pad": False}, [(3, 90, 120), (2, 60, 200)]),
     ("openbmb/MiniCPM-V-4.6", {"do_sample_frames": False}, [(2, 600, 900), (3, 90, 120)]),
+    ("openbmb/MiniCPM-OCR-1.0", {"do_sample_frames": False}, [(2, 600, 900), (3, 90, 120)]),
+    ("google/gemma-4-12B-it", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
+    ("zai-org/GLM-GA", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
 ]
 
 

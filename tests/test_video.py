@@ -390,3 +390,18 @@ def test_video_llama_3_compression_is_refused_naming_the_setting() -> None:
         "video_compression_mask",
     ]
     assert out["video_compression_mask"].sum() == off.num_video_tokens(3, 56, 84)
+
+
+def test_gemma4_unified_unresized_frames_must_be_whole_merged_squares() -> None:
+    """Gemma 4 unified merges each 3x3 group of 16-pixel patches: unresized frames whose sides
+    are not multiples of 48 fail in transformers (its reshape, or patches merged out of
+    place), and mmfast refuses them naming the unit; whole squares give one row each."""
+    proc = mmfast.ImageProcessor.from_pretrained(
+        "google/gemma-4-12B-it", video_overrides={"do_resize": False}
+    )
+    with pytest.raises(MmfastError, match="patch_size \\* pooling_kernel_size = 48"):
+        proc.videos(np.stack([frame(t, (96, 160)) for t in range(2)]), do_sample_frames=False)
+    out = proc.videos(np.stack([frame(t, (96, 144)) for t in range(2)]), do_sample_frames=False)
+    assert out["pixel_values_videos"].shape == (2, 70, 48 * 48 * 3)
+    assert out["num_soft_tokens_per_video"].tolist() == [6]
+    assert proc.num_video_tokens(2, 96, 144) == 12

@@ -72,7 +72,13 @@ def llava_next_video(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetad
 def gemma4(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
     fake = SimpleNamespace(video_token="<|video|>", boi_token="<|video>", eoi_token="<video|>")
     inputs = {**out, "video_metadata": [metadata]}
-    text = processor_method("gemma4.processing_gemma4.Gemma4Processor")(fake, inputs, 0)
+    model_id = proc.config.model_id
+    path = (
+        "gemma4_unified.processing_gemma4_unified.Gemma4UnifiedProcessor"
+        if model_id is not None and registry.BUILTINS[model_id].model_type == "gemma4_unified"
+        else "gemma4.processing_gemma4.Gemma4Processor"
+    )
+    text = processor_method(path)(fake, inputs, 0)
     return text.count("<|video|>")
 
 
@@ -128,9 +134,11 @@ ROWS = [
     Row("llava-hf/llava-onevision-qwen2-7b-ov-hf", llava_onevision),
     Row("llava-hf/LLaVA-NeXT-Video-7B-hf", llava_next_video),
     Row("google/gemma-4-31B-it", gemma4),
+    Row("google/gemma-4-12B-it", gemma4),
     Row("HuggingFaceTB/SmolVLM2-2.2B-Instruct", smolvlm),
     Row("openbmb/MiniCPM-V-4.6", minicpm),
     Row("openbmb/MiniCPM-V-4.7-1B", minicpm),
+    Row("openbmb/MiniCPM-OCR-1.0", minicpm),
 ]
 
 

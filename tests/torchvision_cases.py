@@ -258,6 +258,9 @@ VIDEO_MODELS = [
     "google/gemma-4-31B-it",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "openbmb/MiniCPM-V-4.6",
+    "zai-org/GLM-GA",
+    "google/gemma-4-12B-it",
+    "openbmb/MiniCPM-OCR-1.0",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -303,6 +306,21 @@ VIDEO_CASES = [
     VideoCase("zai-org/GLM-5.3-Flash", 6, 20, 30, 2.0),
     VideoCase("zai-org/GLM-5.3-Flash", 300, 24, 36, 1.0, {}, {"max_frames": 40}),
     VideoCase("zai-org/GLM-5.3-Flash", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
+    # GLM-GA: fewer frames than fps * duration (floor spreading), a long clip over max_frames
+    # (np.linspace), a non-integer rate, patch_expand_factor 2, a small budget.
+    VideoCase("zai-org/GLM-GA", 5, 60, 80, 1.0),
+    VideoCase("zai-org/GLM-GA", 400, 20, 30, 1.0, {}, {"max_frames": 30}),
+    VideoCase("zai-org/GLM-GA", 77, 50, 70, 7.3, {"fps": 3.1}),
+    VideoCase("zai-org/GLM-GA", 9, 200, 150, 5.0, {"fps": 1}, {"patch_expand_factor": 2}),
+    VideoCase(
+        "zai-org/GLM-GA",
+        11,
+        131,
+        67,
+        4.0,
+        {},
+        {"size": {"shortest_edge": 3136, "longest_edge": 50000}},
+    ),
     # ERNIE: fps sampling under min_frames (16) and over the clip, num_frames at the bounds,
     # an odd clip without sampling (its last frame repeated), a small pixel budget.
     VideoCase(ERNIE, 200, 60, 80, 30.0, {"fps": 2}, {"draw_on_frames": False}),
@@ -374,6 +392,18 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
         {"max_soft_tokens": 100},
     ],
+    # Gemma 4 unified: Gemma 4's settings over merged rows (unresized frames: below).
+    "google/gemma-4-12B-it": [
+        {"do_sample_frames": False},
+        {"num_frames": 3},
+        {"num_frames": None, "fps": 4},
+        {"do_sample_frames": False, "max_soft_tokens": 280, "resample": 2},
+        {"do_sample_frames": False, "max_soft_tokens": 1120, "resample": 1},
+        {"do_sample_frames": False, "max_soft_tokens": 140, "patch_size": 14},
+        {"do_sample_frames": False, "pooling_kernel_size": 2},
+        {"do_sample_frames": False, "do_rescale": False, "do_normalize": False},
+        {"do_sample_frames": False, "image_mean": [0.5, 0.4, 0.3], "image_std": [0.2, 0.5, 0.7]},
+    ],
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct": [
         {"do_resize": False},
         {"do_pad": False},
@@ -399,11 +429,32 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"max_num_frames": 2},
         {"use_image_id": False, "do_sample_frames": False},
     ],
+    # MiniCPM-OCR: MiniCPM-V 4.6's video class with "4x" by default.
+    "openbmb/MiniCPM-OCR-1.0": [
+        {"do_resize": False},
+        {"slice_mode": False},
+        {"downsample_mode": "16x", "max_slice_nums": 4},
+        {"scale_resolution": 140, "max_slice_nums": 6, "resample": 2},
+        {"scale_resolution": 112, "patch_size": 16, "resample": 1},
+        {"do_normalize": False},
+        {"max_num_frames": 2},
+        {"use_image_id": False, "do_sample_frames": False},
+    ],
 }
+# Gemma 4 unified's unresized frames of whole merged squares (48 and 32 pixels); other sizes
+# fail in transformers' reshape (a RuntimeError) and mmfast refuses them (test_video.py).
+VIDEO_CASES += [
+    VideoCase("google/gemma-4-12B-it", 3, 96, 144, 10.0, {"do_sample_frames": False}, config)
+    for config in (
+        {"do_resize": False},
+        {"do_resize": False, "pooling_kernel_size": 2, "max_soft_tokens": 140},
+    )
+]
 # MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
 VIDEO_CASES += [
     VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
     VideoCase("openbmb/MiniCPM-V-4.6", 95, 40, 60, 7.5, {}, {"max_num_frames": 7}),
+    VideoCase("openbmb/MiniCPM-OCR-1.0", 95, 40, 60, 7.5, {}, {"max_num_frames": 7}),
 ]
 VIDEO_CASES += [
     VideoCase(model_id, frames, height, width, rate, options, config)
@@ -473,6 +524,8 @@ VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     "zai-org/GLM-4.1V-9B-Thinking": ("glm4v.processing_glm4v.Glm4vProcessor", "<|image|>"),
     "zai-org/GLM-4.6V": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
     "zai-org/GLM-5.3-Flash": ("glm5_next.processing_glm5_next.Glm5NextProcessor", "<|image|>"),
+    # transformers has no GLM-GA processor: GLM-4.6V's serves the checkpoint.
+    "zai-org/GLM-GA": ("glm46v.processing_glm46v.Glm46VProcessor", "<|image|>"),
     ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
     VL3: ("video_llama_3.processing_video_llama_3.VideoLlama3Processor", "<|video_pad|>"),
     KIMI: ("kimi_k25.processing_kimi_k25.Kimi_K25Processor", "<|kimi_k25_video_placeholder|>"),

@@ -49,6 +49,7 @@ __all__ = [
     "Gemma4Config",
     "Gemma4VideoConfig",
     "gemma4_fields",
+    "gemma4_video_fields",
     "get_aspect_ratio_preserving_size",
 ]
 
@@ -357,9 +358,11 @@ registry.register_builtin(
 
 @dataclass(frozen=True)
 class Gemma4VideoPlan(VideoPlan):
-    """A Gemma 4 clip's plan with its frames' patch grid (rows, columns)."""
+    """A Gemma 4 clip's plan with its frames' grid of output rows (rows, columns: squares of
+    the config's ``unit``) and each frame's soft tokens."""
 
     grid: tuple[int, int]
+    frame_tokens: int
 
 
 @dataclass(frozen=True)
@@ -399,8 +402,22 @@ class Gemma4VideoConfig(VideoConfig):
 
     @property
     def max_patches(self) -> int:
-        """The rows of each frame: ``max_soft_tokens * pooling_kernel_size**2``."""
+        """The patch budget of each frame: ``max_soft_tokens * pooling_kernel_size**2``."""
         return self.max_soft_tokens * self.pooling_kernel_size**2
+
+    @property
+    def unit(self) -> int:
+        """The side of an output row's square of pixels: a patch."""
+        return self.patch_size
+
+    @property
+    def pad_length(self) -> int:
+        """The rows each frame is zero-padded to: the patch budget."""
+        return self.max_patches
+
+    def check_unpadded(self, height: int, width: int) -> None:
+        """With ``do_resize`` off, the frame must cut into whole patches."""
+        check_patch_multiple(height, width, self.patch_size)
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """``BaseVideoProcessor.sample_frames`` (32 evenly spaced frames by default)."""
@@ -408,9 +425,9 @@ class Gemma4VideoConfig(VideoConfig):
 
     def frame_size(self, height: int, width: int) -> tuple[int, int]:
         """``aspect_ratio_preserving_resize``'s target (the frame's own size when not
-        resizing, which must then cut into whole patches)."""
+        resizing, checked by :meth:`check_unpadded`)."""
         if not self.do_resize:
-            check_patch_multiple(height, width, self.patch_size)
+            self.check_unpadded(height, width)
             return height, width
         return get_aspect_ratio_preserving_size(
             height, width, self.patch_size, self.max_patches, self.pooling_kernel_size
@@ -423,25 +440,29 @@ class Gemma4VideoConfig(VideoConfig):
         check_image_size(height, width)
         size = self.frame_size(height, width)
         resize = Resize(size, self.resample, "torch") if size != (height, width) else None
-        ps = self.patch_size
-        grid = (size[0] // ps, size[1] // ps)
+        u = self.unit
+        grid = (size[0] // u, size[1] // u)
         rows = grid[0] * grid[1]
-        slot = padded_length(rows, self.max_patches)
-        row_values = 3 * ps * ps
-        view = View(resize=resize, out=hwc_rows(size, ps))
+        slot = padded_length(rows, self.pad_length)
+        row_values = 3 * u * u
+        view = View(resize=resize, out=hwc_rows(size, u))
+        # num_soft_tokens_per_video: the frame's patches over the pooling kernel's.
+        ps = self.patch_size
+        frame_tokens = (size[0] // ps) * (size[1] // ps) // self.pooling_kernel_size**2
         return Gemma4VideoPlan(
             height=height,
             width=width,
             frames=frames,
             views=tuple(((t,), view) for t in range(frames)),
             output_shapes=MappingProxyType({self.output_key: (frames, slot, row_values)}),
-            num_video_tokens=frames * (rows // self.pooling_kernel_size**2),
+            num_video_tokens=frames * frame_tokens,
             starts=tuple(t * slot * row_values for t in range(frames)),
             grid=grid,
+            frame_tokens=frame_tokens,
         )
 
     def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
-        """``video_position_ids`` (frames, rows, 2) int64: each row's patch (x, y), -1 on
+        """``video_position_ids`` (frames, rows, 2) int64: each row's square (x, y), -1 on
         padding; ``num_frames_per_video`` and ``num_soft_tokens_per_video`` (clips,) int64,
         the latter per frame."""
         gemma = cast("Sequence[Gemma4VideoPlan]", plans)
@@ -458,7 +479,7 @@ class Gemma4VideoConfig(VideoConfig):
             y, x = np.divmod(np.arange(grid_h * grid_w, dtype=np.int64), grid_w)
             positions[at : at + p.frames, : grid_h * grid_w] = np.stack([x, y], axis=-1)
             at += p.frames
-        tokens = [p.grid[0] * p.grid[1] // self.pooling_kernel_size**2 for p in gemma]
+        tokens = [p.frame_tokens for p in gemma]
         return {
             "video_position_ids": positions,
             "num_frames_per_video": np.array([p.frames for p in gemma], np.int64),
@@ -511,17 +532,24 @@ def _build_video(model_id: str | None, cfg: Fields) -> Gemma4VideoConfig:
     )
 
 
+def gemma4_video_fields(model_id: str | None, cfg: Fields) -> dict[str, Any]:
+    """The :class:`Gemma4VideoConfig` fields as ``Gemma4VideoProcessor`` reads a config, for
+    the classes that share its ``__init__`` (EmbeddingGemma 2's, Gemma 4 unified's)."""
+    gemma = _build_video(model_id, cfg)
+    return {f.name: getattr(gemma, f.name) for f in dataclasses.fields(gemma)}
+
+
+# Its _preprocess resizes by the soft-token budget, never by size; it never crops or pads.
+GEMMA4_VIDEO_IGNORES: Final = frozenset(
+    {"size", "default_to_square", "do_center_crop", "crop_size", "do_pad", "pad_size"}
+)
 registry.register_video(
     registry.VideoFamily(
         processor_type="Gemma4VideoProcessor",
         model_types=("gemma4",),
         build=_build_video,
         kwargs=GEMMA4_KWARGS,
-        # Its _preprocess resizes by the soft-token budget, never by size; it never crops or
-        # pads.
-        ignores=frozenset(
-            {"size", "default_to_square", "do_center_crop", "crop_size", "do_pad", "pad_size"}
-        ),
+        ignores=GEMMA4_VIDEO_IGNORES,
     )
 )
 
@@ -570,8 +598,7 @@ class EmbeddingGemma2VideoConfig(Gemma4VideoConfig):
 def _build_embedding_video(model_id: str | None, cfg: Fields) -> EmbeddingGemma2VideoConfig:
     """Mirrors ``EmbeddingGemma2VideoProcessor``'s class defaults: Gemma 4's (without its 32
     frames), 1 frame a second, at most 32 frames, thinned evenly."""
-    gemma = _build_video(model_id, cfg)
-    fields = {f.name: getattr(gemma, f.name) for f in dataclasses.fields(gemma)}
+    fields = gemma4_video_fields(model_id, cfg)
     strategy = cfg.raw("overflow_strategy") if cfg.given("overflow_strategy") else "uniform"
     if strategy not in (None, "truncate", "uniform"):
         raise cfg.error("overflow_strategy", "'truncate' or 'uniform'", strategy)
@@ -599,17 +626,6 @@ registry.register_video(
         kwargs=GEMMA4_KWARGS
         | {"add_timestamps", "max_frames", "overflow_strategy", "load_audio_from_video"},
         # Its _preprocess is Gemma 4's; the timestamps and audio are the processor's.
-        ignores=frozenset(
-            {
-                "size",
-                "default_to_square",
-                "do_center_crop",
-                "crop_size",
-                "do_pad",
-                "pad_size",
-                "add_timestamps",
-                "load_audio_from_video",
-            }
-        ),
+        ignores=GEMMA4_VIDEO_IGNORES | {"add_timestamps", "load_audio_from_video"},
     )
 )

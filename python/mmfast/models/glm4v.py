@@ -56,9 +56,11 @@ __all__ = [
     "Glm4vConfig",
     "Glm4vVideoConfig",
     "Glm46VVideoConfig",
+    "glm_video_fields",
     "patch_rows_plan",
     "smart_resize",
     "tick_indices",
+    "ticks",
     "unique_even",
 ]
 
@@ -462,17 +464,25 @@ def tick_indices(
     if total < extract_t:
         indices = np.linspace(0, total - 1, extract_t, dtype=int).tolist()
     else:
-        duration_per_frame = 1 / video_fps
-        timestamps = [i * duration_per_frame for i in range(total)]
-        indices = []
-        current = 0.0
-        for index in range(total):
-            if timestamps[index] >= current:
-                current += inv_fps
-                indices.append(index)
-                if current >= max_second:
-                    break
+        indices = ticks(total, video_fps, inv_fps, max_second)
     return linspace_fixup(indices, extract_t, total)
+
+
+def ticks(total: int, video_fps: float, inv_fps: float, stop: float) -> list[int]:
+    """The tick loop of GLM's samplers: every ``inv_fps`` seconds (from 0) the first frame
+    whose timestamp ``i / video_fps`` is at or past the tick, until a tick reaches ``stop``
+    (GLM-4.6V and GLM-5: the last whole second; GLM-GA: ``duration - inv_fps``)."""
+    duration_per_frame = 1 / video_fps
+    timestamps = [i * duration_per_frame for i in range(total)]
+    indices: list[int] = []
+    current = 0.0
+    for index in range(total):
+        if timestamps[index] >= current:
+            current += inv_fps
+            indices.append(index)
+            if current >= stop:
+                break
+    return indices
 
 
 def linspace_fixup(indices: list[int], extract_t: int, total: int) -> list[int]:
@@ -488,12 +498,13 @@ def linspace_fixup(indices: list[int], extract_t: int, total: int) -> list[int]:
     return indices
 
 
-def _video_fields(cfg: Fields) -> dict[str, Any]:
+def glm_video_fields(cfg: Fields, longest_edge: int = 28 * 28 * 2 * 30000) -> dict[str, Any]:
     """Mirrors ``Glm4vVideoProcessor``'s class defaults (and ``Glm46VVideoProcessor``'s, the
-    same): no ``min_pixels`` spelling; ``max_image_size`` is read by nothing."""
+    same; ``GlmgaVideoProcessor``'s but for ``longest_edge``): no ``min_pixels`` spelling;
+    ``max_image_size`` is read by nothing."""
     fields = patch_fields(
         cfg,
-        size={"shortest_edge": 112 * 112, "longest_edge": 28 * 28 * 2 * 30000},
+        size={"shortest_edge": 112 * 112, "longest_edge": longest_edge},
         legacy_pixels=False,
         resample=BICUBIC,
         mean=OPENAI_CLIP_MEAN,
@@ -511,13 +522,13 @@ def _video_fields(cfg: Fields) -> dict[str, Any]:
 
 def _build_video(model_id: str | None, cfg: Fields) -> Glm4vVideoConfig:
     return Glm4vVideoConfig(
-        model_id=model_id, video_processor_type="Glm4vVideoProcessor", **_video_fields(cfg)
+        model_id=model_id, video_processor_type="Glm4vVideoProcessor", **glm_video_fields(cfg)
     )
 
 
 def _build_video_46v(model_id: str | None, cfg: Fields) -> Glm46VVideoConfig:
     return Glm46VVideoConfig(
-        model_id=model_id, video_processor_type="Glm46VVideoProcessor", **_video_fields(cfg)
+        model_id=model_id, video_processor_type="Glm46VVideoProcessor", **glm_video_fields(cfg)
     )
 
 

@@ -13,6 +13,11 @@ transformers never looks at the pixels (they are sized as in the other modes). F
 image in "adaptive" mode it raises :class:`~mmfast.MmfastError` naming ``small_image_upsize``
 (``mmfast.hf`` then runs transformers' own code, which needs OpenCV). The torchvision class is
 transformers' only one: a config for the "pil" backend computes it too.
+
+Its video processor, ``MiniCPMOcrVideoProcessor``, is ``MiniCPMV4_6VideoProcessor`` with "4x"
+downsampling by default (:class:`~mmfast.models.minicpmv4_6.MiniCPMV4_6VideoConfig`): frames
+are sized as MiniCPM-V's images (upscaled to ``scale_resolution``, no ``small_image_upsize``),
+sampled a frame a second, and ``stack_frames`` above 1 is refused as for MiniCPM-V.
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ from mmfast.models.base import HALF
 from mmfast.models.config import Fields, Source
 from mmfast.models.minicpmv4_6 import (
     MINICPM_KWARGS,
+    MINICPM_VIDEO_IGNORES,
+    MINICPM_VIDEO_KWARGS,
     MiniCPMV4_6Config,
+    MiniCPMV4_6VideoConfig,
     find_best_resize,
     minicpm_fields,
+    minicpm_video_fields,
 )
 
-__all__ = ["MiniCPMOcrConfig", "adaptive_cells"]
+__all__ = ["MiniCPMOcrConfig", "MiniCPMOcrVideoConfig", "adaptive_cells"]
 
 SMALL_IMAGE_UPSIZE = ("always", "never", "adaptive")
 
@@ -140,4 +149,36 @@ registry.register_builtin(
         "image_mean": list(HALF),
         "image_std": list(HALF),
     },
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: MiniCPMOcrVideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MiniCPMOcrVideoConfig(MiniCPMV4_6VideoConfig):
+    """Settings of ``MiniCPMOcrVideoProcessor``: MiniCPM-V 4.6's video class with "4x"
+    downsampling by default. ``num_video_tokens`` counts MiniCPMOcrProcessor's placeholders
+    (MiniCPMV4_6Processor's code: one video token per 4 patches in "4x" mode)."""
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> MiniCPMOcrVideoConfig:
+    """Mirrors ``MiniCPMOcrVideoProcessor``'s class defaults: MiniCPM-V 4.6's with "4x"."""
+    return MiniCPMOcrVideoConfig(
+        model_id=model_id,
+        video_processor_type="MiniCPMOcrVideoProcessor",
+        **minicpm_video_fields(cfg, "4x"),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="MiniCPMOcrVideoProcessor",
+        model_types=("minicpm_ocr",),
+        build=_build_video,
+        kwargs=MINICPM_VIDEO_KWARGS,
+        ignores=MINICPM_VIDEO_IGNORES,
+    )
 )

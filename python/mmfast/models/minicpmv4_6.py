@@ -54,6 +54,7 @@ __all__ = [
     "find_best_resize",
     "get_refine_size",
     "get_sliced_grid",
+    "minicpm_video_fields",
 ]
 
 DOWNSAMPLE_MODES = ("16x", "4x")
@@ -707,9 +708,11 @@ class MiniCPMV4_6VideoConfig(VideoConfig):
         }
 
 
-def _build_video(model_id: str | None, cfg: Fields) -> MiniCPMV4_6VideoConfig:
-    """Mirrors ``MiniCPMV4_6VideoProcessor``'s class defaults: the image class's, plus a
-    frame a second up to 128 frames, no stacking."""
+def minicpm_video_fields(cfg: Fields, downsample: str) -> dict[str, Any]:
+    """The :class:`MiniCPMV4_6VideoConfig` fields (but the ids) as ``MiniCPMV4_6VideoProcessor``
+    reads a config, given the class's default ``downsample_mode`` (MiniCPM-OCR's class differs
+    in that alone): the image class's settings, plus a frame a second up to 128 frames, no
+    stacking."""
     stack = cfg.positive_int("stack_frames", 1, MAX_TILES)
     if stack > 1:
         raise UnsupportedModelError(
@@ -717,7 +720,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> MiniCPMV4_6VideoConfig:
             "by the clip's duration, which mmfast's video plans do not see; only 1 (no "
             "stacking) is supported"
         )
-    fields = minicpm_fields(cfg, "16x")
+    fields = minicpm_fields(cfg, downsample)
     if fields["resample"] not in TORCH_CODES:
         raise cfg.error("resample", TORCH_RESAMPLE, fields["resample"])
     if not (fields["do_rescale"] or fields["do_normalize"]):
@@ -726,34 +729,43 @@ def _build_video(model_id: str | None, cfg: Fields) -> MiniCPMV4_6VideoConfig:
             "one of them on (transformers' unfold refuses the uint8 frames)",
             False,
         )
+    return {
+        **fields,
+        "do_sample_frames": cfg.flag("do_sample_frames", True),
+        "max_num_frames": cfg.positive_int("max_num_frames", 128),
+        "stack_frames": stack,
+    }
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> MiniCPMV4_6VideoConfig:
+    """Mirrors ``MiniCPMV4_6VideoProcessor``'s class defaults ("16x")."""
     return MiniCPMV4_6VideoConfig(
         model_id=model_id,
         video_processor_type="MiniCPMV4_6VideoProcessor",
-        **fields,
-        do_sample_frames=cfg.flag("do_sample_frames", True),
-        max_num_frames=cfg.positive_int("max_num_frames", 128),
-        stack_frames=stack,
+        **minicpm_video_fields(cfg, "16x"),
     )
 
 
+MINICPM_VIDEO_KWARGS = MINICPM_KWARGS | {"max_num_frames", "stack_frames"}
+# Its _preprocess never crops or pads, resizes by its own rule (not size), and reads the
+# metadata only to stack frames (refused).
+MINICPM_VIDEO_IGNORES = frozenset(
+    {
+        "size",
+        "default_to_square",
+        "do_center_crop",
+        "crop_size",
+        "do_pad",
+        "pad_size",
+        "video_metadata",
+    }
+)
 registry.register_video(
     registry.VideoFamily(
         processor_type="MiniCPMV4_6VideoProcessor",
         model_types=("minicpmv4_6", "minicpmv4_7"),
         build=_build_video,
-        kwargs=MINICPM_KWARGS | {"max_num_frames", "stack_frames"},
-        # Its _preprocess never crops or pads, resizes by its own rule (not size), and reads
-        # the metadata only to stack frames (refused).
-        ignores=frozenset(
-            {
-                "size",
-                "default_to_square",
-                "do_center_crop",
-                "crop_size",
-                "do_pad",
-                "pad_size",
-                "video_metadata",
-            }
-        ),
+        kwargs=MINICPM_VIDEO_KWARGS,
+        ignores=MINICPM_VIDEO_IGNORES,
     )
 )
