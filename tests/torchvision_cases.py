@@ -26,6 +26,7 @@ from PIL import Image, ImageOps
 
 import mmfast
 from mmfast import models
+from mmfast.models.config import load_video_config
 
 GOLDENS = Path(__file__).resolve().parent / "goldens" / "torchvision.json"
 
@@ -365,7 +366,7 @@ _FRAMES_SETTINGS: list[dict[str, Any]] = [
     {"image_mean": [0.2, 0.4, 0.6], "image_std": [0.3, 0.1, 0.9], "rescale_factor": 0.004},
     {"resample": 4},
 ]
-VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
+VIDEO_SETTING_CASES: dict[str, list[dict[str, Any]]] = {
     "OpenGVLab/InternVL3-8B-hf": [
         *_FRAMES_SETTINGS,
         {"initial_shift": False, "do_sample_frames": True, "num_frames": 3},
@@ -458,7 +459,7 @@ VIDEO_CASES += [
 ]
 VIDEO_CASES += [
     VideoCase(model_id, frames, height, width, rate, options, config)
-    for model_id, settings in VIDEO_SETTINGS.items()
+    for model_id, settings in VIDEO_SETTING_CASES.items()
     for config in settings
     for frames, height, width, rate, options in [
         (5, 97, 131, 10.0, {}),
@@ -476,12 +477,11 @@ def video_config(model_id: str) -> dict[str, Any]:
 
 
 def hf_video_class(model_id: str) -> Any:
-    """transformers' video processor class for a built-in."""
+    """transformers' video processor class for a built-in (the one its video config names,
+    else its model type's: GLM-4.6V's glm4v_moe has none)."""
     import transformers
 
-    family = models.registry.video_family(None, models.registry.BUILTINS[model_id].model_type)
-    assert family is not None
-    return getattr(transformers, family.processor_type)
+    return getattr(transformers, load_video_config(model_id).video_processor_type)
 
 
 def hf_video(case: VideoCase) -> dict[str, Any]:
