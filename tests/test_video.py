@@ -305,6 +305,9 @@ def test_decoding_releases_the_gil(tmp_path: Path) -> None:
         ("google/gemma-4-31B-it", {"num_frames": 8}),
         ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_sample_frames": True}),
         ("openbmb/MiniCPM-V-4.6", {}),
+        ("allenai/Molmo2-8B", {}),
+        # Its config sets num_frames: fps needs num_frames=None, as in transformers.
+        ("allenai/Molmo2-8B", {"fps": 1, "num_frames": None}),
     ],
 )
 def test_processors_take_video_files(

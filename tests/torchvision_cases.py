@@ -258,6 +258,7 @@ VIDEO_MODELS = [
     "google/gemma-4-31B-it",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "openbmb/MiniCPM-V-4.6",
+    "allenai/Molmo2-8B",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -334,6 +335,7 @@ VIDEO_CASES = [
     VideoCase(KIMI, 7, 56, 84, 7.0, {"do_sample_frames": False}, {"do_resize": False}),
 ]
 # Video settings over each checkpoint's (every setting its class reads, and the refusals).
+# (Not VIDEO_SETTINGS, the settings every case of a model runs with: the random cases read it.)
 _FRAMES_SETTINGS: list[dict[str, Any]] = [
     {"do_resize": False},
     {"size": {"height": 200, "width": 120}, "resample": 2},
@@ -347,7 +349,7 @@ _FRAMES_SETTINGS: list[dict[str, Any]] = [
     {"image_mean": [0.2, 0.4, 0.6], "image_std": [0.3, 0.1, 0.9], "rescale_factor": 0.004},
     {"resample": 4},
 ]
-VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
+VIDEO_CONFIGS: dict[str, list[dict[str, Any]]] = {
     "OpenGVLab/InternVL3-8B-hf": [
         *_FRAMES_SETTINGS,
         {"initial_shift": False, "do_sample_frames": True, "num_frames": 3},
@@ -399,7 +401,33 @@ VIDEO_SETTINGS: dict[str, list[dict[str, Any]]] = {
         {"max_num_frames": 2},
         {"use_image_id": False, "do_sample_frames": False},
     ],
+    "allenai/Molmo2-8B": [
+        {"do_sample_frames": False},
+        {"num_frames": 3},
+        {"num_frames": None, "fps": 4},
+        {"num_frames": 8, "max_fps": 8},
+        {"num_frames": 8, "max_fps": None},
+        {"do_rescale": True, "do_normalize": True},
+        {"do_rescale": True, "image_mean": [0.2, 0.4, 0.6], "do_normalize": False},
+        {"do_normalize": True, "image_mean": [0.1, 0.2, 0.3], "image_std": [0.4, 0.5, 0.6]},
+        {"size": {"height": 224, "width": 224}, "pooling_size": [2, 2], "resample": 0},
+        {"size": 196, "pooling_size": [2, 3], "resample": 3},
+        {"size": {"height": 384, "width": 384}, "patch_size": 16, "do_sample_frames": False},
+        # transformers' _preprocess refuses a size that is not square.
+        {"size": {"height": 378, "width": 392}},
+    ],
 }
+# Molmo2: num_frames over max_fps (capped at duration * max_fps), a float32 arange step that
+# is no integer, fps sampling at an odd rate, a 1-frame clip, and num_frames over the clip.
+MOLMO2 = "allenai/Molmo2-8B"
+VIDEO_CASES += [
+    VideoCase(MOLMO2, 100, 40, 60, 30.0, {"num_frames": 7, "fps": None}),
+    VideoCase(MOLMO2, 301, 30, 44, 29.97, {"num_frames": None, "fps": 1.7}),
+    VideoCase(MOLMO2, 90, 50, 70, 1.5, {"num_frames": 11, "fps": None}),
+    VideoCase(MOLMO2, 1, 378, 378, 24.0),
+    VideoCase(MOLMO2, 6, 20, 24, 1.0, {"num_frames": 40, "fps": None}),
+    VideoCase(MOLMO2, 1000, 16, 16, 10.0, {}, {"max_fps": 100}),
+]
 # MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
 VIDEO_CASES += [
     VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
@@ -407,7 +435,7 @@ VIDEO_CASES += [
 ]
 VIDEO_CASES += [
     VideoCase(model_id, frames, height, width, rate, options, config)
-    for model_id, settings in VIDEO_SETTINGS.items()
+    for model_id, settings in VIDEO_CONFIGS.items()
     for config in settings
     for frames, height, width, rate, options in [
         (5, 97, 131, 10.0, {}),
