@@ -9,6 +9,8 @@ every bit), the same metadata, for every sampling.
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -393,3 +395,12 @@ def test_video_llama_3_compression_is_refused_naming_the_setting() -> None:
         "video_compression_mask",
     ]
     assert out["video_compression_mask"].sum() == off.num_video_tokens(3, 56, 84)
+
+
+def test_mmfast_video_imports_first() -> None:
+    """``from mmfast.video import load_video`` as a fresh process's first import (mmfast.video
+    imports mmfast.models, whose video families sample with mmfast.video's functions)."""
+    code = "from mmfast.video import load_video; print(load_video.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "load_video"
