@@ -490,6 +490,34 @@ def test_bench_quick_only(capsys):
     assert "transformers" in out.splitlines()[1]
 
 
+def test_bench_video_section_runs_in_quick_mode(tmp_path, monkeypatch, capsys):
+    """``mmfast bench --quick --only video``: the clip made with PyAV (in the temp directory),
+    both readers and the end-to-end row, each pair's outputs equal; a note without PyAV."""
+    import importlib.util
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["bench", "--quick", "--only", "video"]) == 0
+    out = capsys.readouterr().out
+    assert "## video" in out and "## kernels" not in out
+    if importlib.util.find_spec("av") is None:
+        assert "skipped: PyAV is not installed" in out
+        return
+    assert "h264-2s-64x48-10fps-g20.mp4 (20 frames)" in out
+    items = list(bench.video_rows(HF, bench.QUICK_VIDEO_CLIP, budget=0))
+    rows = [item for item in items if isinstance(item, bench.Row)]
+    assert [row.case for row in rows] == [
+        "load_video 16 frames",
+        "load_video fps=2",
+        "Qwen2.5-VL-7B file to pixels",
+    ]
+    check_rows(rows[:2], ["transformers"] if HF.transformers else [])
+    check_rows(rows[2:], ["transformers"] if HF.torch else [])
+    notes = [item for item in items if isinstance(item, str) and "identical" in item]
+    assert len(notes) == (2 if HF.transformers else 0) + (1 if HF.torch else 0)
+    assert all(note.endswith("identical to transformers': True") for note in notes)
+
+
 def test_bench_missing_jpeg_is_skipped_with_a_note(tmp_path, capsys):
     missing = tmp_path / "absent.jpg"
     rows = bench.run(only=["decode", "jpeg"], jpeg=missing)

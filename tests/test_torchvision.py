@@ -187,6 +187,12 @@ def test_refusals_name_the_setting(model_id: str, overrides: dict[str, Any], mat
         ("google/gemma-4-31B-it", {"resample": 0}, MmfastError, "resample: expected 1, 2 or 3"),
         ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"resample": 4}, MmfastError, "resample"),
         ("OpenGVLab/InternVL3-8B-hf", {"initial_shift": "half"}, MmfastError, "initial_shift"),
+        # Molmo2 cuts each frame into whole patches (transformers' reshape fails otherwise),
+        # resizes without antialiasing (no LANCZOS then) and squashes to a square.
+        ("allenai/Molmo2-8B", {"size": 100}, MmfastError, "size: expected a side"),
+        ("allenai/Molmo2-8B", {"resample": 1}, MmfastError, "resample: expected 0, 2 or 3"),
+        ("allenai/Molmo2-8B", {"size": {"shortest_edge": 378}}, MmfastError, "size"),
+        ("allenai/Molmo2-8B", {"pooling_size": [0, 2]}, MmfastError, "pooling_size"),
     ],
 )
 def test_video_refusals_name_the_setting(
@@ -315,6 +321,12 @@ VIDEO_BATCHES = [
     ("openbmb/MiniCPM-OCR-1.0", {"do_sample_frames": False}, [(2, 600, 900), (3, 90, 120)]),
     ("google/gemma-4-12B-it", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
     ("zai-org/GLM-GA", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
+    ("allenai/Molmo2-8B", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
+    (
+        "allenai/Molmo2-8B",
+        {"do_sample_frames": False, "do_rescale": True, "do_normalize": True},
+        [(1, 30, 40), (4, 64, 64), (2, 10, 300)],
+    ),
 ]
 
 

@@ -9,6 +9,8 @@ every bit), the same metadata, for every sampling.
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -305,6 +307,9 @@ def test_decoding_releases_the_gil(tmp_path: Path) -> None:
         ("google/gemma-4-31B-it", {"num_frames": 8}),
         ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_sample_frames": True}),
         ("openbmb/MiniCPM-V-4.6", {}),
+        ("allenai/Molmo2-8B", {}),
+        # Its config sets num_frames: fps needs num_frames=None, as in transformers.
+        ("allenai/Molmo2-8B", {"fps": 1, "num_frames": None}),
     ],
 )
 def test_processors_take_video_files(
@@ -405,3 +410,12 @@ def test_gemma4_unified_unresized_frames_must_be_whole_merged_squares() -> None:
     assert out["pixel_values_videos"].shape == (2, 70, 48 * 48 * 3)
     assert out["num_soft_tokens_per_video"].tolist() == [6]
     assert proc.num_video_tokens(2, 96, 144) == 12
+
+
+def test_mmfast_video_imports_first() -> None:
+    """``from mmfast.video import load_video`` as a fresh process's first import (mmfast.video
+    imports mmfast.models, whose video families sample with mmfast.video's functions)."""
+    code = "from mmfast.video import load_video; print(load_video.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "load_video"

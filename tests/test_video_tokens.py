@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
+from types import MethodType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -123,6 +123,27 @@ def minicpm(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> i
     return len(tokens)
 
 
+def molmo2(proc: mmfast.ImageProcessor, out: Any, metadata: VideoMetadata) -> int:
+    """Each frame's special tokens in Molmo2Processor's video string (its timestamps are
+    text), both column-token settings and both frame-token names."""
+    config = proc.video_config
+    assert config is not None
+    cls = importlib.import_module("transformers.models.molmo2.processing_molmo2").Molmo2Processor
+    counts = set()
+    for frame_tokens in (True, False):
+        fake = SimpleNamespace(
+            video_use_col_tokens=getattr(config, "video_use_col_tokens", False),
+            use_frame_special_tokens=frame_tokens,
+            video_processor=SimpleNamespace(max_fps=getattr(config, "max_fps", 2)),
+        )
+        fake.get_video_string = MethodType(cls.get_video_string, fake)
+        text = cls.replace_video_token(fake, {**out, "video_metadata": [metadata]}, 0)
+        names = ("<im_patch>", "<im_col>", "<frame_start>", "<frame_end>", "<im_start>", "<im_end>")
+        counts.add(sum(text.count(t) for t in names))
+    (count,) = counts
+    return count
+
+
 @dataclass(frozen=True)
 class Row:
     model_id: str
@@ -139,6 +160,7 @@ ROWS = [
     Row("openbmb/MiniCPM-V-4.6", minicpm),
     Row("openbmb/MiniCPM-V-4.7-1B", minicpm),
     Row("openbmb/MiniCPM-OCR-1.0", minicpm),
+    Row("allenai/Molmo2-8B", molmo2),
 ]
 
 
@@ -153,3 +175,20 @@ def test_video_tokens_match_the_processor(row: Row, clip: tuple[int, int, int]) 
     metadata.frames_indices = list(range(frames))
     want = row.count(proc, out, metadata)
     assert proc.num_video_tokens(frames, height, width) == want
+
+
+@pytest.mark.parametrize("col_tokens", [False, True])
+@pytest.mark.parametrize("clip", CLIPS, ids=lambda clip: "x".join(map(str, clip)))
+def test_molmo2_video_col_tokens(col_tokens: bool, clip: tuple[int, int, int]) -> None:
+    """Molmo2Processor's video_use_col_tokens (from processor_config.json) adds a column
+    token per pooled row of every frame."""
+    frames, height, width = clip
+    proc = mmfast.ImageProcessor.from_pretrained(
+        "allenai/Molmo2-8B",
+        video_overrides={"video_use_col_tokens": col_tokens, "pooling_size": [2, 3]},
+    )
+    video = np.stack([noise(height, width, t) for t in range(frames)])
+    out = dict(proc.videos(video, video_fps=2.0, do_sample_frames=False))
+    metadata = VideoMetadata(frames, 2.0, width, height, frames / 2.0)
+    metadata.frames_indices = list(range(frames))
+    assert proc.num_video_tokens(frames, height, width) == molmo2(proc, out, metadata)

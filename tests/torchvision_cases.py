@@ -262,6 +262,7 @@ VIDEO_MODELS = [
     "zai-org/GLM-GA",
     "google/gemma-4-12B-it",
     "openbmb/MiniCPM-OCR-1.0",
+    "allenai/Molmo2-8B",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
@@ -353,6 +354,7 @@ VIDEO_CASES = [
     VideoCase(KIMI, 7, 56, 84, 7.0, {"do_sample_frames": False}, {"do_resize": False}),
 ]
 # Video settings over each checkpoint's (every setting its class reads, and the refusals).
+# (Not VIDEO_SETTINGS, the settings every case of a model runs with: the random cases read it.)
 _FRAMES_SETTINGS: list[dict[str, Any]] = [
     {"do_resize": False},
     {"size": {"height": 200, "width": 120}, "resample": 2},
@@ -441,6 +443,21 @@ VIDEO_SETTING_CASES: dict[str, list[dict[str, Any]]] = {
         {"max_num_frames": 2},
         {"use_image_id": False, "do_sample_frames": False},
     ],
+    "allenai/Molmo2-8B": [
+        {"do_sample_frames": False},
+        {"num_frames": 3},
+        {"num_frames": None, "fps": 4},
+        {"num_frames": 8, "max_fps": 8},
+        {"num_frames": 8, "max_fps": None},
+        {"do_rescale": True, "do_normalize": True},
+        {"do_rescale": True, "image_mean": [0.2, 0.4, 0.6], "do_normalize": False},
+        {"do_normalize": True, "image_mean": [0.1, 0.2, 0.3], "image_std": [0.4, 0.5, 0.6]},
+        {"size": {"height": 224, "width": 224}, "pooling_size": [2, 2], "resample": 0},
+        {"size": 196, "pooling_size": [2, 3], "resample": 3},
+        {"size": {"height": 384, "width": 384}, "patch_size": 16, "do_sample_frames": False},
+        # transformers' _preprocess refuses a size that is not square.
+        {"size": {"height": 378, "width": 392}},
+    ],
 }
 # Gemma 4 unified's unresized frames of whole merged squares (48 and 32 pixels); other sizes
 # fail in transformers' reshape (a RuntimeError) and mmfast refuses them (test_video.py).
@@ -450,6 +467,17 @@ VIDEO_CASES += [
         {"do_resize": False},
         {"do_resize": False, "pooling_kernel_size": 2, "max_soft_tokens": 140},
     )
+]
+# Molmo2: num_frames over max_fps (capped at duration * max_fps), a float32 arange step that
+# is no integer, fps sampling at an odd rate, a 1-frame clip, and num_frames over the clip.
+MOLMO2 = "allenai/Molmo2-8B"
+VIDEO_CASES += [
+    VideoCase(MOLMO2, 100, 40, 60, 30.0, {"num_frames": 7, "fps": None}),
+    VideoCase(MOLMO2, 301, 30, 44, 29.97, {"num_frames": None, "fps": 1.7}),
+    VideoCase(MOLMO2, 90, 50, 70, 1.5, {"num_frames": 11, "fps": None}),
+    VideoCase(MOLMO2, 1, 378, 378, 24.0),
+    VideoCase(MOLMO2, 6, 20, 24, 1.0, {"num_frames": 40, "fps": None}),
+    VideoCase(MOLMO2, 1000, 16, 16, 10.0, {}, {"max_fps": 100}),
 ]
 # MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
 VIDEO_CASES += [

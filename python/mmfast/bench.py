@@ -16,6 +16,10 @@ otherwise. The alternatives are what a user would otherwise run:
 * ``models``, ``jpeg``, ``batch``: transformers' PIL-backend processors (``return_tensors="np"``)
   and, when torch and torchvision import, its torchvision backend (``return_tensors="pt"``,
   ``torch.set_num_threads(1)``), built from the same config as mmfast's processor.
+* ``video``: ``transformers.video_utils.load_video(path, backend="pyav")`` on a 60 s 640x360
+  H.264 clip made with PyAV in the run (cached in the temp directory), and, end to end,
+  that reader plus transformers' Qwen2-VL video processor (torchvision). Skipped, with a note,
+  without PyAV (and the end-to-end row without torch).
 
 transformers and torch are optional: their rows are skipped, with a note, when absent.
 """
@@ -134,6 +138,17 @@ MODEL_SETTINGS: dict[str, dict[str, Any]] = {
     "PaddlePaddle/PP-FormulaNet_plus-L_safetensors": {"do_crop_margin": False},
 }
 JPEG_NAME = "grace_hopper_12mp.jpg"
+
+# The video section's clip: 60 s of 640x360 H.264 at 30 frames a second (1800 frames, about
+# 1.2 Mbit/s: libx264's defaults, B-frames, but a keyframe every 2 s as streaming encoders and
+# phone cameras write them, where libx264 alone puts one every 250 frames), the frames it
+# samples and the model of its end-to-end row. --quick uses a 2 s 64x48 clip at 10 frames a
+# second.
+VIDEO_CLIP = (60, (360, 640), 30)
+QUICK_VIDEO_CLIP = (2, (48, 64), 10)
+VIDEO_FRAMES = 16
+VIDEO_FPS = 2
+VIDEO_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
 def default_jpeg() -> Path:
@@ -678,6 +693,133 @@ def _latency(processor: Any, images: Sequence[Image.Image], tensors: str, busy: 
     return float(np.median(times))
 
 
+def bench_clip(
+    seconds: int, size: tuple[int, int] = (360, 640), rate: int = 30, folder: Path | None = None
+) -> Path:
+    """An H.264 clip of ``seconds`` seconds of ``size`` (height, width) frames at ``rate``
+    frames a second, made with PyAV (libx264, yuv420p, a keyframe every ``2 * rate`` frames)
+    from a synthetic photo panning sideways with fresh grain in every frame (a camera's
+    noise: without it the frames are motion vectors only, far cheaper to decode than any
+    real clip); cached as ``<temp dir>/mmfast-bench/h264-...mp4`` (written to a temporary
+    name, then renamed, so a cut-short run leaves no half file)."""
+    import av
+
+    height, width = size
+    folder = Path(tempfile.gettempdir()) / "mmfast-bench" if folder is None else folder
+    path = folder / f"h264-{seconds}s-{width}x{height}-{rate}fps-g{2 * rate}.mp4"
+    if path.is_file():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    partial_path = path.with_name(f"{path.stem}.{os.getpid()}.part.mp4")
+    base = synthetic_photo(height, width * 2, seed=7).astype(np.int16)
+    rng = np.random.default_rng(0)
+    with av.open(str(partial_path), "w") as container:
+        stream = container.add_stream("libx264", rate=rate, options={"g": str(2 * rate)})
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for t in range(seconds * rate):
+            pixels = np.roll(base, -3 * t, axis=1)[:, :width]
+            pixels = pixels + rng.integers(-8, 9, (height, width, 1), dtype=np.int16)
+            rgb = np.clip(pixels, 0, 255).astype(np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")))
+        container.mux(stream.encode())
+    os.replace(partial_path, path)
+    return path
+
+
+VIDEO_COLUMNS = ["transformers"]
+
+
+def video_rows(
+    backends: Backends, clip: tuple[int, tuple[int, int], int] = VIDEO_CLIP, budget: float = 0.5
+) -> Iterator[Item]:
+    """Reading a clip file into sampled frames: ``mmfast.load_video(path, num_frames=16)``
+    (and ``fps=2``) against ``transformers.video_utils.load_video(path, backend="pyav")``
+    with the same arguments; then file to ``pixel_values_videos`` for Qwen2.5-VL, 2 frames a
+    second: ``proc.videos(path)`` against transformers' reader plus its Qwen2-VL video
+    processor (torchvision). Each pair's outputs are checked equal once (a note says so).
+    mmfast decodes with the codec's frame threads (all CPUs); transformers' reader decodes on
+    one thread; torch keeps its default threads."""
+    if importlib.util.find_spec("av") is None:
+        yield "  skipped: PyAV is not installed (pip install 'mmfast[video]')"
+        return
+    from mmfast.video import load_video
+
+    seconds, size, rate = clip
+    path = bench_clip(seconds, size, rate)
+    yield f"  clip: {path.name} ({seconds * rate} frames)"
+    hf_load = None
+    if backends.transformers:
+        hf_load = importlib.import_module("transformers.video_utils").load_video
+    else:
+        yield "  transformers not installed: mmfast times only"
+    # transformers' reader decodes every frame up to the last sampled one: one or two timed
+    # calls (after the warm-up) are enough to see it.
+    slow = {"min_runs": 1 if budget == 0 else 2, "max_runs": 3}
+    cases: list[tuple[str, dict[str, Any]]] = [
+        (f"load_video {VIDEO_FRAMES} frames", {"num_frames": VIDEO_FRAMES}),
+        (f"load_video fps={VIDEO_FPS}", {"fps": VIDEO_FPS}),
+    ]
+    for label, kwargs in cases:
+        ours = median_seconds(partial(load_video, str(path), **kwargs), budget, **slow)
+        others = {}
+        if hf_load is not None:
+            hf_call = partial(hf_load, str(path), backend="pyav", **kwargs)
+            others["transformers"] = median_seconds(hf_call, budget, **slow)
+            ours_frames, ours_meta = load_video(str(path), **kwargs)
+            hf_frames, hf_meta = hf_call()
+            same = np.array_equal(ours_frames, hf_frames) and list(
+                ours_meta.frames_indices or []
+            ) == [int(i) for i in hf_meta.frames_indices]
+            yield f"  {label}: {len(ours_frames)} frames, identical to transformers': {same}"
+        yield Row(label, size, ours, others)
+    yield from _video_end_to_end(backends, path, size, budget, slow)
+
+
+def _video_end_to_end(
+    backends: Backends, path: Path, size: tuple[int, int], budget: float, slow: dict[str, int]
+) -> Iterator[Item]:
+    """File to ``pixel_values_videos`` for Qwen2.5-VL at ``VIDEO_FPS`` frames a second."""
+    proc = ImageProcessor.from_pretrained(VIDEO_MODEL)
+    ours_call = partial(proc.videos, str(path), do_sample_frames=True, fps=VIDEO_FPS)
+    others = {}
+    if backends.torch:
+        video_utils = importlib.import_module("transformers.video_utils")
+        transformers = importlib.import_module("transformers")
+        builtin = models.registry.BUILTINS[VIDEO_MODEL]
+        config = dict(builtin.video if builtin.video is not None else builtin.preprocessor)
+        # transformers' current default, said explicitly to silence its warning about a
+        # future one (mmfast's config reads the same default).
+        config["cap_pixels_per_frame"] = False
+        hf_proc = transformers.Qwen2VLVideoProcessor.from_dict(config)
+
+        def hf_call() -> Any:
+            frames, metadata = video_utils.load_video(
+                str(path),
+                backend="pyav",
+                sample_indices_fn=partial(hf_proc.sample_frames, fps=VIDEO_FPS),
+            )
+            return hf_proc(
+                videos=[frames],
+                video_metadata=[metadata],
+                do_sample_frames=False,
+                return_tensors="pt",
+            )
+
+        others["transformers"] = median_seconds(hf_call, budget, **slow)
+        ours, want = ours_call(), hf_call()
+        same = all(np.array_equal(ours[k], want[k].numpy()) for k in want)
+        grid = want["video_grid_thw"].tolist()
+        yield f"  {short_name(VIDEO_MODEL)} video: grid {grid}, identical to transformers': {same}"
+    else:
+        yield "  end to end: torch not installed (mmfast time only)"
+    yield Row(
+        f"{short_name(VIDEO_MODEL)} file to pixels",
+        size,
+        median_seconds(ours_call, budget, **slow),
+        others,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # The command
 # --------------------------------------------------------------------------------------------
@@ -802,6 +944,14 @@ def run(
                 itertools.chain.from_iterable(
                     batch_rows(backends, mixed, model, budget=budget) for model in BATCH_MODELS
                 ),
+            )
+        elif name == "video":
+            section(
+                "video: mmfast.load_video(path) (codec threads) vs transformers' "
+                "load_video(path, backend='pyav'); file to pixel_values_videos (Qwen2.5-VL, "
+                "2 fps) vs that reader + its video processor (torchvision)",
+                VIDEO_COLUMNS,
+                video_rows(backends, QUICK_VIDEO_CLIP if quick else VIDEO_CLIP, budget),
             )
     return rows
 

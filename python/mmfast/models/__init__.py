@@ -131,7 +131,7 @@ from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
 from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config, MiniCPMV4_6VideoConfig
 from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
 from mmfast.models.mllama import MllamaConfig
-from mmfast.models.molmo2 import Molmo2Config
+from mmfast.models.molmo2 import Molmo2Config, Molmo2VideoConfig
 from mmfast.models.muse_glimmer import MuseGlimmerConfig
 from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
@@ -196,6 +196,7 @@ __all__ = [
     "MllamaConfig",
     "ModelConfig",
     "Molmo2Config",
+    "Molmo2VideoConfig",
     "MuseGlimmerConfig",
     "Ovis2Config",
     "PI0Config",

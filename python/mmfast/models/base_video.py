@@ -35,7 +35,6 @@ from mmfast.models.geometry import (
     get_resize_output_image_size,
     get_size_with_aspect_ratio,
 )
-from mmfast.video import default_sample_indices
 
 __all__ = [
     "FRAMES_IGNORES",
@@ -114,6 +113,10 @@ class FramesVideoConfig(VideoConfig):
                 f"{num_frames} (a call leaving one out takes the config's; pass it as None)"
             )
         fps, num_frames = instance_sampling(self, fps, num_frames)
+        # Imported here: mmfast.video imports mmfast.models, which imports this module
+        # (a module-level import fails when mmfast.video is the first import).
+        from mmfast.video import default_sample_indices
+
         indices: list[int] = default_sample_indices(metadata, num_frames, fps).tolist()
         return indices
 

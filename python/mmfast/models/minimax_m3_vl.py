@@ -44,7 +44,6 @@ from mmfast.models.qwen2_vl import (
     patch_fields,
     smart_resize,
 )
-from mmfast.video import default_sample_indices
 
 __all__ = ["MiniMaxM3VLConfig", "MiniMaxM3VLVideoConfig"]
 
@@ -212,6 +211,10 @@ class MiniMaxM3VLVideoConfig(VideoConfig):
                 f"num_frames beside it), got num_frames={num_frames}"
             )
         fps = self.fps if fps is None else fps
+        # Imported here: mmfast.video imports mmfast.models, which imports this module
+        # (a module-level import fails when mmfast.video is the first import).
+        from mmfast.video import default_sample_indices
+
         return [int(i) for i in default_sample_indices(metadata, None, fps)]
 
     def plan(self, frames: int, height: int, width: int) -> MiniMaxVideoPlan:

@@ -1,4 +1,5 @@
-"""Molmo2: ``Molmo2ImageProcessor`` (transformers 5.24; torchvision only).
+"""Molmo2: ``Molmo2ImageProcessor`` and ``Molmo2VideoProcessor`` (transformers 5.24;
+torchvision only).
 
 The image is squashed to a canvas of overlapping crops: ``select_tiling`` (float32 scales,
 argmin/argmax ties to the first) picks a grid of windows, the canvas holds them plus the
@@ -9,6 +10,11 @@ and clamped back to uint8 (``Resize(kernel="torch-float")``), then normalised an
 channel-last patch rows. ``image_token_pooling`` groups each crop's patch indices (overlap
 margins removed) into pooling windows, offset by the patches of the earlier images in the
 batch.
+
+The video processor squashes every sampled frame to one ``size`` crop the same way (no
+tiling), writes its channel-last patch rows and pools each frame's patch grid; its sampler
+takes ``num_frames`` evenly spaced frames (fewer for clips over ``max_fps``) or ``fps`` frames
+a second, through a float32 ``torch.arange``.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +33,7 @@ from mmfast.models import registry
 from mmfast.models.base import (
     BILINEAR,
     BOX,
+    DEFAULT_RESCALE,
     HALF,
     HAMMING,
     LANCZOS,
@@ -35,16 +42,20 @@ from mmfast.models.base import (
     ImagePlan,
     ModelConfig,
     Resize,
+    VideoConfig,
+    VideoPlan,
     View,
     check_image_size,
     fused_tables,
     plan_constants,
 )
+from mmfast.models.base_video import float32_arange, positive_number
 from mmfast.models.config import MAX_TILES, Fields, Source
 from mmfast.models.geometry import CropBox
 
 __all__ = [
     "Molmo2Config",
+    "Molmo2VideoConfig",
     "arange_for_pooling",
     "compute_crop_geometry",
     "overlap_patch_grid",
@@ -398,5 +409,227 @@ _MOLMO2 = {
     "resample": BILINEAR,
     "size": {"height": 378, "width": 378},
 }
-registry.register_builtin("allenai/Molmo2-8B", "molmo2", _MOLMO2)
-registry.register_builtin("allenai/Molmo2-4B", "molmo2", _MOLMO2)
+# The checkpoints' video_preprocessor_config.json was not found in a public copy. What is known
+# of it: the checkpoints name Molmo2VideoProcessor in their auto_map (above), and a public
+# reader of the checkpoint folder (OpenVINO GenAI's Molmo2 inputs embedder) reads num_frames,
+# max_fps, frame_sample_mode and sampling_fps from it, the last two keys of the remote code
+# that transformers 5.24's class never reads. So the built-ins' video block is transformers'
+# class defaults as its to_dict() writes them (unconfirmed: in particular num_frames and
+# whether the file turns do_rescale/do_normalize on; without them the class returns the
+# resized uint8 pixels).
+_MOLMO2_VIDEO = {
+    "do_sample_frames": True,
+    "image_mean": list(HALF),
+    "image_std": list(HALF),
+    "max_fps": 2,
+    "num_frames": 64,
+    "patch_size": 14,
+    "pooling_size": [3, 3],
+    "resample": BILINEAR,
+    "rescale_factor": 1 / 255,
+    "return_metadata": False,
+    "size": {"height": 378, "width": 378},
+    "video_processor_type": "Molmo2VideoProcessor",
+}
+registry.register_builtin("allenai/Molmo2-8B", "molmo2", _MOLMO2, video=_MOLMO2_VIDEO)
+registry.register_builtin("allenai/Molmo2-4B", "molmo2", _MOLMO2, video=_MOLMO2_VIDEO)
+
+
+# --------------------------------------------------------------------------------------------
+# Video: Molmo2VideoProcessor (transformers 5.24; torchvision only)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Molmo2VideoConfig(VideoConfig):
+    """Settings of ``Molmo2VideoProcessor`` plus ``Molmo2Processor``'s
+    ``video_use_col_tokens``: every sampled frame squashed to one ``crop_size`` square (as the
+    image processor's global view: a float32 resize without antialiasing, rounded and clamped
+    back to uint8), rescaled and normalised only where the config turns them on (the class
+    sets neither, so by default its outputs are those uint8 pixels), cut into channel-last
+    patch rows; the frames of every clip concatenated.
+
+    ``num_video_tokens`` counts the special tokens ``Molmo2Processor.get_video_string`` puts
+    in the prompt for a clip: per frame a start and an end token (``<frame_start>`` and
+    ``<frame_end>``, or ``<im_start>``/``<im_end>``) around the pooled rows of ``<im_patch>``
+    tokens, each row closed by ``<im_col>`` with ``video_use_col_tokens``. Each frame's
+    timestamp (``"0.5 "``) is text, apart.
+    """
+
+    model_id: str | None
+    video_processor_type: str
+    do_convert_rgb: bool
+    crop_size: int
+    resample: int
+    do_rescale: bool
+    rescale_factor: float
+    do_normalize: bool
+    image_mean: RGB
+    image_std: RGB
+    patch_size: int
+    pooling_size: tuple[int, int]
+    do_sample_frames: bool
+    fps: float | None
+    num_frames: int | None
+    max_fps: float | None
+    video_use_col_tokens: bool
+
+    @property
+    def crop_patches(self) -> int:
+        """Patches per frame side."""
+        return self.crop_size // self.patch_size
+
+    @property
+    def pooled(self) -> tuple[int, int]:
+        """``video_grids``' (rows, columns): the pooled patch grid of every frame."""
+        pool_h, pool_w = self.pooling_size
+        return -(-self.crop_patches // pool_h), -(-self.crop_patches // pool_w)
+
+    def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
+        """Mirrors ``Molmo2VideoProcessor.sample_frames``: ``int(duration * fps)`` frames, or
+        ``num_frames`` (the config's 64 by default) capped at ``int(duration * max_fps)`` for
+        clips faster than ``max_fps``; at least 1, at most the clip's; the indices a float32
+        ``torch.arange(0, total, total / count)`` truncates. A clip without a rate is read at
+        ``fps`` (else ``max_fps``) frames a second, as transformers does (with a warning)."""
+        if fps is not None and num_frames is not None:
+            raise MmfastError(
+                f"fps, num_frames: expected one of them, got fps={fps} and num_frames="
+                f"{num_frames} (a call leaving one out takes the config's; pass it as None)"
+            )
+        max_fps = self.max_fps
+        total = metadata.total_num_frames
+        rate = metadata.fps if metadata.fps is not None else (fps if fps is not None else max_fps)
+        if rate is None:
+            raise MmfastError(
+                "video_fps: Molmo2VideoProcessor needs the clip's rate, an fps or max_fps to "
+                "sample it (transformers fails on a clip without them)"
+            )
+        duration = metadata.duration if metadata.duration is not None else total / rate
+        if fps is not None:
+            count = int(duration * fps)
+        else:
+            if num_frames is None and self.num_frames is None:
+                raise MmfastError(
+                    "num_frames: Molmo2VideoProcessor samples num_frames frames without fps, "
+                    "got None (transformers fails comparing it)"
+                )
+            count = num_frames if num_frames is not None else cast("int", self.num_frames)
+            if max_fps is not None and rate > max_fps:
+                count = min(count, int(duration * max_fps))
+        count = max(min(count, total), 1)
+        return float32_arange(0, total, total / count)
+
+    def plan(self, frames: int, height: int, width: int) -> VideoPlan:
+        """Mirrors ``Molmo2VideoProcessor._build_video_patches`` for one clip: every frame
+        resized to the crop (``resize_and_normalize_image``), then its (crop_patches**2,
+        patch_size**2 * 3) channel-last rows."""
+        check_image_size(height, width)
+        s, p = self.crop_size, self.patch_size
+        view = View(
+            resize=Resize((s, s), self.resample, "torch-float"),
+            out=HwcPatches(p, (CropBox(0, 0, s, s),)),
+        )
+        rows, cols = self.pooled
+        per_frame = 2 + rows * (cols + int(self.video_use_col_tokens))
+        return VideoPlan(
+            height=height,
+            width=width,
+            frames=frames,
+            views=tuple(((t,), view) for t in range(frames)),
+            output_shapes=MappingProxyType(
+                {self.output_key: (frames, self.crop_patches**2, p * p * 3)}
+            ),
+            num_video_tokens=frames * per_frame,
+        )
+
+    def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
+        """``video_token_pooling`` (pooled windows of every frame, pool_h * pool_w) int64:
+        each frame's patch indices offset by the patches of the frames (of every clip) before
+        it, -1 on padding; ``video_grids`` (clips, 3) int64: frames, pooled rows, columns."""
+        pool_h, pool_w = self.pooling_size
+        per_frame = self.crop_patches**2
+        grid = np.arange(per_frame, dtype=np.int32).reshape(self.crop_patches, -1)
+        windows, rows, cols = arange_for_pooling(grid, pool_h, pool_w)
+        total = sum(plan.frames for plan in plans)
+        offsets = np.arange(total, dtype=np.int64)[:, None, None] * per_frame
+        pooled = np.where(windows >= 0, windows.astype(np.int64) + offsets, np.int64(-1))
+        return {
+            "video_token_pooling": pooled.reshape(-1, pool_h * pool_w),
+            "video_grids": np.array(
+                [(plan.frames, rows, cols) for plan in plans], np.int64
+            ).reshape(-1, 3),
+        }
+
+
+def _optional_number(cfg: Fields, name: str, default: float | None) -> float | None:
+    """A number above 0, the class ``default`` where the config leaves it out, and None
+    where the file stores a null over it (``from_dict`` sets it)."""
+    if cfg.raw(name) is None:
+        return None if cfg.given(name) else default
+    return positive_number(cfg, name)
+
+
+def _build_video(model_id: str | None, cfg: Fields) -> Molmo2VideoConfig:
+    """Mirrors ``Molmo2VideoProcessor``'s class defaults and checks: a square ``size`` (378
+    by default; ``__init__`` and ``_preprocess`` refuse others), bilinear, patch 14, pooling
+    3 x 3, 64 frames at most ``max_fps`` 2 a second; rescale, normalise and RGB conversion off
+    (the class sets none of them: ``VideoProcessorMixin`` leaves them None)."""
+    size_value = cfg.raw("size")
+    size = cfg.size_dict(
+        "size",
+        {"height": 378, "width": 378} if size_value is None else size_value,
+        cfg.flag("default_to_square", True),
+    )
+    if size.keys() != {"height", "width"} or size["height"] != size["width"]:
+        raise cfg.error("size", "a square {height, width} size (Molmo2 squashes frames)", size)
+    resample = cfg.resample(BILINEAR)
+    if resample in (LANCZOS, BOX, HAMMING):
+        # Resized as float32 without antialiasing: torchvision refuses LANCZOS there, torch
+        # has no box or hamming mode.
+        raise cfg.error("resample", "0, 2 or 3 (Molmo2 resizes without antialiasing)", resample)
+    patch_size = cfg.positive_int("patch_size", 14)
+    if size["height"] % patch_size:
+        # batch_pixels_to_patches reshapes each frame into whole patches (torch fails).
+        raise cfg.error("size", f"a side that is a multiple of patch_size {patch_size}", size)
+    num_frames = cfg.raw("num_frames")
+    return Molmo2VideoConfig(
+        model_id=model_id,
+        video_processor_type="Molmo2VideoProcessor",
+        do_convert_rgb=cfg.flag("do_convert_rgb", False),
+        crop_size=size["height"],
+        resample=resample,
+        do_rescale=cfg.flag("do_rescale", False),
+        rescale_factor=cfg.number("rescale_factor", DEFAULT_RESCALE),
+        do_normalize=cfg.flag("do_normalize", False),
+        image_mean=cfg.rgb("image_mean", HALF),
+        image_std=cfg.rgb("image_std", HALF, nonzero=True),
+        patch_size=patch_size,
+        pooling_size=_pair(cfg, "pooling_size", (3, 3), 1),
+        do_sample_frames=cfg.flag("do_sample_frames", True),
+        fps=_optional_number(cfg, "fps", None),
+        num_frames=(
+            (None if cfg.given("num_frames") else 64)
+            if num_frames is None
+            else cfg.positive_int("num_frames", 64)
+        ),
+        max_fps=_optional_number(cfg, "max_fps", 2.0),
+        # Molmo2Processor.__init__'s default.
+        video_use_col_tokens=cfg.flag("video_use_col_tokens", False),
+    )
+
+
+registry.register_video(
+    registry.VideoFamily(
+        processor_type="Molmo2VideoProcessor",
+        model_types=("molmo2",),
+        build=_build_video,
+        kwargs=frozenset({"patch_size", "pooling_size", "max_fps"}),
+        # Its _preprocess always squashes the frames to size: it never reads do_resize, never
+        # crops or pads.
+        ignores=frozenset({"do_resize", "do_center_crop", "crop_size", "do_pad", "pad_size"}),
+        # sample_frames reads a None max_fps as the instance's; the class leaves do_rescale
+        # and do_normalize None, which _preprocess reads as off, the config's default.
+        none_is_default=frozenset({"max_fps", "do_rescale", "do_normalize"}),
+        processor_kwargs=frozenset({"video_use_col_tokens"}),
+    )
+)
