@@ -901,18 +901,24 @@ def test_output_dtypes(model_id: str) -> None:
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3)]
     want = proc(images, dtype="float32")
+    # Every pixel output (DeepSeek-VL hybrid and Step-3.7 have two) takes the dtype.
+    pixels = [key for key in proc.config.pixel_keys if key in want]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
         got = proc(images, dtype=dtype)
-        assert got.pixel_values.dtype == numpy_dtype
-        assert same_bits(got.pixel_values, want.pixel_values.astype(numpy_dtype))
+        for key in pixels:
+            assert got[key].dtype == numpy_dtype
+            assert same_bits(got[key], want[key].astype(numpy_dtype))
         assert list(got) == list(want)
     raw = proc(images, dtype="uint8")
-    assert raw.pixel_values.dtype == np.uint8 and raw.pixel_values.shape == want.pixel_values.shape
-    assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32
-    back = reference.normalize_uint8(raw.pixel_values, raw.pixel_lut, raw.get("pixel_rows_mask"))
-    assert same_bits(back, want.pixel_values)
+    # One table, or one per pixel output (in pixel_keys' order) where their arithmetic differs.
+    luts = raw.pixel_lut if raw.pixel_lut.ndim == 3 else [raw.pixel_lut] * len(pixels)
+    assert raw.pixel_lut.shape[-2:] == (3, 256) and raw.pixel_lut.dtype == np.float32
+    for key, lut in zip(pixels, luts, strict=False):
+        assert raw[key].dtype == np.uint8 and raw[key].shape == want[key].shape
+        mask = raw.get("pixel_rows_mask") if key == "pixel_values" else None
+        assert same_bits(reference.normalize_uint8(raw[key], lut, mask), want[key])
     for key in want:
-        if key != "pixel_values":
+        if key not in pixels:
             assert_same_outputs({key: raw[key]}, {key: want[key]})
 
 

@@ -61,9 +61,15 @@ def rows(out: Mapping[str, Any]) -> list[dict[str, Any]]:
 def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: Any) -> None:
     """``row`` holds ``proc([[image]], **call)`` without the batch axis: ``pixel_values``
     whole where the layout concatenates images' rows, ``pixel_lut`` whole, every other
-    output's first entry; bfloat16 as uint16 bits under ``BF16_SUFFIX``."""
+    output's first entry; bfloat16 as uint16 bits under ``BF16_SUFFIX``. Outputs an image
+    has several entries of (Step-3.7's local patches, concatenated) are whole too."""
     for key, value in proc([[image]], **call).items():
-        whole = key == "pixel_lut" or (key == "pixel_values" and proc.config.layout() == "concat")
+        concatenated = key in proc.config.counted_outputs and not isinstance(value, list)
+        whole = (
+            key == "pixel_lut"
+            or concatenated
+            or (key == "pixel_values" and proc.config.layout() == "concat")
+        )
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:
             key, want = key + BF16_SUFFIX, want.view(np.uint16)

@@ -111,6 +111,7 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_pan_and_scan": None,
         "image_seq_length": None,
         "pad_size": None,
+        "transform": None,  # IdeficsImageProcessor's replacement pipeline, unset
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
@@ -303,7 +304,7 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     if not on_cpu and cuda_policy() == "transformers":
         raise _Fallback("device", f"device={device!r} (see {CUDA_ENV_VAR})")
     inputs = _inputs(processor, images, kwargs, counts)
-    settings = _settings(hf_class, family, kwargs)
+    settings = _settings(hf_class, family, kwargs, processor)
     proc = _processor(hf_class, settings)
     # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
     bfloat16 = _computes_bfloat16(proc)
@@ -322,9 +323,12 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     data = unbatched(proc.config, out) if return_tensors is None else dict(out)
     if tensors:
         data = _nested_map(_as_tensor, data)
+    # Keys the class sets after its own conversion stay torch tensors (Step-3.7's local patches).
+    late = proc.config.torch_outputs & data.keys()
+    data.update({key: _as_tensor(data[key]) for key in late})
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     base = importlib.import_module(_BASE_MODULE)
-    arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
+    arrays = {k: v for k, v in data.items() if not isinstance(v, list) and k not in late}
     feature = base.BatchFeature(data=arrays, tensor_type=return_tensors)
     feature = base.BatchFeature({k: feature[k] if k in arrays else data[k] for k in data})
     return feature if on_cpu else feature.to(device)
@@ -436,11 +440,13 @@ def _channels_last(image: Any) -> np.ndarray:
     return np.moveaxis(array, 0, -1)
 
 
-def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
+def _settings(hf_class: type, family: Family, kwargs: dict[str, Any], processor: Any = None) -> str:
     """The settings of a call, as transformers resolved them, in canonical JSON: the cache key
-    of :func:`_processor` and the config it reads. Raises :class:`_Fallback` for a setting
-    mmfast does not read or reads differently."""
+    of :func:`_processor` and the config it reads, with the ``processor``'s own values of the
+    family's ``instance_attributes``. Raises :class:`_Fallback` for a setting mmfast does not
+    read or reads differently."""
     from mmfast.models.config import IMAGES_KWARGS
+    from mmfast.models.registry import INSTANCE_KEY
 
     known = IMAGES_KWARGS | family.kwargs
     values: dict[str, Any] = {}
@@ -451,6 +457,8 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
             raise _Fallback(
                 f"setting {name}", f"{name!r} is not a {hf_class.__name__} setting mmfast reads"
             )
+        if value is None and name in family.ignored_kwargs:
+            continue
         if (
             value is None
             and name != "do_convert_rgb"
@@ -458,6 +466,10 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
         ):
             raise _Fallback(f"{name}=None", f"{name}=None, which mmfast would read as its default")
         values[name] = _plain(value)
+    if family.instance_attributes:
+        values[INSTANCE_KEY] = {
+            name: _plain(getattr(processor, name, None)) for name in family.instance_attributes
+        }
     try:
         return json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:

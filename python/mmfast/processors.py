@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import itertools
 import json
 import math
 import os
@@ -736,13 +737,17 @@ def as_samples(
     return [[image] for image in images]
 
 
-def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tuple[Any, ...]]:
+def native_jobs(
+    index: int, plan: ImagePlan, offsets: Sequence[int | None], first: int
+) -> list[tuple[Any, ...]]:
     """One image's views as the core's job tuples.
 
-    ``index`` is the image's position in the batch, ``offset`` where its values start in the
-    output and ``first`` the batch index its first job gets (views name their sources within
-    the image).
+    ``index`` is the image's position in the batch, ``offsets`` where its values start in
+    each pixel output (:attr:`View.output` indexes them; None: not an output of the batch)
+    and ``first`` the batch index its first job gets (views name their sources within the
+    image).
     """
+    offsets = list(offsets)
     jobs: list[tuple[Any, ...]] = []
     sizes: list[tuple[int, int]] = []
     for view in plan.views:
@@ -761,6 +766,9 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
                     )
         sizes.append(size)
         layout, length = native_layout(out, size)
+        offset = offsets[view.output] if layout is not None else 0
+        if offset is None:
+            raise AssertionError(f"a view writes output {view.output}, absent from the batch")
         jobs.append(
             (
                 index,
@@ -774,7 +782,8 @@ def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tu
                 view.table,
             )
         )
-        offset += length
+        if layout is not None:
+            offsets[view.output] = offset + length
     return jobs
 
 
@@ -814,13 +823,31 @@ def run_plans(
     with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
         tables, view, lut = output_tables(config.tables(plans[0]), dtype)
     plans = list(config.finish_batch(plans, sample_sizes))
-    shape, offsets = config.batch_shape(plans, sample_sizes)
+    shapes = config.pixel_shapes(plans, sample_sizes)
+    shape, offsets = shapes["pixel_values"]
+    # Several pixel outputs share one buffer, one after the other, each a view of its part.
+    sizes = {key: math.prod(s) for key, (s, _) in shapes.items()}
+    bases = dict(zip(sizes, itertools.accumulate(sizes.values(), initial=0), strict=False))
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
-        jobs += native_jobs(i, plan, offsets[i], len(jobs))
-    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {"pixel_values": out if view is None else out.view(view)}
+        starts = [bases[k] + shapes[k][1][i] if k in shapes else None for k in config.pixel_keys]
+        jobs += native_jobs(i, plan, starts, len(jobs))
+    single = len(shapes) == 1
+    total = shape if single else (sum(sizes.values()),)
+    out = _native.run_batch(inputs, jobs, tables, total, threads, pool_threads())
+    out = out if view is None else out.view(view)
+    outputs: dict[str, Any] = (
+        {"pixel_values": out}
+        if single
+        else {
+            key: out[bases[key] : bases[key] + sizes[key]].reshape(s)
+            for key, (s, _) in shapes.items()
+        }
+    )
     outputs.update(config.batch_outputs(plans, sample_sizes))
+    if config.output_order:
+        order = [k for k in config.output_order if k in outputs]
+        outputs = {k: outputs[k] for k in [*order, *(k for k in outputs if k not in order)]}
     if lut is not None:
         outputs["pixel_lut"] = lut
         if config.layout() in ("pad_images", "pad_samples"):
@@ -861,7 +888,8 @@ def output_tables(
         return np.ascontiguousarray(bits), ml_dtypes.bfloat16, None
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None
-    return identity_table(), None, np.ascontiguousarray(values)
+    identity = np.broadcast_to(identity_table(), native.shape)
+    return np.ascontiguousarray(identity), None, np.ascontiguousarray(values)
 
 
 def written_rows(

@@ -172,7 +172,12 @@ class Preprocess:
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)
         rows = [plan.output_shapes["pixel_values"][0] for plan in plans]
-        return split_rows(feature, rows, config.layout())
+        counted = {
+            key: [int(n) for n in feature[count]]
+            for key, count in config.counted_outputs.items()
+            if key in feature
+        }
+        return split_rows(feature, rows, config.layout(), counted)
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -184,7 +189,12 @@ class Preprocess:
         return f"{self.column}[{row}] of a batch without a 'path' column"
 
 
-def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout: str) -> Columns:
+def split_rows(
+    outputs: Mapping[str, NDArray[Any]],
+    rows: Sequence[int],
+    layout: str,
+    counted: Mapping[str, Sequence[int]] | None = None,
+) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
     ``rows`` is each image's length along ``pixel_values``' first axis (its
@@ -195,12 +205,21 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
     (:func:`mmfast.cli.npz_arrays`: Idefics3's nested ``rows`` and ``cols`` lists become int64
     arrays, bfloat16 becomes uint16 bits under ``BF16_SUFFIX``). A column whose entries share
-    one shape stays one array; ragged ones become lists of arrays.
+    one shape stays one array; ragged ones become lists of arrays. ``counted`` gives, for the
+    outputs :attr:`~mmfast.models.base.ModelConfig.counted_outputs` names, each image's
+    entries: a concatenated output is cut at them, a padded one loses its padding.
     """
     columns: Columns = {}
+    counted = counted or {}
     for key, value in npz_arrays(outputs).items():
         name = key.removesuffix(BF16_SUFFIX)
-        if name in SHARED_KEYS:
+        if name in counted:
+            counts = counted[name]
+            if value.shape[0] == len(counts) and value.ndim == 2:  # padded per image
+                columns[key] = [v[:n] for v, n in zip(value, counts, strict=True)]
+            else:
+                columns[key] = np.split(value, np.cumsum(counts)[:-1])
+        elif name in SHARED_KEYS:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
         elif name == "pixel_values" and layout == "concat":
             columns[key] = np.split(value, np.cumsum(rows)[:-1])

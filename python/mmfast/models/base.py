@@ -218,7 +218,9 @@ class View:
     normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
     canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
     share). ``out=None``: the view only feeds later views. ``table`` picks the config's
-    normalisation table for the view's values (families with one table use 0).
+    normalisation table for the view's values (families with one table use 0); ``output``
+    the pixel output it writes (:attr:`ModelConfig.pixel_keys`; 0 is ``pixel_values``), after
+    the previous views' values in that output.
     """
 
     resize: Resize | None = None
@@ -227,6 +229,7 @@ class View:
     crop: CropBox | None = None
     pad: Pad | None = None
     table: int = 0
+    output: int = 0
 
     @property
     def windows(self) -> tuple[CropBox, ...]:
@@ -407,6 +410,17 @@ class ModelConfig:
     # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
     # ints or tuples of ints. The lists of these joined along the first axis are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # The pixel outputs views write (View.output indexes them): one native call fills them
+    # all. Families with more than one give their shapes in pixel_shapes.
+    pixel_keys: ClassVar[tuple[str, ...]] = ("pixel_values",)
+    # HF's order of the output keys, where the pixel outputs do not simply come first.
+    output_order: ClassVar[tuple[str, ...]] = ()
+    # Outputs whose entries per image another output counts (key -> the counting key): cut at
+    # those counts where concatenated, trimmed where padded per image (mmfast.ray's rows).
+    counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Keys transformers returns as torch tensors whatever return_tensors asks: the class sets
+    # them on its BatchFeature after converting it (mmfast.hf follows).
+    torch_outputs: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def pil_convert(self) -> str:
@@ -485,6 +499,14 @@ class ModelConfig:
         for g, (a, b) in enumerate(itertools.pairwise(starts)):
             offsets += [g * width * row + o for o in itertools.accumulate([0, *sizes[a:b]])][:-1]
         return (len(groups), width, *rest), offsets
+
+    def pixel_shapes(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, tuple[tuple[int, ...], list[int]]]:
+        """Each pixel output of the batch (:attr:`pixel_keys`, in that order) -> its shape and
+        each image's first value in it; a key left out is not an output of this batch (no
+        view may write it). By default ``pixel_values`` alone, as :meth:`batch_shape` says."""
+        return {"pixel_values": self.batch_shape(plans, sample_sizes)}
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
