@@ -45,6 +45,13 @@ TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvis
 TENSORS = ["np", "pt"] if TORCH else ["np"]
 NEEDS_TORCHVISION = "transformers builds this only with torch and torchvision"
 
+
+def torchvision_only(model_id: str) -> bool:
+    """Whether transformers has only a torchvision class for the model (Llama 4, Step-3.7)."""
+    processor_type = registry.BUILTINS[model_id].preprocessor["image_processor_type"]
+    return registry.family_of(processor_type).hf_pil is None
+
+
 LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 QWEN2 = "Qwen/Qwen2-VL-7B-Instruct"
 LLAVA = "llava-hf/llava-1.5-7b-hf"
@@ -62,7 +69,9 @@ SPECIAL_TOKENS = (
     "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>", "<|START_OF_IMG|>",
     "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>", "<|begin_of_image|>",
     "<|end_of_image|>", "<|IMAGE_PLACEHOLDER|>", "<|IMAGE_START|>", "<|IMAGE_END|>",
-    "<|begin_of_video|>", "<|end_of_video|>",
+    "<|begin_of_video|>", "<|end_of_video|>", "<image_placeholder>", "<begin_of_image>",
+    "<end_of_image>", "<racm3:break>", "<eoss>", "<im_patch>", "<patch_start>", "<patch_end>",
+    "<patch_newline>", "<im_start>", "<im_end>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -129,6 +138,39 @@ PROCESSOR_CASES = [
     Case("HuggingFaceM4/Idefics3-8B-Llama3"),
     Case(LLAMA4, "<|image|> describe this image", image_token="<|patch|>", torchvision=True),
     Case("CohereLabs/aya-vision-8b", image_token="<|IMG_PATCH|>"),
+    Case("liuhaotian/llava-v1.5-7b"),
+    Case(
+        "deepseek-community/deepseek-vl-1.3b-chat",
+        "<image_placeholder> describe this image",
+        {"image_token": "<image_placeholder>"},
+        image_token="<image_placeholder>",
+    ),
+    Case(
+        "deepseek-community/Janus-Pro-1B",
+        "<image_placeholder> describe this image",
+        {
+            "image_token": "<image_placeholder>",
+            "boi_token": "<begin_of_image>",
+            "eoi_token": "<end_of_image>",
+        },
+        image_token="<image_placeholder>",
+    ),
+    Case(
+        "deepseek-community/deepseek-vl-7b-chat",
+        "<image_placeholder> describe this image",
+        {"image_token": "<image_placeholder>"},
+        image_token="<image_placeholder>",
+    ),
+    Case(
+        "facebook/chameleon-7b",
+        tokens={"boi_token": "<racm3:break>", "eoi_token": "<eoss>", "image_token": "<image>"},
+    ),
+    Case(
+        "stepfun-ai/Step-3.7-Flash",
+        "<im_patch> describe this image",
+        image_token="<im_patch>",
+        torchvision=True,
+    ),
 ]
 
 
@@ -244,8 +286,8 @@ def test_image_processor_matches_transformers(
 ) -> None:
     """AutoImageProcessor after install(): a backed subclass of the class transformers loads,
     with its settings, whose outputs are transformers' bit for bit, computed by mmfast."""
-    if model_id == LLAMA4 and not TORCH:
-        pytest.skip(f"Llama4ImageProcessor: {NEEDS_TORCHVISION}")
+    if not TORCH and torchvision_only(model_id):
+        pytest.skip(f"{model_id}: {NEEDS_TORCHVISION}")
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
     assert not isinstance(plain, hf.MmfastBacked)
     assert isinstance(backed, hf.MmfastBacked) and isinstance(backed, type(plain))
@@ -313,6 +355,17 @@ GEMMA3_PROCESSOR_DEFAULTS = {
         ("google/gemma-3-4b-it", {**GEMMA3_PROCESSOR_DEFAULTS, "do_pan_and_scan": True}),
         ("HuggingFaceM4/Idefics3-8B-Llama3", {"do_image_splitting": False}),
         ("llava-hf/llava-v1.6-mistral-7b-hf", {"do_pad": False}),
+        # The pad colour follows a call's mean here; DeepSeek-VL's and Janus's was fixed when
+        # the processor was built.
+        ("liuhaotian/llava-v1.5-7b", {"image_mean": [0.2, 0.3, 0.4]}),
+        ("deepseek-community/Janus-Pro-1B", {"image_mean": [0.1, 0.2, 0.3]}),
+        # The PIL class resizes with "resample or self.resample": a call's 0 is the instance's.
+        ("deepseek-community/deepseek-vl-1.3b-chat", {"resample": 0}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"resample": 0, "high_res_resample": 0}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"high_res_image_mean": [0.1, 0.2, 0.3]}),
+        # IdeficsImageProcessor reads image_size only when it is built.
+        ("HuggingFaceM4/idefics-9b", {"image_size": 100}),
+        ("Salesforce/blip-vqa-base", {"do_resize": False}),
     ],
 )
 def test_call_settings_run_on_mmfast(
@@ -661,7 +714,9 @@ def test_wrap_converts_in_place(tmp_path: Path, mmfast_calls: list[int]) -> None
 
 
 def test_wrap_refuses_other_objects() -> None:
-    with pytest.raises(UnsupportedModelError, match=r"got a dict; supported classes: CLIP"):
+    with pytest.raises(
+        UnsupportedModelError, match=r"got a dict; supported classes: .*CLIPImageProcessor"
+    ):
         hf.wrap({})
 
 

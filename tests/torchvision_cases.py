@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from conftest import SHARED, Override, builtin_dict, make_image
-from parity_table import TABLE, tv_overrides
+from parity_table import TABLE, as_outputs, tv_overrides
 from PIL import Image, ImageOps
 
 import mmfast
@@ -139,7 +139,7 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     defaults = models.registry.builtin_processor_defaults(case.model.model_id, family)
     kwargs = {k: v for k, v in defaults.items() if k not in reference}
     images = [load_image(name) for name in case.images]
-    out = processor(images, return_tensors="pt", **kwargs)
+    out = as_outputs(processor(images, return_tensors="pt", **kwargs))
     result: dict[str, Any] = {}
     bfloat16 = out["pixel_values"].dtype == torch.bfloat16
     for key, value in out.items():

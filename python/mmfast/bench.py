@@ -91,6 +91,14 @@ MODELS = (
     "llava-hf/llava-v1.6-mistral-7b-hf",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "liuhaotian/llava-v1.5-7b",
+    "deepseek-community/deepseek-vl-1.3b-chat",
+    "deepseek-community/Janus-Pro-1B",
+    "deepseek-community/deepseek-vl-7b-chat",
+    "stepfun-ai/Step-3.7-Flash",
+    "facebook/chameleon-7b",
+    "Salesforce/blip-vqa-base",
+    "HuggingFaceM4/idefics-9b",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -34,6 +34,13 @@ from mmfast.models import (
     llava_onevision,
     idefics3,
     qwen3_vl,
+    deepseek_vl,
+    janus,
+    deepseek_vl_hybrid,
+    step3p7,
+    chameleon,
+    blip,
+    idefics,
 )
 
 # isort: on
@@ -48,7 +55,11 @@ from mmfast.models.base import (
     PatchGrid,
     TileGrid,
 )
+from mmfast.models.blip import BlipConfig
+from mmfast.models.chameleon import ChameleonConfig
 from mmfast.models.config import load_config, supported_models
+from mmfast.models.deepseek_vl import DeepseekVLConfig
+from mmfast.models.deepseek_vl_hybrid import DeepseekVLHybridConfig
 from mmfast.models.gemma3 import Gemma3Config
 from mmfast.models.geometry import (
     CropBox,
@@ -59,6 +70,7 @@ from mmfast.models.geometry import (
 )
 from mmfast.models.glm4v import Glm4vConfig
 from mmfast.models.got_ocr2 import GotOcr2Config
+from mmfast.models.idefics import IdeficsConfig
 from mmfast.models.idefics3 import Idefics3Config
 from mmfast.models.kimi_k25 import KimiK25Config
 from mmfast.models.kimi_vl import KimiVLConfig
@@ -70,28 +82,35 @@ from mmfast.models.llama4 import (
     get_llama4_resize_size,
     get_max_res_without_distortion,
 )
-from mmfast.models.llava import ClipConfig
+from mmfast.models.llava import ClipConfig, LlavaConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
+from mmfast.models.step3p7 import Step3p7Config
 
 __all__ = [
     "BICUBIC",
     "BILINEAR",
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
+    "BlipConfig",
+    "ChameleonConfig",
     "ClipConfig",
     "CropBox",
+    "DeepseekVLConfig",
+    "DeepseekVLHybridConfig",
     "Gemma3Config",
     "Glm4vConfig",
     "GotOcr2Config",
     "Idefics3Config",
+    "IdeficsConfig",
     "ImagePlan",
     "KimiK25Config",
     "KimiVLConfig",
     "Llama4Config",
+    "LlavaConfig",
     "LlavaNextConfig",
     "LlavaOnevisionConfig",
     "ModelConfig",
@@ -99,8 +118,13 @@ __all__ = [
     "PatchGrid",
     "QwenVLConfig",
     "SiglipConfig",
+    "Step3p7Config",
     "TileGrid",
+    "blip",
     "center_crop_box",
+    "chameleon",
+    "deepseek_vl",
+    "deepseek_vl_hybrid",
     "find_supported_resolutions",
     "gemma3",
     "get_best_fit",
@@ -112,7 +136,9 @@ __all__ = [
     "get_size_with_aspect_ratio",
     "glm4v",
     "got_ocr2",
+    "idefics",
     "idefics3",
+    "janus",
     "kimi_k25",
     "kimi_vl",
     "llama4",
@@ -126,5 +152,6 @@ __all__ = [
     "registry",
     "siglip",
     "smart_resize",
+    "step3p7",
     "supported_models",
 ]
