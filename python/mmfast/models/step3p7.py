@@ -210,25 +210,32 @@ class Step3p7Config(ModelConfig):
         patches = 0
         if layout.window:
             crop_height, crop_width = layout.crop_size
-            if layout.crop_size != size:
-                views.append(View(source=source, resize=self.resize(layout.crop_size)))
-                source = len(views) - 1
             window, p = layout.window, self.patch_size
-            for top in range(0, crop_height, window):
-                for left in range(0, crop_width, window):
-                    box = CropBox(
-                        top, left, min(window, crop_height - top), min(window, crop_width - left)
+            boxes = [
+                CropBox(top, left, min(window, crop_height - top), min(window, crop_width - left))
+                for top in range(0, crop_height, window)
+                for left in range(0, crop_width, window)
+            ]
+            patches = len(boxes)
+            resize = self.resize(layout.crop_size) if layout.crop_size != size else None
+            if window == p and min(layout.crop_size) >= window:
+                # Every patch is already patch_size square (its resize a no-op): the resized
+                # image's windows, written straight out.
+                views.append(View(source=source, resize=resize, out=tuple(boxes), output=1))
+            else:
+                if resize is not None:
+                    views.append(View(source=source, resize=resize))
+                    source = len(views) - 1
+                views += [
+                    View(
+                        source=source,
+                        crop=box,
+                        resize=self.resize((p, p)),
+                        out=(CropBox(0, 0, p, p),),
+                        output=1,
                     )
-                    views.append(
-                        View(
-                            source=source,
-                            crop=box,
-                            resize=self.resize((p, p)),
-                            out=(CropBox(0, 0, p, p),),
-                            output=1,
-                        )
-                    )
-                    patches += 1
+                    for box in boxes
+                ]
         return ImagePlan(
             height=height,
             width=width,
