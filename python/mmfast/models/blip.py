@@ -124,8 +124,8 @@ registry.register_builtin(
 )
 # Salesforce/blip2-opt-2.7b: the file verbatim in copies of the BLIP-2 checkpoints
 # (Mediocreatmybest/blip2-opt-2.7b-fp16-sharded, sooh-j/blip2-vizwizqa): 224x224, bicubic,
-# CLIP mean/std. Blip2Processor's num_query_tokens, 32 (the Q-Former's queries), from its
-# processor_config.json as the checkpoint's model card describes; not seen verbatim.
+# CLIP mean/std. Blip2Processor's num_query_tokens: 32, the Q-Former's query count
+# (Blip2Config's num_query_tokens); its processor_config.json not seen.
 registry.register_builtin(
     "Salesforce/blip2-opt-2.7b",
     "blip-2",
