@@ -143,3 +143,17 @@ def hf_load_image(path: Path) -> Image.Image:
         image = load_image(opened)  # exif_transpose, then convert("RGB")
         image.load()
     return image
+
+
+def within_intermediate_limit(model_id: str, height: int, width: int, **overrides: Any) -> bool:
+    """Whether every image the model's plan resizes or pads to stays within
+    ``DEFAULT_MAX_PIXELS``, past which mmfast refuses the image (transformers goes on: a
+    1x683 image through Chameleon's 512 shortest edge is a 512x349696 intermediate)."""
+    try:
+        plan = models.load_config(model_id, **overrides).plan(height, width)
+    except Exception:  # the plan's own refusals are the tests' business
+        return True
+    sizes = [
+        stage.size for view in plan.views for stage in (view.resize, view.pad) if stage is not None
+    ]
+    return all(h * w <= models.base.DEFAULT_MAX_PIXELS for h, w in sizes)

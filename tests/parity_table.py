@@ -34,6 +34,11 @@ def hf_class(model_id: str) -> Any:
     return getattr(importlib.import_module(f"transformers.models.{module}"), name)
 
 
+def as_outputs(out: Any) -> dict[str, Any]:
+    """A class's outputs by key: IdeficsImageProcessor returns its ``pixel_values`` alone."""
+    return dict(out) if isinstance(out, Mapping) else {"pixel_values": out}
+
+
 def hf_reference(model_id: str) -> Reference:
     """transformers' PIL class for the checkpoint's family, from the built-in's config dict,
     called with the image kwargs the model's processor passes (the family's
@@ -45,7 +50,7 @@ def hf_reference(model_id: str) -> Reference:
         processor = cls.from_dict(builtin_dict(model_id) | overrides)
         defaults = models.registry.builtin_processor_defaults(model_id, family)
         kwargs = {k: v for k, v in defaults.items() if k not in overrides}
-        return dict(processor(images, return_tensors="np", **kwargs))
+        return as_outputs(processor(images, return_tensors="np", **kwargs))
 
     return run
 
@@ -199,6 +204,47 @@ def minicpm_tokens(
         return len(tokens)
 
     return count
+
+
+SPECIAL_TOKEN = re.compile(r"<[^<>]+>")
+
+
+def replacement_tokens(
+    processor: str, **attributes: Any
+) -> Callable[[Outputs, dict[str, Any]], int]:
+    """The tokens ``replace_image_token`` of a processor (``module.Class`` under
+    ``transformers.models``) puts in the prompt for the first image, run on a stand-in holding
+    only the attributes it reads (the real processor needs a tokenizer); every token is a
+    special token, ``<...>``."""
+
+    def count(out: Outputs, overrides: dict[str, Any]) -> int:
+        module, name = processor.rsplit(".", 1)
+        cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+        fake = SimpleNamespace(**attributes)
+        text = str(cls.replace_image_token(fake, dict(out), 0))
+        assert SPECIAL_TOKEN.sub("", text) == "", text
+        return len(SPECIAL_TOKEN.findall(text))
+
+    return count
+
+
+def step3p7_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """Step3p7Processor.replace_image_token, its placeholders sized as its ``__init__`` sizes
+    them (a stride of 14 * 4)."""
+    size = overrides.get("size", {"height": 728})
+    size = size if isinstance(size, int) else size["height"]  # an int is a square's side
+    patch = overrides.get("patch_size", 504)
+    return replacement_tokens(
+        "step3p7.processing_step3p7.Step3p7Processor",
+        patch_feature_placeholder="<im_patch>" * (patch // 56) ** 2,
+        image_feature_placeholder="<im_patch>" * (size // 56) ** 2,
+    )(out, overrides)
+
+
+def idefics_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """IdeficsProcessor's ``image_tokens(last_was_image=False)``:
+    ``<fake_token_around_image><image><fake_token_around_image>``."""
+    return 3
 
 
 @dataclass(frozen=True)
@@ -892,6 +938,155 @@ TABLE += [
             Override({"patch_size": 16}),
             Override({"overlap_margins": [14, 14]}),
             Override({"resample": 1}),
+        ),
+    ),
+]
+
+
+LLAVA_15_TOKENS = TABLE[[r.model_id for r in TABLE].index("llava-hf/llava-1.5-7b-hf")].tokens
+# Pad colours int(mean * 255) outside 0..255: the PIL class cannot assign them to its uint8
+# canvas (OverflowError), the torchvision class wraps them modulo 256.
+WRAPPED_MEAN = Override({"image_mean": [1.2, -0.1, 0.5], "image_std": [0.9, 0.7, 0.5]})
+LLAVA_PAD = (
+    *COMMON,
+    Override({"do_pad": False}),
+    Override({"image_mean": [0.9, 0.1, 0.3]}),
+    # A mean of 0 given as a number: the PIL class pads with 0, the torchvision one cannot
+    # iterate it (TypeError).
+    Override({"image_mean": 0.0}),
+    Override({"resample": 1}),
+    Override({"crop_size": {"height": 231, "width": 229}}),
+    Override({"size": {"height": 200, "width": 300}, "do_center_crop": False}),
+    Override({"do_resize": False}),
+    BOTH_OFF,
+)
+DEEPSEEK = (
+    *COMMON,
+    Override({"min_size": 200}),
+    Override({"min_size": 500}),
+    Override({"size": {"height": 200, "width": 300}}),
+    Override({"size": {"shortest_edge": 300}}),
+    Override({"size": 200, "resample": 2}),
+    Override({"do_pad": False}),
+    Override({"do_resize": False}),
+    Override({"resample": 0}),
+    Override({"do_convert_rgb": True}),
+    BOTH_OFF,
+)
+HYBRID = (
+    *COMMON,
+    Override({"high_res_image_mean": [0.2, 0.4, 0.6], "high_res_image_std": [0.3, 0.5, 0.7]}),
+    Override({"high_res_size": {"height": 512, "width": 512}, "size": 256}),
+    # The PIL class resizes with "high_res_resample or self.resample": 0 reads as resample.
+    Override({"high_res_resample": 0}),
+    Override({"resample": 0, "high_res_resample": 1}),
+    Override({"min_size": 600}),
+    # A low-resolution colour out of range: unused, the padded square resizes to a square.
+    Override({"image_mean": [1.2, 0.1, 0.2]}),
+    Override({"high_res_size": {"height": 600, "width": 500}}),
+    Override({"do_rescale": False}),
+    BOTH_OFF,
+)
+# The torchvision class fails without do_pad (KeyError) or do_resize (UnboundLocalError).
+HYBRID_PIL_ONLY = (Override({"do_pad": False}), Override({"do_resize": False}))
+TABLE += [
+    Row(
+        "liuhaotian/llava-v1.5-7b",
+        LLAVA_15_TOKENS,
+        LLAVA_PAD,
+        tv_overrides=(*LLAVA_PAD, WRAPPED_MEAN),
+    ),
+    Row(
+        "deepseek-community/deepseek-vl-1.3b-chat",
+        replacement_tokens(
+            "deepseek_vl.processing_deepseek_vl.DeepseekVLProcessor",
+            image_token="<image_placeholder>",
+            num_image_tokens=576,
+        ),
+        DEEPSEEK,
+        tv_overrides=(*DEEPSEEK, WRAPPED_MEAN),  # torch refuses them too (RuntimeError)
+    ),
+    Row(
+        "deepseek-community/Janus-Pro-1B",
+        replacement_tokens(
+            "janus.processing_janus.JanusProcessor",
+            image_token="<image_placeholder>",
+            image_start_token="<begin_of_image>",
+            image_end_token="<end_of_image>",
+            num_image_tokens=576,
+        ),
+        (*COMMON, Override({"min_size": 300}), Override({"do_pad": False}), BOTH_OFF),
+    ),
+    Row(
+        "deepseek-community/deepseek-vl-7b-chat",
+        replacement_tokens(
+            "deepseek_vl_hybrid.processing_deepseek_vl_hybrid.DeepseekVLHybridProcessor",
+            image_token="<image_placeholder>",
+            num_image_tokens=576,
+        ),
+        (*HYBRID, *HYBRID_PIL_ONLY),
+        tv_overrides=HYBRID,
+    ),
+    Row(
+        "stepfun-ai/Step-3.7-Flash",
+        step3p7_tokens,
+        (
+            Override({"patch_size": 336}),
+            Override({"max_image_size": 1000}),
+            Override({"size": {"height": 448, "width": 448}}),
+            Override({"size": 500, "patch_size": 300}),
+            Override({"resample": 0}),
+            Override({"resample": 3}),
+            Override({"do_normalize": False}),
+            BOTH_OFF,
+        ),
+    ),
+    Row(
+        "facebook/chameleon-7b",
+        replacement_tokens(
+            "chameleon.processing_chameleon.ChameleonProcessor",
+            image_token="<image>",
+            image_start_token="<racm3:break>",
+            image_end_token="<eoss>",
+            image_seq_length=1024,
+        ),
+        (
+            *COMMON,
+            Override({"resample": 3}),
+            Override({"rescale_factor": 1 / 255}),
+            Override({"size": {"shortest_edge": 300}, "crop_size": 301}),
+            Override({"do_center_crop": False}),
+            BOTH_OFF,
+        ),
+    ),
+    Row(
+        "Salesforce/blip-vqa-base",
+        lambda out, overrides: 0,  # BlipProcessor inserts no image tokens
+        (
+            *COMMON,
+            Override({"do_resize": False}),
+            Override({"size": {"shortest_edge": 300}}),
+            Override({"do_pad": False}),
+            Override({"resample": 0}),
+            BOTH_OFF,
+        ),
+    ),
+    Row(
+        "Salesforce/blip2-opt-2.7b",
+        # Blip2Processor: image_token * num_query_tokens.
+        lambda out, overrides: 32,
+        (Override({"size": 300}),),
+    ),
+    Row(
+        "HuggingFaceM4/idefics-9b",
+        idefics_tokens,
+        (
+            *COMMON,
+            Override({"image_size": 300}),
+            # The file's image_size replaces any size.
+            Override({"size": {"height": 100, "width": 150}}),
+            Override({"resample": 2}),
+            BOTH_OFF,
         ),
     ),
 ]

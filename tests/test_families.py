@@ -31,10 +31,12 @@ from conftest import (
     noise,
     shared_path,
     smooth,
+    within_intermediate_limit,
 )
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from parity_table import GLM_TYPES, TABLE, Row, hf_class, hf_reference, kimi_vl_reference
+from parity_table import as_outputs as parity_outputs
 from PIL import Image, ImageOps
 
 import mmfast
@@ -112,6 +114,8 @@ SIZES = st.tuples(st.integers(1, 900), st.integers(1, 900))
 @settings(max_examples=12, deadline=None)
 @given(size=SIZES, seed=st.integers(0, 2**16), kind=st.sampled_from(["noise", "smooth"]))
 def test_random_sizes(row: Row, size: tuple[int, int], seed: int, kind: str) -> None:
+    # mmfast refuses intermediates past DEFAULT_MAX_PIXELS (tested on its own).
+    assume(within_intermediate_limit(row.model_id, *size))
     image = Image.fromarray(make_image(kind, *size, seed))
     check(row, [image], [image], Override({}))
 
@@ -578,6 +582,16 @@ MLLAMA = "meta-llama/Llama-3.2-11B-Vision-Instruct"
 DEEPSEEK_OCR2 = "deepseek-community/DeepSeek-OCR-2"
 
 
+def test_llava_model_type_is_llava_image_processor(tmp_path: Path) -> None:
+    """A llava checkpoint without image_processor_type gets LlavaImageProcessor, as
+    AutoImageProcessor picks it; llava-hf's files name CLIPImageProcessor."""
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"do_pad": True}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llava"}))
+    config = models.load_config(tmp_path)
+    assert isinstance(config, models.LlavaConfig) and config.do_pad
+    assert type(models.load_config("llava-hf/llava-1.5-7b-hf")) is models.ClipConfig
+
+
 @pytest.mark.parametrize(
     ("model_id", "overrides"),
     [
@@ -632,3 +646,82 @@ def test_fuyu_refuses_what_it_would_not_convert() -> None:
     converting = mmfast.ImageProcessor.from_pretrained("adept/fuyu-8b", do_convert_rgb=True)
     want = hf_class("adept/fuyu-8b").from_dict(config | {"do_convert_rgb": True})
     assert_same_outputs(converting(rgba), want([rgba], return_tensors="np"))
+
+
+@pytest.mark.parametrize(
+    ("model_id", "overrides"),
+    [
+        ("liuhaotian/llava-v1.5-7b", {"image_mean": [1.2, -0.1, 0.5]}),
+        ("liuhaotian/llava-v1.5-7b", {"image_mean": 0.5}),
+        ("deepseek-community/deepseek-vl-1.3b-chat", {"image_mean": [1.2, -0.1, 0.5]}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"high_res_image_mean": [0.2, 1.1, 0.5]}),
+    ],
+)
+def test_pad_colours_transformers_cannot_hold(model_id: str, overrides: dict[str, Any]) -> None:
+    """A pad colour int(mean * 255) outside 0..255 (numpy's OverflowError), or a mean given as
+    a number the class iterates (TypeError): MmfastError, for an image that is padded; a square
+    one needs no pad and runs (but for the number, which LLaVA iterates for every image)."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, **overrides)
+    reference = hf_reference(model_id)
+    image = Image.fromarray(noise(40, 90, 1))
+    with pytest.raises((OverflowError, TypeError)):
+        reference([image], overrides)
+    with pytest.raises(MmfastError, match="image_mean"):
+        proc(image)
+    square = Image.fromarray(noise(50, 50, 2))
+    if isinstance(overrides.get("image_mean"), float):
+        with pytest.raises(TypeError):
+            reference([square], overrides)
+        with pytest.raises(MmfastError, match="image_mean"):
+            proc(square)
+    else:
+        assert_same_outputs(proc(square), reference([square], overrides))
+
+
+@pytest.mark.parametrize(
+    ("model_id", "settings"),
+    [
+        ("deepseek-community/Janus-Pro-1B", {"image_mean": [0.1, 0.2, 0.3]}),
+        ("deepseek-community/deepseek-vl-1.3b-chat", {"resample": 0}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"resample": 0, "high_res_resample": 0}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"high_res_image_mean": [0.7, 0.2, 0.3]}),
+        ("liuhaotian/llava-v1.5-7b", {"image_mean": [0.2, 0.3, 0.4]}),
+        ("HuggingFaceM4/idefics-9b", {"image_size": 100, "size": {"height": 90, "width": 80}}),
+    ],
+)
+def test_call_settings_keep_what_the_instance_fixed(
+    model_id: str, settings: dict[str, Any]
+) -> None:
+    """A call's settings as transformers applies them: DeepSeek-VL's and Janus's pad colours
+    come from the mean the processor was built with, its PIL class's resample 0 falls back to
+    the instance's, IDEFICS reads image_size only when built; LLaVA's colour is the call's."""
+    images = [Image.fromarray(noise(40, 90, 1)), Image.fromarray(smooth(200, 70, 2))]
+    hf = hf_class(model_id).from_dict(builtin_dict(model_id))
+    want = parity_outputs(hf(images, return_tensors="np", **settings))
+    got = mmfast.ImageProcessor.from_pretrained(model_id)(images, **settings)
+    assert_same_outputs(got, want)
+    # Built with those settings instead, the processor would differ (the test is not vacuous).
+    built = mmfast.ImageProcessor.from_pretrained(model_id, **settings)(images)
+    if model_id != "liuhaotian/llava-v1.5-7b":
+        assert any(not np.array_equal(built[k], got[k]) for k in got)
+
+
+def test_blip_pads_a_batch_to_its_largest_image() -> None:
+    """With do_resize off, BLIP's do_pad zero-pads the normalised images at the bottom and
+    right to the batch's largest height and width."""
+    images = [Image.fromarray(noise(40, 90, 1)), Image.fromarray(smooth(70, 30, 2))]
+    reference = hf_reference("Salesforce/blip-vqa-base")
+    got = mmfast.ImageProcessor.from_pretrained("Salesforce/blip-vqa-base", do_resize=False)
+    out = got(images)
+    assert_same_outputs(out, reference(images, {"do_resize": False}))
+    assert out.pixel_values.shape == (2, 3, 70, 90)
+
+
+def test_intermediates_past_the_limit_are_refused() -> None:
+    """A 1x700 image through Chameleon's 512 shortest edge is a 512x358400 resize that
+    transformers makes (537 MB) and mmfast refuses, as it refuses any intermediate over
+    DEFAULT_MAX_PIXELS, naming size."""
+    assert not within_intermediate_limit("facebook/chameleon-7b", 1, 700)
+    proc = mmfast.ImageProcessor.from_pretrained("facebook/chameleon-7b")
+    with pytest.raises(MmfastError, match="intermediate images"):
+        proc(noise(1, 700, 1))

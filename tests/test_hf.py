@@ -47,6 +47,7 @@ TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvis
 TENSORS = ["np", "pt"] if TORCH else ["np"]
 NEEDS_TORCHVISION = "transformers builds this only with torch and torchvision"
 
+
 LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 QWEN2 = "Qwen/Qwen2-VL-7B-Instruct"
 LLAVA = "llava-hf/llava-1.5-7b-hf"
@@ -76,6 +77,8 @@ SPECIAL_TOKENS = (
     "<IMG_END>",
     "<im_patch>", "<im_col>", "<im_start>", "<low_res_im_start>", "<frame_start>", "<im_end>",
     "<frame_end>", "<im_low>",
+    "<image_placeholder>", "<begin_of_image>", "<racm3:break>", "<eoss>", "<patch_start>",
+    "<patch_end>", "<patch_newline>",
 )  # fmt: skip
 WORDS = ("describe", "this", "image", "a", "picture")
 
@@ -199,6 +202,39 @@ PROCESSOR_CASES = [
         "allenai/Molmo2-8B",
         "<|image|> describe this image",
         {"image_token": "<|image|>"},
+        image_token="<im_patch>",
+        torchvision=True,
+    ),
+    Case("liuhaotian/llava-v1.5-7b"),
+    Case(
+        "deepseek-community/deepseek-vl-1.3b-chat",
+        "<image_placeholder> describe this image",
+        {"image_token": "<image_placeholder>"},
+        image_token="<image_placeholder>",
+    ),
+    Case(
+        "deepseek-community/Janus-Pro-1B",
+        "<image_placeholder> describe this image",
+        {
+            "image_token": "<image_placeholder>",
+            "boi_token": "<begin_of_image>",
+            "eoi_token": "<end_of_image>",
+        },
+        image_token="<image_placeholder>",
+    ),
+    Case(
+        "deepseek-community/deepseek-vl-7b-chat",
+        "<image_placeholder> describe this image",
+        {"image_token": "<image_placeholder>"},
+        image_token="<image_placeholder>",
+    ),
+    Case(
+        "facebook/chameleon-7b",
+        tokens={"boi_token": "<racm3:break>", "eoi_token": "<eoss>", "image_token": "<image>"},
+    ),
+    Case(
+        "stepfun-ai/Step-3.7-Flash",
+        "<im_patch> describe this image",
         image_token="<im_patch>",
         torchvision=True,
     ),
@@ -387,6 +423,17 @@ GEMMA3_PROCESSOR_DEFAULTS = {
         ("google/gemma-3-4b-it", {**GEMMA3_PROCESSOR_DEFAULTS, "do_pan_and_scan": True}),
         ("HuggingFaceM4/Idefics3-8B-Llama3", {"do_image_splitting": False}),
         ("llava-hf/llava-v1.6-mistral-7b-hf", {"do_pad": False}),
+        # The pad colour follows a call's mean here; DeepSeek-VL's and Janus's was fixed when
+        # the processor was built.
+        ("liuhaotian/llava-v1.5-7b", {"image_mean": [0.2, 0.3, 0.4]}),
+        ("deepseek-community/Janus-Pro-1B", {"image_mean": [0.1, 0.2, 0.3]}),
+        # The PIL class resizes with "resample or self.resample": a call's 0 is the instance's.
+        ("deepseek-community/deepseek-vl-1.3b-chat", {"resample": 0}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"resample": 0, "high_res_resample": 0}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"high_res_image_mean": [0.1, 0.2, 0.3]}),
+        # IdeficsImageProcessor reads image_size only when it is built.
+        ("HuggingFaceM4/idefics-9b", {"image_size": 100}),
+        ("Salesforce/blip-vqa-base", {"do_resize": False}),
     ],
 )
 def test_call_settings_run_on_mmfast(

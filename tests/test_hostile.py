@@ -366,6 +366,10 @@ UNREAD: dict[str, set[str]] = {
 }
 
 
+# Keys that replace size where a config has them.
+SIZE_OVERRIDES = frozenset({"min_pixels", "max_pixels", "image_size"})
+
+
 @pytest.mark.parametrize(("key", "value"), cases(BAD_FIELDS), ids=short)
 @pytest.mark.parametrize("model_id", FAMILIES)
 def test_bad_fields(tmp_path: Path, model_id: str, key: str, value: Any) -> None:
@@ -375,11 +379,12 @@ def test_bad_fields(tmp_path: Path, model_id: str, key: str, value: Any) -> None
     if key not in registry.builtin_processor_defaults(model_id, FAMILY[model_id]):
         # (else those win over the file)
         config = builtin_dict(model_id) | {key: value}
-        if key == "size":  # Qwen's min/max_pixels beat size: make size the one read
-            config = {k: v for k, v in config.items() if k not in ("min_pixels", "max_pixels")}
+        if key == "size":  # Qwen's min/max_pixels and IDEFICS's image_size beat size
+            config = {k: v for k, v in config.items() if k not in SIZE_OVERRIDES}
         (tmp_path / CONFIG).write_text(json.dumps(config))  # NaN and Infinity as literals
         raises(MmfastError, lambda: load(tmp_path), key, str(tmp_path))
-    raises(MmfastError, lambda: load(model_id, **{key: value}), key)
+    unset = {k: None for k in SIZE_OVERRIDES & builtin_dict(model_id).keys() if key == "size"}
+    raises(MmfastError, lambda: load(model_id, **{key: value}, **unset), key)
 
 
 # A checkpoint's files (bytes, a JSON value, or None: a directory) and what the message names.

@@ -635,6 +635,15 @@ def test_supported_models_load() -> None:
         "microsoft/Phi-4-multimodal-instruct": models.Phi4MultimodalConfig,
         "allenai/Molmo2-8B": models.Molmo2Config,
         "allenai/Molmo2-4B": models.Molmo2Config,
+        "liuhaotian/llava-v1.5-7b": models.LlavaConfig,
+        "deepseek-community/deepseek-vl-1.3b-chat": models.DeepseekVLConfig,
+        "deepseek-community/Janus-Pro-1B": models.DeepseekVLConfig,
+        "deepseek-community/deepseek-vl-7b-chat": models.DeepseekVLHybridConfig,
+        "stepfun-ai/Step-3.7-Flash": models.Step3p7Config,
+        "facebook/chameleon-7b": models.ChameleonConfig,
+        "Salesforce/blip-vqa-base": models.BlipConfig,
+        "Salesforce/blip2-opt-2.7b": models.BlipConfig,
+        "HuggingFaceM4/idefics-9b": models.IdeficsConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():
@@ -804,8 +813,8 @@ def test_unknown_processor_type_lists_supported(tmp_path: Path) -> None:
 
 def test_unknown_model_type(tmp_path: Path) -> None:
     write(tmp_path, "{}")
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llava"}))
-    with pytest.raises(UnsupportedModelError, match="llava"):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "vipllava"}))
+    with pytest.raises(UnsupportedModelError, match="vipllava"):
         load_config(tmp_path)
 
 

@@ -908,8 +908,10 @@ def test_output_dtypes(model_id: str) -> None:
     assert len(images) >= 2
     key = proc.config.output_key  # pixel_values, or the family's own key
     want = proc(images, dtype="float32")
-    # DeepSeek-OCR-2's local tiles are pixels too (the 1000-pixel side gives tiles).
-    pixels = [key, *(k for k in proc.config.extra_pixel_outputs if k in want)]
+    # Every pixel output takes the dtype: DeepSeek-OCR-2's local tiles (the 1000-pixel side
+    # gives tiles), DeepSeek-VL hybrid's and Step-3.7's second output.
+    extra = [*proc.config.extra_pixel_outputs, *proc.config.pixel_keys[1:]]
+    pixels = [key, *(k for k in extra if k in want)]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
         got = proc(images, dtype=dtype)
         for name in pixels:
@@ -927,16 +929,19 @@ def test_output_dtypes(model_id: str) -> None:
         return
     raw = proc(images, dtype="uint8")
     assert raw[key].dtype == np.uint8 and raw[key].shape == want[key].shape
-    assert raw.pixel_lut.shape == (3, 256) and raw.pixel_lut.dtype == np.float32
+    assert raw.pixel_lut.shape[-2:] == (3, 256) and raw.pixel_lut.dtype == np.float32
+    # One table, or one per pixel output (in pixel_keys' order) where their arithmetic differs.
+    luts = raw.pixel_lut if raw.pixel_lut.ndim == 3 else [raw.pixel_lut] * len(pixels)
     back = reference.normalize_uint8(
         raw[key],
-        raw.pixel_lut,
+        luts[0],
         raw.get("pixel_rows_mask"),
         channels_last=proc.config.channels_last,
     )
     assert same_bits(back, want[key])
-    for name in pixels[1:]:
-        assert same_bits(reference.normalize_uint8(raw[name], raw.pixel_lut), want[name])
+    for name, lut in zip(pixels[1:], luts[1:], strict=False):
+        assert raw[name].dtype == np.uint8 and raw[name].shape == want[name].shape
+        assert same_bits(reference.normalize_uint8(raw[name], lut), want[name])
     for name in want:
         if name not in pixels:
             assert_same_outputs({name: raw[name]}, {name: want[name]})

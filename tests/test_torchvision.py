@@ -9,16 +9,24 @@ value.
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SHARED, assert_same_outputs, builtin_dict, make_image, same_bits
+from conftest import (
+    SHARED,
+    assert_same_outputs,
+    builtin_dict,
+    make_image,
+    same_bits,
+    within_intermediate_limit,
+)
 from huggingface_hub.errors import StrictDataclassError
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from parity_table import TABLE, Row, tv_overrides
+from parity_table import TABLE, Row, as_outputs, step3p7_tokens, tv_overrides
 from PIL import Image
 from torchvision_cases import (
     GOLDENS,
@@ -113,6 +121,7 @@ def test_matches_transformers(case: Case) -> None:
     kind=st.sampled_from(["noise", "smooth"]),
 )
 def test_random_sizes_match_transformers(model: Model, height: int, width: int, kind: str) -> None:
+    assume(within_intermediate_limit(model.model_id, height, width, backend="torchvision"))
     compare_live(Case(model, Override({}), (f"{kind}-{height}x{width}",)))
 
 
@@ -405,3 +414,79 @@ def test_embedding_gemma2_videos_match_transformers(
         return
     got = mmfast.ImageProcessor.from_pretrained(tmp_path).videos(clip, video_fps=6.0, **options)
     assert_same_outputs(dict(got), {k: v.numpy() for k, v in want.items()})
+
+
+def hf_class(model_id: str) -> Any:
+    from torchvision_cases import family_of
+
+    module, name = family_of(model_id).hf_torchvision.rsplit(".", 1)  # type: ignore[union-attr]
+    return getattr(importlib.import_module(f"transformers.models.{module}"), name)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error"),
+    [({"do_pad": False}, KeyError), ({"do_resize": False}, UnboundLocalError)],
+)
+def test_deepseek_hybrid_needs_resize_and_pad(overrides: dict[str, Any], error: type) -> None:
+    """transformers' torchvision hybrid class fails without do_pad or do_resize (its PIL class
+    runs): mmfast refuses with MmfastError."""
+    pytest.importorskip("torchvision")
+    model_id = "deepseek-community/deepseek-vl-7b-chat"
+    image = Image.fromarray(make_image("noise", 40, 90, 1))
+    hf = hf_class(model_id).from_dict(builtin_dict(model_id) | overrides)
+    with pytest.raises(error):
+        hf([image], return_tensors="pt")
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision", **overrides)
+    with pytest.raises(MmfastError, match="do_resize, do_pad"):
+        proc(image)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "settings"),
+    [
+        ("deepseek-community/Janus-Pro-1B", {"image_mean": [0.1, 0.2, 0.3]}),
+        ("deepseek-community/deepseek-vl-7b-chat", {"resample": 0, "high_res_resample": 1}),
+        ("liuhaotian/llava-v1.5-7b", {"image_mean": [1.2, -0.1, 0.5]}),
+        ("HuggingFaceM4/idefics-9b", {"image_size": 100, "size": {"height": 90, "width": 80}}),
+        ("stepfun-ai/Step-3.7-Flash", {"patch_size": 300, "max_image_size": 800}),
+    ],
+)
+def test_call_settings_match_transformers(model_id: str, settings: dict[str, Any]) -> None:
+    """A call's settings on the torchvision classes, as transformers applies them over the
+    instance's (pad colours fixed when it was built, resample 0 as nearest here)."""
+    pytest.importorskip("torchvision")
+    import torch
+
+    images = [make_image("noise", 40, 900, 1), make_image("smooth", 700, 70, 2)]
+    pils = [Image.fromarray(image) for image in images]
+    hf = hf_class(model_id).from_dict(builtin_dict(model_id))
+    out = as_outputs(hf(pils, return_tensors="pt", **settings))
+    want = {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in out.items()}
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision")
+    assert_same_outputs(proc(images, **settings), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(height=st.integers(1, 5000), width=st.integers(1, 5000))
+def test_step3p7_tokens_match_the_processor(height: int, width: int) -> None:
+    """Step3p7Processor.replace_image_token's tokens for transformers' outputs (and its
+    get_number_of_image_patches) equal mmfast's count and patch layout, without pixels."""
+    pytest.importorskip("torchvision")
+    model_id = "stepfun-ai/Step-3.7-Flash"
+    hf = hf_class(model_id).from_dict(builtin_dict(model_id))
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision")
+    try:
+        layout = proc.config.patch_layout(height, width)
+    except MmfastError:
+        with pytest.raises(ZeroDivisionError):
+            hf.get_number_of_image_patches(height, width)
+        return
+    assert hf.get_number_of_image_patches(height, width) == layout.patches_x * layout.patches_y
+    # The processor's expansion, on the outputs the class gives such an image (a black one).
+    image = Image.new("RGB", (width, height))
+    outputs = dict(hf([image], return_tensors="pt"))
+    tokens = step3p7_tokens(outputs, {})
+    assert proc.num_image_tokens(height, width) == tokens
+    assert proc.plan(height, width).output_shapes["pixel_values_local"][0] == int(
+        outputs["num_local_patches"][0]
+    )

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from conftest import SHARED, Override, builtin_dict, builtin_settings, make_image
-from parity_table import TABLE, tv_overrides
+from parity_table import TABLE, as_outputs, tv_overrides
 from PIL import Image, ImageOps
 
 import mmfast
@@ -155,7 +155,7 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     defaults = models.registry.builtin_processor_defaults(case.model.model_id, family)
     kwargs = {k: v for k, v in defaults.items() if k not in reference}
     images = [load_image(name) for name in case.images]
-    out = processor(images, return_tensors="pt", **kwargs)
+    out = as_outputs(processor(images, return_tensors="pt", **kwargs))
     result: dict[str, Any] = {}
     # The pixels come first (pixel_values, or Fuyu's images, Phi-4-multimodal's
     # image_pixel_values).

@@ -130,6 +130,14 @@ MODELS = (
     "PaddlePaddle/PP-FormulaNet_plus-L_safetensors",
     "microsoft/Phi-4-multimodal-instruct",
     "allenai/Molmo2-8B",
+    "liuhaotian/llava-v1.5-7b",
+    "deepseek-community/deepseek-vl-1.3b-chat",
+    "deepseek-community/Janus-Pro-1B",
+    "deepseek-community/deepseek-vl-7b-chat",
+    "stepfun-ai/Step-3.7-Flash",
+    "facebook/chameleon-7b",
+    "Salesforce/blip-vqa-base",
+    "HuggingFaceM4/idefics-9b",
 )
 # Settings a model is measured with where its file asks for something mmfast refuses (both
 # sides run them): UDOP's OCR and PP-FormulaNet's crop found from the pixels.

@@ -114,6 +114,7 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's)
         # or whose resize reads no size (MuseGlimmerImageProcessor's) leave size None.
         "size": None,
+        "transform": None,  # IdeficsImageProcessor's replacement pipeline, unset
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
@@ -384,7 +385,7 @@ def _run(processor: MmfastBacked, images: Any, args: Sequence[Any], kwargs: dict
     if backend == "torchvision":
         # Settings the class reads from the instance, whatever the call merged in.
         kwargs = {**kwargs, **{n: getattr(processor, n) for n in family.instance_settings}}
-    settings = _settings(hf_class, family, kwargs)
+    settings = _settings(hf_class, family, kwargs, processor)
     proc = _processor(hf_class, settings)
     # transformers' Llama 4 class computes in bfloat16, which numpy cannot hold.
     bfloat16 = _computes_bfloat16(proc)
@@ -416,7 +417,7 @@ def _run_legacy(
     inputs = _inputs(processor, images, call, None)
     known = IMAGES_KWARGS | family.kwargs
     instance = {name: getattr(processor, name) for name in known if hasattr(processor, name)}
-    proc = _processor(hf_class, _settings(hf_class, family, instance))
+    proc = _processor(hf_class, _settings(hf_class, family, instance, processor))
     arguments = {name: _plain(value) for name, value in call.items()}
     out = _call(proc, inputs, **arguments)
     # The outputs' form (key, lists) follows the call's config, not the instance's.
@@ -461,9 +462,12 @@ def _feature(
             if key in data and not isinstance(data[key], list):
                 data[key] = data[key].astype(dtype)
         data = _nested_map(_as_tensor, data)
+    # Keys the class sets after its own conversion stay torch tensors (Step-3.7's local patches).
+    late = config.torch_outputs & data.keys()
+    data.update({key: _as_tensor(data[key]) for key in late})
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     feature_class = _feature_class(hf_class)
-    arrays = {k: v for k, v in data.items() if not isinstance(v, list)}
+    arrays = {k: v for k, v in data.items() if not isinstance(v, list) and k not in late}
     feature = feature_class(data=arrays, tensor_type=return_tensors)
     return feature_class({k: feature[k] if k in arrays else data[k] for k in data})
 
@@ -722,11 +726,13 @@ def _video_config(hf_class: type, settings: str) -> VideoConfig:
     return family.build(None, Fields(origin, json.loads(settings)))
 
 
-def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
+def _settings(hf_class: type, family: Family, kwargs: dict[str, Any], processor: Any = None) -> str:
     """The settings of a call, as transformers resolved them, in canonical JSON: the cache key
-    of :func:`_processor` and the config it reads. Raises :class:`_Fallback` for a setting
-    mmfast does not read or reads differently."""
+    of :func:`_processor` and the config it reads, with the ``processor``'s own values of the
+    family's ``instance_attributes``. Raises :class:`_Fallback` for a setting mmfast does not
+    read or reads differently."""
     from mmfast.models.config import IMAGES_KWARGS
+    from mmfast.models.registry import INSTANCE_KEY
 
     known = IMAGES_KWARGS | family.kwargs
     values: dict[str, Any] = {}
@@ -739,6 +745,8 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
             raise _Fallback(
                 f"setting {name}", f"{name!r} is not a {hf_class.__name__} setting mmfast reads"
             )
+        if value is None and name in family.ignored_kwargs:
+            continue
         if (
             value is None
             and name != "do_convert_rgb"
@@ -746,6 +754,10 @@ def _settings(hf_class: type, family: Family, kwargs: dict[str, Any]) -> str:
         ):
             raise _Fallback(f"{name}=None", f"{name}=None, which mmfast would read as its default")
         values[name] = _plain(value)
+    if family.instance_attributes:
+        values[INSTANCE_KEY] = {
+            name: _plain(getattr(processor, name, None)) for name in family.instance_attributes
+        }
     try:
         return json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -13,6 +13,7 @@ import asyncio
 import enum
 import functools
 import importlib
+import itertools
 import json
 import math
 import os
@@ -839,25 +840,33 @@ def torch_one_thread() -> bool:
 
 
 def native_jobs(
-    index: int, plan: ImagePlan, offset: int, first: int, one_thread: bool = False
+    index: int,
+    plan: ImagePlan,
+    offsets: Sequence[int | None],
+    first: int,
+    one_thread: bool = False,
 ) -> list[tuple[Any, ...]]:
     """One image's views as the core's job tuples.
 
-    ``index`` is the image's position in the batch, ``offset`` where its values start in the
-    output and ``first`` the batch index its first job gets (views name their sources within
-    the image). ``one_thread``: float resizes as torch computes them on one thread (see
+    ``index`` is the image's position in the batch, ``offsets`` where its values start in
+    each pixel output (:attr:`View.output` indexes them; None: not an output of the batch)
+    and ``first`` the batch index its first job gets (views name their sources within the
+    image). ``one_thread``: float resizes as torch computes them on one thread (see
     :func:`torch_one_thread`).
     """
+    offsets = list(offsets)
     jobs: list[tuple[Any, ...]] = []
     sizes: list[tuple[int, int]] = []
     for view in plan.views:
-        offset = offset if view.at is None else view.at
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         source = None if view.source is None else first + view.source
+        offset = offsets[view.output] if view.at is None else view.at
+        if offset is None:
+            raise AssertionError(f"a view writes output {view.output}, absent from the batch")
         job, length = view_job(index, view, size, offset, source, one_thread)
         jobs.append(job)
         sizes.append(job_size(view, size))
-        offset += length
+        offsets[view.output] = offset + length
     return jobs
 
 
@@ -1021,10 +1030,12 @@ def run_plans(
     ``sample_sizes`` counts the images of each sample, in order."""
     computed = any(isinstance(v.out, Resized) for plan in plans for v in plan.views)
     native = config.tables(plans[0])
-    if dtype == "uint8" and native.ndim == 3:
+    if dtype == "uint8" and native.ndim == 3 and len(native) != len(config.pixel_keys):
+        # pixel_lut holds one table per pixel output (DeepSeek-VL hybrid's two), not more.
         raise MmfastError(
             f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (its images "
-            "are normalised in several ways, and pixel_lut holds one); use a float dtype"
+            "are normalised in several ways within one output, and pixel_lut holds one table "
+            "per output); use a float dtype"
         )
     if computed and dtype == "uint8":
         raise MmfastError(
@@ -1037,15 +1048,33 @@ def run_plans(
         # torch's .to(dtype) rounds the float32 tensor.
         tables, view, lut = output_tables(native, None if computed else dtype)
     plans = list(config.finish_batch(plans, sample_sizes))
-    shape, offsets = config.batch_shape(plans, sample_sizes)
+    shapes = config.pixel_shapes(plans, sample_sizes)
+    shape, offsets = shapes["pixel_values"]
+    # Several pixel outputs share one buffer, one after the other, each a view of its part.
+    sizes = {key: math.prod(s) for key, (s, _) in shapes.items()}
+    bases = dict(zip(sizes, itertools.accumulate(sizes.values(), initial=0), strict=False))
     jobs: list[tuple[Any, ...]] = []
     one_thread = torch_one_thread()
     for i, plan in enumerate(plans):
-        jobs += native_jobs(i, plan, offsets[i], len(jobs), one_thread)
-    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
+        starts = [bases[k] + shapes[k][1][i] if k in shapes else None for k in config.pixel_keys]
+        jobs += native_jobs(i, plan, starts, len(jobs), one_thread)
+    single = len(shapes) == 1
+    total = shape if single else (sum(sizes.values()),)
+    out = _native.run_batch(inputs, jobs, tables, total, threads, pool_threads())
     if computed and dtype in ("bfloat16", "float16"):
         out, view = rounded(np.asarray(out, np.float32), dtype)
-    outputs = config.outputs(out if view is None else out.view(view), plans, sample_sizes)
+    out = out if view is None else out.view(view)
+    if single:
+        outputs = config.outputs(out, plans, sample_sizes)
+    else:
+        outputs = {
+            key: out[bases[key] : bases[key] + sizes[key]].reshape(s)
+            for key, (s, _) in shapes.items()
+        }
+        outputs.update(config.batch_outputs(plans, sample_sizes))
+    if config.output_order:
+        order = [k for k in config.output_order if k in outputs]
+        outputs = {k: outputs[k] for k in [*order, *(k for k in outputs if k not in order)]}
     if lut is not None:
         outputs["pixel_lut"] = lut
         mask = config.rows_mask(shape, offsets, plans)
@@ -1087,7 +1116,8 @@ def output_tables(
         return np.ascontiguousarray(bits), ml_dtypes.bfloat16, None
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None
-    return identity_table(), None, np.ascontiguousarray(values)
+    identity = np.broadcast_to(identity_table(), native.shape)
+    return np.ascontiguousarray(identity), None, np.ascontiguousarray(values)
 
 
 def rounded(values: NDArray[np.float32], dtype: str) -> tuple[NDArray[Any], Any]:

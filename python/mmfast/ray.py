@@ -192,8 +192,13 @@ class Preprocess:
         # A strip (MiniCPM-V) is cut along its last axis, the images' strip lengths.
         axis = -1 if config.layout() == "strip" else 0
         rows = [plan.output_shapes["pixel_values"][axis] for plan in plans]
+        counted = {
+            key: [int(n) for n in feature[count]]
+            for key, count in config.counted_outputs.items()
+            if key in feature
+        }
         columns = split_rows(
-            feature, rows, config.layout(), config.entry_keys, config.extra_pixel_outputs
+            feature, rows, config.layout(), config.entry_keys, config.extra_pixel_outputs, counted
         )
         for key in config.batch_dependent:
             # Each image's own entry, as a batch of that image alone holds it.
@@ -216,6 +221,7 @@ def split_rows(
     layout: str,
     entry_keys: frozenset[str] = frozenset(),
     extra: Mapping[str, str] = MappingProxyType({}),
+    counted: Mapping[str, Sequence[int]] | None = None,
 ) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
@@ -234,12 +240,21 @@ def split_rows(
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
     (:func:`mmfast.cli.npz_arrays`: Idefics3's nested ``rows`` and ``cols`` lists become int64
     arrays, bfloat16 becomes uint16 bits under ``BF16_SUFFIX``). A column whose entries share
-    one shape stays one array; ragged ones become lists of arrays.
+    one shape stays one array; ragged ones become lists of arrays. ``counted`` gives, for the
+    outputs :attr:`~mmfast.models.base.ModelConfig.counted_outputs` names, each image's
+    entries: a concatenated output is cut at them, a padded one loses its padding.
     """
     columns: Columns = {}
+    counted = counted or {}
     for key, value in npz_arrays(outputs).items():
         name = key.removesuffix(BF16_SUFFIX)
-        if name in SHARED_KEYS:
+        if name in counted:
+            counts = counted[name]
+            if value.shape[0] == len(counts) and value.ndim == 2:  # padded per image
+                columns[key] = [v[:n] for v, n in zip(value, counts, strict=True)]
+            else:
+                columns[key] = np.split(value, np.cumsum(counts)[:-1])
+        elif name in SHARED_KEYS:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
         elif layout == "concat" and name in {"pixel_values", "pixel_rows_mask", *entry_keys}:
             columns[key] = np.split(value, np.cumsum(rows)[:-1])

@@ -68,6 +68,13 @@ from mmfast.models import (
     pp_formulanet,
     phi4_multimodal,
     molmo2,
+    deepseek_vl,
+    janus,
+    deepseek_vl_hybrid,
+    step3p7,
+    chameleon,
+    blip,
+    idefics,
 )
 
 # isort: on
@@ -84,11 +91,15 @@ from mmfast.models.base import (
     TileGrid,
 )
 from mmfast.models.base_video import FramesVideoConfig
+from mmfast.models.blip import BlipConfig
+from mmfast.models.chameleon import ChameleonConfig
 from mmfast.models.cohere2_vision import Cohere2VisionConfig
 from mmfast.models.cohere_compass import CohereCompassConfig
 from mmfast.models.config import load_config, supported_models
 from mmfast.models.cosmos3_edge import Cosmos3EdgeConfig
 from mmfast.models.deepseek_ocr2 import DeepseekOcr2Config
+from mmfast.models.deepseek_vl import DeepseekVLConfig
+from mmfast.models.deepseek_vl_hybrid import DeepseekVLHybridConfig
 from mmfast.models.emu3 import Emu3Config
 from mmfast.models.ernie4_5_vl_moe import Ernie4_5_VLMoeConfig
 from mmfast.models.fuyu import FuyuConfig
@@ -110,6 +121,7 @@ from mmfast.models.got_ocr2 import GotOcr2Config, InternVLVideoConfig
 from mmfast.models.granite_docling import GraniteDoclingConfig
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.hy_v4_vl import HYV4VLConfig
+from mmfast.models.idefics import IdeficsConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config, SmolVLMVideoConfig
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
@@ -124,7 +136,7 @@ from mmfast.models.llama4 import (
     get_llama4_resize_size,
     get_max_res_without_distortion,
 )
-from mmfast.models.llava import ClipConfig
+from mmfast.models.llava import ClipConfig, LlavaConfig
 from mmfast.models.llava_next import LlavaNextConfig, LlavaNextVideoVideoConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig, LlavaOnevisionVideoConfig
 from mmfast.models.minicpm_ocr import MiniCPMOcrConfig
@@ -143,6 +155,7 @@ from mmfast.models.pp_formulanet import PPFormulaNetConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 from mmfast.models.siglip2 import Siglip2Config
+from mmfast.models.step3p7 import Step3p7Config
 from mmfast.models.video_llama_3 import VideoLlama3Config
 from mmfast.models.video_llava import VideoLlavaConfig, VideoLlavaVideoConfig
 
@@ -152,12 +165,16 @@ __all__ = [
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
     "Apertus1p5Config",
+    "BlipConfig",
+    "ChameleonConfig",
     "ClipConfig",
     "Cohere2VisionConfig",
     "CohereCompassConfig",
     "Cosmos3EdgeConfig",
     "CropBox",
     "DeepseekOcr2Config",
+    "DeepseekVLConfig",
+    "DeepseekVLHybridConfig",
     "EmbeddingGemma2VideoConfig",
     "Emu3Config",
     "Ernie4_5_VLMoeConfig",
@@ -177,6 +194,7 @@ __all__ = [
     "HunYuanVLConfig",
     "Idefics2Config",
     "Idefics3Config",
+    "IdeficsConfig",
     "ImagePlan",
     "InternVLVideoConfig",
     "KimiK25Config",
@@ -185,6 +203,7 @@ __all__ = [
     "LayoutLMv3Config",
     "Lfm2VlConfig",
     "Llama4Config",
+    "LlavaConfig",
     "LlavaNextConfig",
     "LlavaNextVideoVideoConfig",
     "LlavaOnevisionConfig",
@@ -210,16 +229,21 @@ __all__ = [
     "Siglip2Config",
     "SiglipConfig",
     "SmolVLMVideoConfig",
+    "Step3p7Config",
     "TileGrid",
     "VideoLlama3Config",
     "VideoLlavaConfig",
     "VideoLlavaVideoConfig",
     "apertus1p5",
+    "blip",
     "center_crop_box",
+    "chameleon",
     "cohere2_vision",
     "cohere_compass",
     "cosmos3_edge",
     "deepseek_ocr2",
+    "deepseek_vl",
+    "deepseek_vl_hybrid",
     "emu3",
     "ernie4_5_vl_moe",
     "find_supported_resolutions",
@@ -242,8 +266,10 @@ __all__ = [
     "granite_docling",
     "hunyuan_vl",
     "hy_v4_vl",
+    "idefics",
     "idefics2",
     "idefics3",
+    "janus",
     "kimi_k25",
     "kimi_vl",
     "layoutlmv3",
@@ -272,6 +298,7 @@ __all__ = [
     "siglip",
     "siglip2",
     "smart_resize",
+    "step3p7",
     "supported_models",
     "video_llama_3",
     "video_llava",

@@ -236,10 +236,12 @@ class View:
     canvas (:class:`Canvas`), along a strip (:class:`Strip`, whose rows other images
     share) or resized in float32 after normalising (:class:`Resized`). ``out=None``: the view
     only feeds later views. ``table`` picks the config's normalisation table for the view's
-    values (families with one table use 0). ``at``, where a family's
-    :meth:`ModelConfig.finish_batch` sets it, places the view's values at that index of the
-    batch's output buffer instead (the next view's follow them): how one image writes into
-    several of HF's pixel arrays (see :meth:`ModelConfig.outputs`).
+    values (families with one table use 0); ``output`` the pixel output it writes
+    (:attr:`ModelConfig.pixel_keys`; 0 is ``pixel_values``), after the previous views' values
+    in that output. ``at``, where a family's :meth:`ModelConfig.finish_batch` sets it, places
+    the view's values at that index of the batch's output buffer instead (the next view's
+    follow them): how one image writes into several of HF's pixel arrays (see
+    :meth:`ModelConfig.outputs`).
     """
 
     resize: Resize | None = None
@@ -249,6 +251,7 @@ class View:
     pad: Pad | None = None
     table: int = 0
     at: int | None = None
+    output: int = 0
 
     @property
     def windows(self) -> tuple[CropBox, ...]:
@@ -497,6 +500,17 @@ class ModelConfig:
     # images' rows joined along the first axis. HF leaves such an array out of a batch
     # where no image has rows (DeepSeek-OCR-2's pixel_values_local).
     extra_pixel_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # The pixel outputs views write (View.output indexes them): one native call fills them
+    # all. Families with more than one give their shapes in pixel_shapes.
+    pixel_keys: ClassVar[tuple[str, ...]] = ("pixel_values",)
+    # HF's order of the output keys, where the pixel outputs do not simply come first.
+    output_order: ClassVar[tuple[str, ...]] = ()
+    # Outputs whose entries per image another output counts (key -> the counting key): cut at
+    # those counts where concatenated, trimmed where padded per image (mmfast.ray's rows).
+    counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Keys transformers returns as torch tensors whatever return_tensors asks: the class sets
+    # them on its BatchFeature after converting it (mmfast.hf follows).
+    torch_outputs: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def pil_convert(self) -> str:
@@ -549,6 +563,14 @@ class ModelConfig:
         (:func:`batch_layout_shape` of :meth:`layout`)."""
         shapes = [plan.output_shapes["pixel_values"] for plan in plans]
         return batch_layout_shape(shapes, self.layout(), sample_sizes)
+
+    def pixel_shapes(
+        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
+    ) -> dict[str, tuple[tuple[int, ...], list[int]]]:
+        """Each pixel output of the batch (:attr:`pixel_keys`, in that order) -> its shape and
+        each image's first value in it; a key left out is not an output of this batch (no
+        view may write it). By default ``pixel_values`` alone, as :meth:`batch_shape` says."""
+        return {"pixel_values": self.batch_shape(plans, sample_sizes)}
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]

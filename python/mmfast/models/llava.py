@@ -1,20 +1,26 @@
-"""LLaVA-1.5: ``CLIPImageProcessor`` (transformers 5.24) and ``LlavaProcessor``'s token count.
+"""LLaVA-1.5: ``CLIPImageProcessor`` and ``LlavaImageProcessor`` (transformers 5.24), and
+``LlavaProcessor``'s token count.
 
-The checkpoint names the CLIP processor: shortest edge to 336 (bicubic), a 336x336 centre crop,
-normalisation with OpenAI's CLIP constants. Every other ``size`` spelling the CLIP class accepts
-works too.
+The llava-hf checkpoints name the CLIP processor: shortest edge to 336 (bicubic), a 336x336
+centre crop, normalisation with OpenAI's CLIP constants. Every other ``size`` spelling the CLIP
+class accepts works too. ``LlavaImageProcessor`` (what AutoImageProcessor gives model type
+``llava`` without an ``image_processor_type``) is the same pipeline with one step first: with
+``do_pad``, the original LLaVA's ``expand2square``, the image centred on a square of its
+longest side filled with the mean colour, before the resize.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from mmfast.errors import MmfastError
 from mmfast.models import registry
-from mmfast.models.base import BICUBIC, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
-from mmfast.models.config import MAX_INT, Fields, Source
+from mmfast.models.base import BICUBIC, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ImagePlan, Pad, View
+from mmfast.models.config import MAX_INT, Fields, Source, is_finite_number
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
 
-__all__ = ["ClipConfig"]
+__all__ = ["ClipConfig", "LlavaConfig"]
 
 
 @dataclass(frozen=True)
@@ -39,15 +45,27 @@ class ClipConfig(PilBackendConfig):
         return tokens
 
 
+def processor_fields(processor: Fields) -> dict[str, Any]:
+    """LlavaProcessor's token-count values; without processor_config.json, LLaVA-1.5's (the
+    family mmfast serves here)."""
+    strategy = processor.raw("vision_feature_select_strategy")
+    if strategy is not None and not isinstance(strategy, str):
+        raise processor.error("vision_feature_select_strategy", "a string", strategy)
+    return {
+        "patch_size": processor.positive_int("patch_size", 14),
+        "num_additional_image_tokens": processor.int_in(
+            "num_additional_image_tokens", 1, 0, MAX_INT
+        ),
+        "vision_feature_select_strategy": "default" if strategy is None else strategy,
+    }
+
+
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> ClipConfig:
     """Mirrors ``CLIPImageProcessorPil.__init__`` and ``BaseImageProcessor._standardize_kwargs``."""
     if cfg.raw("use_square_size"):
         # CLIPImageProcessor's KOSMOS-2 compatibility: a square of the class default edge,
         # whatever the config's size says.
         cfg = cfg.with_values(size={"height": 224, "width": 224})
-    strategy = processor.raw("vision_feature_select_strategy")
-    if strategy is not None and not isinstance(strategy, str):
-        raise processor.error("vision_feature_select_strategy", "a string", strategy)
     return ClipConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -60,19 +78,100 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
             std=OPENAI_CLIP_STD,
             do_center_crop=True,
         ),
-        # Without processor_config.json, LLaVA-1.5's values: the family mmfast serves here.
-        patch_size=processor.positive_int("patch_size", 14),
-        num_additional_image_tokens=processor.int_in("num_additional_image_tokens", 1, 0, MAX_INT),
-        vision_feature_select_strategy="default" if strategy is None else strategy,
+        **processor_fields(processor),
+    )
+
+
+@dataclass(frozen=True)
+class LlavaConfig(ClipConfig):
+    """Settings of ``LlavaImageProcessor``: CLIP's, and ``do_pad``.
+
+    ``background`` is the pad colour as ``_preprocess`` computes it from the (call's)
+    ``image_mean``, ``tuple(int(x * 255) for x in image_mean)``, before any range check;
+    ``scalar_mean`` is a mean given as one number, which that expression cannot iterate.
+    """
+
+    do_pad: bool
+    background: tuple[int, ...]
+    scalar_mean: float | None
+
+    def check_background(self) -> None:
+        """transformers computes the colour for every image it pads or not: a TypeError for a
+        mean that is a number, but for the PIL class's ``if image_mean else 0`` on a 0."""
+        if self.scalar_mean is not None and (self.scalar_mean or self.backend != "pil"):
+            raise MmfastError(
+                "image_mean: with do_pad, transformers takes a list of 3 values, got "
+                f"{self.scalar_mean!r}"
+            )
+
+    def pad_fill(self) -> tuple[int, int, int]:
+        """The uint8 fill ``pad_to_square`` gives the canvas: the PIL class assigns each value
+        to a uint8 array (numpy refuses one outside 0..255, an OverflowError), the
+        torchvision class hands them to ``tvF.pad``, which wraps them modulo 256."""
+        if self.scalar_mean is not None:
+            return (0, 0, 0)  # background_color 0: channel 0 set to 0, the others zeros
+        if self.backend != "pil":
+            if any(not -(2**63) <= c < 2**63 for c in self.background):
+                raise MmfastError(
+                    f"image_mean: a pad colour of {self.background} does not fit torch's int64"
+                )
+            return (self.background[0] % 256, self.background[1] % 256, self.background[2] % 256)
+        if any(not 0 <= c <= 255 for c in self.background):
+            raise MmfastError(
+                f"image_mean: the pad colour int(mean * 255) = {self.background} is outside "
+                "0..255, which transformers' PIL class cannot put in a uint8 image"
+            )
+        return (self.background[0], self.background[1], self.background[2])
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``LlavaImageProcessorPil._preprocess``: ``pad_to_square`` (centred, in
+        uint8), then CLIP's resize, centre crop, rescale and normalise."""
+        if not self.do_pad:
+            return super().plan(height, width)
+        self.check_background()
+        if height == width:
+            return super().plan(height, width)
+        side = max(height, width)
+        squared = super().plan(side, side)
+        pad = Pad((side, side), (side - height) // 2, (side - width) // 2, self.pad_fill())
+        views = (View(pad=pad), *(replace(v, source=0) for v in squared.views))
+        return replace(squared, height=height, width=width, views=views)
+
+
+def _build_llava(
+    source: Source, processor_type: str, cfg: Fields, processor: Fields
+) -> LlavaConfig:
+    """Mirrors ``LlavaImageProcessorPil``'s class defaults; the pad colour is
+    ``_preprocess``'s, from the mean a call passes."""
+    base = pil_backend_fields(
+        cfg,
+        size={"shortest_edge": 224},
+        default_to_square=False,
+        resample=BICUBIC,
+        mean=OPENAI_CLIP_MEAN,
+        std=OPENAI_CLIP_STD,
+        do_center_crop=True,
+        pads=True,
+    )
+    mean = cfg.raw("image_mean")
+    scalar = float(mean) if is_finite_number(mean) else None
+    values = OPENAI_CLIP_MEAN if mean is None or scalar is not None else mean
+    return LlavaConfig(
+        model_id=source.model_id,
+        image_processor_type=processor_type,
+        **base,
+        **processor_fields(processor),
+        do_pad=cfg.flag("do_pad", False),
+        background=tuple(int(x * 255) for x in values),
+        scalar_mean=scalar,
     )
 
 
 registry.register(
     registry.Family(
-        name="llava",
+        name="clip",
         processor_types=("CLIPImageProcessor",),
-        # "llava" is not here: HF maps it to LlavaImageProcessor (pad-to-square), which is not
-        # this class.
+        # "llava" is not here: HF maps it to LlavaImageProcessor (below).
         model_types={"clip": "CLIPImageProcessor"},
         build=_build,
         kwargs=frozenset({"use_square_size"}),
@@ -100,6 +199,53 @@ registry.register_builtin(
         "do_resize": True,
         "image_mean": list(OPENAI_CLIP_MEAN),
         "image_processor_type": "CLIPImageProcessor",
+        "image_std": list(OPENAI_CLIP_STD),
+        "processor_class": "LlavaProcessor",
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"shortest_edge": 336},
+    },
+    {
+        "patch_size": 14,
+        "num_additional_image_tokens": 1,
+        "vision_feature_select_strategy": "default",
+    },
+)
+
+registry.register(
+    registry.Family(
+        name="llava",
+        processor_types=("LlavaImageProcessor",),
+        model_types={"llava": "LlavaImageProcessor"},
+        build=_build_llava,
+        processor_kwargs=frozenset(
+            {"patch_size", "num_additional_image_tokens", "vision_feature_select_strategy"}
+        ),
+        processor_classes={"LlavaProcessor": "llava"},
+        hf_pil="llava.image_processing_pil_llava.LlavaImageProcessorPil",
+        hf_torchvision="llava.image_processing_llava.LlavaImageProcessor",
+    )
+)
+
+# liuhaotian/llava-v1.5-7b: the original LLaVA-1.5 release, not a transformers conversion (no
+# public checkpoint names LlavaImageProcessor). Its config says image_aspect_ratio "pad" and
+# its tower is openai/clip-vit-large-patch14-336, whose file (seen verbatim, as quoted in
+# haotian-liu/LLaVA#1738: size 336, crop_size 336, bicubic, CLIP mean/std) this restates for
+# LlavaImageProcessor with do_pad, the step transformers added to match that model (#33191).
+# Tokens as LLaVA-1.5's: 576.
+registry.register_builtin(
+    "liuhaotian/llava-v1.5-7b",
+    "llava",
+    {
+        "crop_size": {"height": 336, "width": 336},
+        "do_center_crop": True,
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_pad": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_processor_type": "LlavaImageProcessor",
         "image_std": list(OPENAI_CLIP_STD),
         "processor_class": "LlavaProcessor",
         "resample": BICUBIC,

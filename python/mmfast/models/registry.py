@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTINS",
     "FAMILIES",
+    "INSTANCE_KEY",
     "Builtin",
     "Family",
     "by_model_type",
@@ -32,6 +33,11 @@ __all__ = [
 ]
 
 Build = Callable[["Source", str, "Fields", "Fields"], "ModelConfig"]
+
+# The settings key under which a family's ``instance_attributes`` reach its build: the values a
+# transformers instance holds (put there by mmfast.hf, or by the family's call_settings from
+# the settings the instance was built with), where they differ from a call's merged settings.
+INSTANCE_KEY = "__instance__"
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,11 @@ class Family:
     (by default they replace the values they name). ``instance_settings``: settings the
     torchvision class reads from its instance, ignoring a call's value (DeepSeek-OCR-2's
     ``background_color``).
+    (by default they replace the values they name). ``instance_attributes``: attributes the
+    class reads off the instance rather than from a call's settings (a colour fixed at
+    construction): :mod:`mmfast.hf` passes the instance's own under :data:`INSTANCE_KEY`.
+    ``ignored_kwargs``: common ``ImagesKwargs`` the class accepts but never reads (Step-3.7's
+    ``do_resize``), which :mod:`mmfast.hf` takes with any value, None included.
     """
 
     name: str
@@ -72,6 +83,8 @@ class Family:
     processor_classes: Mapping[str, str] = field(default_factory=dict)
     call_settings: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     instance_settings: frozenset[str] = field(default_factory=frozenset)
+    instance_attributes: tuple[str, ...] = ()
+    ignored_kwargs: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)
