@@ -45,6 +45,7 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
     smart_resize as hf_smart_resize,
 )
 
+import mmfast
 from mmfast import models
 from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import (
@@ -813,8 +814,8 @@ def test_unknown_processor_type_lists_supported(tmp_path: Path) -> None:
 
 def test_unknown_model_type(tmp_path: Path) -> None:
     write(tmp_path, "{}")
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "vipllava"}))
-    with pytest.raises(UnsupportedModelError, match="vipllava"):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(UnsupportedModelError, match="bert"):
         load_config(tmp_path)
 
 
@@ -879,3 +880,34 @@ def test_bad_image_sizes() -> None:
         config.plan(1, 201)
     with pytest.raises(MmfastError, match="resizes to"):
         load_config(LLAVA_ID, size={"max_height": 1, "max_width": 1}).plan(1, 5)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "preprocessor", "processor", "tokens"),
+    [
+        # LlavaProcessor's count: 24 x 24 patches of the 336 crop, the CLS feature dropped.
+        ("vipllava", {"size": {"shortest_edge": 336}, "crop_size": 336}, {}, 576),
+        # Florence2Processor: the image processor's image_seq_length.
+        ("florence2", {"size": {"height": 768, "width": 768}, "image_seq_length": 577}, {}, 577),
+        ("florence2", {"image_seq_length": 99}, {}, 99),
+        # Kosmos2Processor.num_image_tokens (64), or the processor file's.
+        ("kosmos-2", {"use_square_size": True}, {}, 64),
+        ("kosmos-2", {}, {"num_image_tokens": 32}, 32),
+        ("git", {}, {}, 0),  # GitProcessor inserts no image token
+    ],
+)
+def test_clip_model_types_count_their_processors_tokens(
+    tmp_path: Path,
+    model_type: str,
+    preprocessor: dict[str, Any],
+    processor: dict[str, Any],
+    tokens: int,
+) -> None:
+    """The model types AutoImageProcessor gives CLIPImageProcessor count the image tokens of
+    their own processors."""
+    write(tmp_path, json.dumps(preprocessor))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    (tmp_path / "processor_config.json").write_text(json.dumps(processor))
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    assert proc.config.image_processor_type == "CLIPImageProcessor"
+    assert proc.num_image_tokens(400, 500) == tokens

@@ -35,9 +35,13 @@ class ClipConfig(PilBackendConfig):
     patch_size: int
     num_additional_image_tokens: int
     vision_feature_select_strategy: str | None
+    fixed_tokens: int | None
 
     def count_tokens(self, height: int, width: int) -> int:
-        """``LlavaProcessor.replace_image_token``, which counts on the processed size."""
+        """``LlavaProcessor.replace_image_token``, which counts on the processed size; the
+        count of another model type's processor where it has one (:func:`fixed_tokens`)."""
+        if self.fixed_tokens is not None:
+            return self.fixed_tokens
         tokens = (height // self.patch_size) * (width // self.patch_size)
         tokens += self.num_additional_image_tokens
         if self.vision_feature_select_strategy == "default":
@@ -60,6 +64,20 @@ def processor_fields(processor: Fields) -> dict[str, Any]:
     }
 
 
+def fixed_tokens(model_type: str | None, cfg: Fields, processor: Fields) -> int | None:
+    """The image tokens of the processors that share the CLIP class but not LlavaProcessor's
+    count (``clip`` and ``vipllava`` use LlavaProcessor's)."""
+    if model_type == "florence2":
+        # Florence2Processor: image_processor.image_seq_length, a key of the Florence-2 files
+        # (577 in base and large; transformers' processor fails without it).
+        return cfg.positive_int("image_seq_length", 577)
+    if model_type == "kosmos-2":
+        return processor.positive_int("num_image_tokens", 64)  # Kosmos2ProcessorKwargs
+    if model_type == "git":
+        return 0  # GitProcessor inserts none: the model prepends the image features
+    return None
+
+
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> ClipConfig:
     """Mirrors ``CLIPImageProcessorPil.__init__`` and ``BaseImageProcessor._standardize_kwargs``."""
     if cfg.raw("use_square_size"):
@@ -79,6 +97,9 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
             do_center_crop=True,
         ),
         **processor_fields(processor),
+        fixed_tokens=fixed_tokens(
+            registry.model_type_of(source.preprocessor, source.model_type), cfg, processor
+        ),
     )
 
 
@@ -161,6 +182,7 @@ def _build_llava(
         image_processor_type=processor_type,
         **base,
         **processor_fields(processor),
+        fixed_tokens=None,
         do_pad=cfg.flag("do_pad", False),
         background=tuple(int(x * 255) for x in values),
         scalar_mean=scalar,
@@ -172,12 +194,24 @@ registry.register(
         name="clip",
         processor_types=("CLIPImageProcessor",),
         # "llava" is not here: HF maps it to LlavaImageProcessor (below).
-        model_types={"clip": "CLIPImageProcessor"},
+        model_types={
+            t: "CLIPImageProcessor" for t in ("clip", "florence2", "git", "kosmos-2", "vipllava")
+        },
         build=_build,
         kwargs=frozenset({"use_square_size"}),
         processor_kwargs=frozenset(
-            {"patch_size", "num_additional_image_tokens", "vision_feature_select_strategy"}
+            {
+                "patch_size",
+                "num_additional_image_tokens",
+                "vision_feature_select_strategy",
+                "num_image_tokens",
+            }
         ),
+        processor_classes={
+            "Florence2Processor": "florence2",
+            "GitProcessor": "git",
+            "Kosmos2Processor": "kosmos-2",
+        },
         hf_pil="clip.image_processing_pil_clip.CLIPImageProcessorPil",
         hf_torchvision="clip.image_processing_clip.CLIPImageProcessor",
     )

@@ -196,7 +196,6 @@ registry.register(
         build=_build,
         kwargs=frozenset({"do_crop_margin", "do_thumbnail", "do_align_long_axis"}),
         processor_classes={"PPFormulaNetProcessor": "pp_formulanet"},
-        processor_defaults={"PPFormulaNetProcessor": {"data_format": "channels_first"}},
         hf_pil=None,
         hf_torchvision="pp_formulanet.image_processing_pp_formulanet.PPFormulaNetImageProcessor",
         backends=("torchvision",),

@@ -35,9 +35,9 @@ from mmfast.models.base import (
     View,
     check_image_size,
 )
-from mmfast.models.config import MAX_INT, Fields, Source
+from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import center_crop_box, get_resize_output_image_size
-from mmfast.models.llava import ClipConfig
+from mmfast.models.llava import ClipConfig, processor_fields
 from mmfast.models.pil_backend import pil_backend_fields, resize_output_size
 
 __all__ = ["VideoLlavaConfig", "VideoLlavaVideoConfig"]
@@ -112,9 +112,6 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     """Mirrors ``VideoLlavaImageProcessor.__init__`` (its defaults are CLIP's) and the
     processor's ``patch_size``, ``num_additional_image_tokens`` and
     ``vision_feature_select_strategy`` (VideoLlavaProcessor's defaults 14, 1, "default")."""
-    strategy = processor.raw("vision_feature_select_strategy")
-    if strategy is not None and not isinstance(strategy, str):
-        raise processor.error("vision_feature_select_strategy", "a string", strategy)
     legacy = cfg.raw(CALL_LEGACY)
     return VideoLlavaConfig(
         model_id=source.model_id,
@@ -128,9 +125,8 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
             std=OPENAI_CLIP_STD,
             do_center_crop=True,
         ),
-        patch_size=processor.positive_int("patch_size", 14),
-        num_additional_image_tokens=processor.int_in("num_additional_image_tokens", 1, 0, MAX_INT),
-        vision_feature_select_strategy="default" if strategy is None else strategy,
+        **processor_fields(processor),
+        fixed_tokens=None,
         legacy_output=True if legacy is None else bool(legacy),
     )
 
