@@ -644,6 +644,7 @@ def test_supported_models_load() -> None:
         "facebook/chameleon-7b": models.ChameleonConfig,
         "Salesforce/blip-vqa-base": models.BlipConfig,
         "Salesforce/blip2-opt-2.7b": models.BlipConfig,
+        "Salesforce/instructblip-vicuna-7b": models.BlipConfig,
         "HuggingFaceM4/idefics-9b": models.IdeficsConfig,
     }
     assert sorted(supported_models()) == sorted(expected)

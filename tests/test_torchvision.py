@@ -20,6 +20,7 @@ from conftest import (
     assert_same_outputs,
     builtin_dict,
     make_image,
+    noise,
     same_bits,
     within_intermediate_limit,
 )
@@ -490,3 +491,30 @@ def test_step3p7_tokens_match_the_processor(height: int, width: int) -> None:
     assert proc.plan(height, width).output_shapes["pixel_values_local"][0] == int(
         outputs["num_local_patches"][0]
     )
+
+
+@pytest.mark.parametrize("clip", [(1, 64, 90), (4, 240, 320), (9, 97, 411)])
+def test_instructblip_video_tokens_match_the_processor(clip: tuple[int, int, int]) -> None:
+    """InstructBlipVideoProcessor puts num_query_tokens video tokens for each of the four
+    frames it assumes before the text, whatever the clip holds (a word-level tokenizer)."""
+    pytest.importorskip("torchvision")
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    model_id = "Salesforce/instructblip-vicuna-7b"
+    backend = Tokenizer(models.WordLevel({"<unk>": 0, "hi": 1}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    query_tokens = mmfast.models.registry.BUILTINS[model_id].processor["num_query_tokens"]
+    processor = transformers.InstructBlipVideoProcessor(
+        video_processor=hf_video_class(model_id).from_dict(video_config(model_id)),
+        tokenizer=tokenizer,
+        qformer_tokenizer=tokenizer,
+        num_query_tokens=query_tokens,
+    )
+    frames, height, width = clip
+    video = np.stack([noise(height, width, t) for t in range(frames)])
+    out = processor(text="hi", images=[video], return_tensors="np")
+    video_id = tokenizer.convert_tokens_to_ids("<video>")
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    assert proc.num_video_tokens(frames, height, width) == int((out["input_ids"] == video_id).sum())

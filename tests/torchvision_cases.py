@@ -263,6 +263,7 @@ VIDEO_MODELS = [
     "google/gemma-4-12B-it",
     "openbmb/MiniCPM-OCR-1.0",
     "allenai/Molmo2-8B",
+    "Salesforce/instructblip-vicuna-7b",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).

@@ -74,6 +74,7 @@ from mmfast.models import (
     step3p7,
     chameleon,
     blip,
+    instructblipvideo,
     idefics,
 )
 
@@ -269,6 +270,7 @@ __all__ = [
     "idefics",
     "idefics2",
     "idefics3",
+    "instructblipvideo",
     "janus",
     "kimi_k25",
     "kimi_vl",

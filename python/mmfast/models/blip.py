@@ -148,3 +148,25 @@ registry.register_builtin(
     },
     {"num_query_tokens": 32},
 )
+# Salesforce/instructblip-vicuna-7b: its file not seen; BLIP-2's (224x224, bicubic, CLIP
+# mean/std), the image size and 32 Q-Former queries of the original InstructBLIP configs
+# (LAVIS's instruct_vicuna7b). AutoVideoProcessor reads this file for its video processor
+# (InstructBlipVideoVideoProcessor: it has no video file).
+registry.register_builtin(
+    "Salesforce/instructblip-vicuna-7b",
+    "instructblip",
+    {
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": list(OPENAI_CLIP_MEAN),
+        "image_processor_type": "BlipImageProcessor",
+        "image_std": list(OPENAI_CLIP_STD),
+        "processor_class": "InstructBlipProcessor",
+        "resample": BICUBIC,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"height": 224, "width": 224},
+    },
+    {"num_query_tokens": 32},
+)
