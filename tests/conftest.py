@@ -37,11 +37,14 @@ def shared_path(*parts: str) -> Path:
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal dtype, shape and raw bits (so -0.0 != 0.0 and NaN payloads count)."""
+    """Equal dtype, shape and raw bits (so -0.0 != 0.0 and NaN payloads count), whatever the
+    memory layout (transformers' MiniCPM-V PIL class can return a non-contiguous array)."""
     return (
         a.dtype == b.dtype
         and a.shape == b.shape
-        and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        and np.array_equal(
+            np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)
+        )
     )
 
 

@@ -755,3 +755,35 @@ TABLE += [
         pil_reference=refuses_channels_first_misread(hf_reference("BAAI/Emu3-Chat-hf")),
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# Tiling and crop families: Aria, PerceptionLM, UnlimitedOCR, Inkling.
+
+
+def aria_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``AriaProcessor.replace_image_token`` on a stand-in holding what it reads (its default
+    ``size_conversion``), counting its image tokens: ``num_crops`` times the tokens of a crop
+    of ``pixel_values``' side."""
+    from transformers.models.aria.processing_aria import AriaProcessor
+
+    fake = SimpleNamespace(size_conversion={490: 128, 980: 256}, image_token="<|img|>")
+    return str(AriaProcessor.replace_image_token(fake, dict(out), 0)).count("<|img|>")
+
+
+TABLE += [
+    Row(
+        "rhymes-ai/Aria",
+        aria_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"split_image": True}),
+            Override({"split_image": True, "max_image_size": 490}),
+            Override({"max_image_size": 490, "min_image_size": 100}),
+            Override({"min_image_size": 600}),
+            Override({"split_image": True, "split_resolutions": [[490, 490], [980, 1470]]}),
+        ),
+    ),
+]

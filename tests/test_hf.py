@@ -132,6 +132,7 @@ PROCESSOR_CASES = [
     Case("HuggingFaceM4/Idefics3-8B-Llama3"),
     Case(LLAMA4, "<|image|> describe this image", image_token="<|patch|>", torchvision=True),
     Case("CohereLabs/aya-vision-8b", image_token="<|IMG_PATCH|>"),
+    Case("rhymes-ai/Aria", tokens={"image_token": "<image>"}),
 ]
 
 

@@ -604,6 +604,7 @@ def test_supported_models_load() -> None:
         "lkhl/VideoLLaMA3-2B-Image-HF": models.VideoLlama3Config,
         "zai-org/GLM-Image": models.GlmImageConfig,
         "zai-org/GLM-GA": models.GlmgaConfig,
+        "rhymes-ai/Aria": models.AriaConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -31,6 +31,11 @@ SMOLVLM = "HuggingFaceTB/SmolVLM-Instruct"
 LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 SIGLIP = "google/siglip-so400m-patch14-384"
 
+SPLITTING: dict[str, dict[str, Any]] = {
+    "google/gemma-3-4b-it": {"do_pan_and_scan": True},
+    "rhymes-ai/Aria": {"split_image": True, "max_image_size": 490},
+}
+
 # Mixed aspect ratios, so that the padded layouts pad (LLaVA-NeXT: 3 or 5 tiles, SmolVLM: 13
 # or 17) and the concatenated ones cut rows of several lengths.
 SIZES = [(40, 60), (90, 50), (300, 200), (500, 900), (200, 200)]
@@ -63,7 +68,9 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
     whole where the layout concatenates images' rows, ``pixel_lut`` whole, every other
     output's first entry; bfloat16 as uint16 bits under ``BF16_SUFFIX``."""
     for key, value in proc([[image]], **call).items():
-        whole = key == "pixel_lut" or (key == "pixel_values" and proc.config.layout() == "concat")
+        cut = {"pixel_values", *proc.config.entry_keys}
+        whole = key == "pixel_lut" or (key in cut and proc.config.layout() == "concat")
+        whole = whole or np.ndim(value) == 0
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:
             key, want = key + BF16_SUFFIX, want.view(np.uint16)
@@ -78,8 +85,9 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
 # (model, overrides for the processor and Preprocess, call arguments for both).
 CASES = [
     *[
-        # Gemma 3 gives every image one view unless pan-and-scan adds crops.
-        (model, {"do_pan_and_scan": True} if model.startswith("google/gemma-3") else {}, {})
+        # Gemma 3 gives every image one view unless pan-and-scan adds crops; Aria splits
+        # only when asked (here 500x900 into 490-pixel crops).
+        (model, SPLITTING.get(model, {}), {})
         for model in supported_models()
     ],
     *[

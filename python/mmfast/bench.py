@@ -100,6 +100,7 @@ MODELS = (
     "lkhl/VideoLLaMA3-2B-Image-HF",
     "zai-org/GLM-Image",
     "zai-org/GLM-GA",
+    "rhymes-ai/Aria",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -106,9 +106,14 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
     {
         "do_center_crop": None,
         "do_pad": None,
+        # Classes that resize every image themselves (Aria's) leave do_resize None.
+        "do_resize": None,
         "do_pan_and_scan": None,
         "image_seq_length": None,
         "pad_size": None,
+        # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's,
+        # Aria's) leave size None.
+        "size": None,
         "crop_size": "do_center_crop",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
@@ -476,6 +481,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = [value[a:b] for a, b in itertools.pairwise(starts)]
         elif kind == "ints":
             data[key] = [int(v) for v in value]
+        elif kind == "int":
+            data[key] = int(value)
         elif kind == "sizes" and config.backend == "torchvision":
             size = importlib.import_module("torch").Size
             data[key] = [size(int(v) for v in row) for row in value]

@@ -170,13 +170,15 @@ class Preprocess:
         # a family that shapes each image by the others (finish_batch: a canvas as large as
         # the largest) must see each image alone: a row is that image's own output.
         ragged = len({p.output_shapes["pixel_values"] for p in plans}) > 1
-        alone = type(config).finish_batch is not ModelConfig.finish_batch
+        alone = type(config).finish_batch is not ModelConfig.finish_batch or bool(
+            config.batch_scalars
+        )
         if len(plans) > 1 and (alone or (config.layout() == "stack" and ragged)):
             parts = [self._run([i], [p]) for i, p in zip(inputs, plans, strict=True)]
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)
         rows = [plan.output_shapes["pixel_values"][0] for plan in plans]
-        return split_rows(feature, rows, config.layout())
+        return split_rows(feature, rows, config.layout(), config.entry_keys)
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -188,12 +190,19 @@ class Preprocess:
         return f"{self.column}[{row}] of a batch without a 'path' column"
 
 
-def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout: str) -> Columns:
+def split_rows(
+    outputs: Mapping[str, NDArray[Any]],
+    rows: Sequence[int],
+    layout: str,
+    entry_keys: frozenset[str] = frozenset(),
+) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
     ``rows`` is each image's length along ``pixel_values``' first axis (its
     ``plan.output_shapes``), ``layout`` the config's (:meth:`ModelConfig.layout`):
-    ``"concat"`` ``pixel_values`` is cut at those lengths; padded layouts
+    ``"concat"`` ``pixel_values`` is cut at those lengths, and so are ``entry_keys`` (the
+    config's outputs with an entry per ``pixel_values`` entry, such as Aria's per-crop
+    masks); a 0-d output (one image's, run alone: Aria's ``num_crops``) is its row; padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
     keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
@@ -204,9 +213,9 @@ def split_rows(outputs: Mapping[str, NDArray[Any]], rows: Sequence[int], layout:
     columns: Columns = {}
     for key, value in npz_arrays(outputs).items():
         name = key.removesuffix(BF16_SUFFIX)
-        if name in SHARED_KEYS:
+        if name in SHARED_KEYS or np.ndim(value) == 0:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
-        elif name == "pixel_values" and layout == "concat":
+        elif layout == "concat" and name in {"pixel_values", *entry_keys}:
             columns[key] = np.split(value, np.cumsum(rows)[:-1])
         elif name in PADDED_KEYS and layout in PADDED_LAYOUTS and min(rows) < value.shape[1]:
             columns[key] = [v[:n] for v, n in zip(value, rows, strict=True)]

@@ -43,10 +43,12 @@ from mmfast.models import (
     video_llama_3,
     glm_image,
     glmga,
+    aria,
 )
 
 # isort: on
 from mmfast.models import registry
+from mmfast.models.aria import AriaConfig
 from mmfast.models.base import (
     BICUBIC,
     BILINEAR,
@@ -100,6 +102,7 @@ __all__ = [
     "BILINEAR",
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
+    "AriaConfig",
     "ClipConfig",
     "CropBox",
     "Emu3Config",
@@ -128,6 +131,7 @@ __all__ = [
     "SiglipConfig",
     "TileGrid",
     "VideoLlama3Config",
+    "aria",
     "center_crop_box",
     "emu3",
     "ernie4_5_vl_moe",

@@ -443,9 +443,16 @@ class ModelConfig:
     # the batched array (which "np" and "pt" give): "rows", the array's entries along its
     # first axis; "images", each image's rows; "ints" and "tuples", the entries as Python
     # ints or tuples of ints; "sizes", tuples from the PIL backend and ``torch.Size`` from
-    # torchvision (image shapes). The lists of these joined along the first axis are the
-    # arrays.
+    # torchvision (image shapes); "int", a 0-d array as a Python int (Aria's num_crops). The
+    # lists of these joined along the first axis are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Outputs besides pixel_values with one entry per entry of its first axis where the
+    # layout concatenates (LFM2-VL's per-crop pixel_attention_mask and spatial_shapes):
+    # an image's part of them is cut where its pixel_values are (mmfast.ray).
+    entry_keys: ClassVar[frozenset[str]] = frozenset()
+    # 0-d outputs that sum up the whole batch (Aria's num_crops, its largest crop count):
+    # mmfast.ray runs each image alone, so that a row holds its image's own value.
+    batch_scalars: ClassVar[frozenset[str]] = frozenset()
     # The key HF gives the pixels under (the plans' output_shapes call them "pixel_values").
     output_key: ClassVar[str] = "pixel_values"
     # Whether dtype="uint8" (the pixels before rescaling and normalising, with pixel_lut) can
