@@ -787,3 +787,31 @@ TABLE += [
         ),
     ),
 ]
+
+
+def perception_lm_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``PerceptionLMProcessor.replace_image_token`` on a stand-in holding what it reads
+    (patch 14, pooling 2), counting its image tokens: per tile of the image's entry."""
+    from transformers.models.perception_lm.processing_perception_lm import PerceptionLMProcessor
+
+    fake = SimpleNamespace(patch_size=14, pooling_ratio=2, image_token="<|image|>")
+    inputs = {"pixel_values": np.asarray(out["pixel_values"])}
+    return str(PerceptionLMProcessor.replace_image_token(fake, inputs, 0)).count("<|image|>")
+
+
+TABLE += [
+    Row(
+        "facebook/Perception-LM-1B",
+        perception_lm_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"vision_input_type": "vanilla"}),
+            Override({"max_num_tiles": 4}),
+            Override({"max_num_tiles": 1}),
+            Override({"tile_size": 224, "max_num_tiles": 9}),
+            Override({"do_resize": False}),
+        ),
+    ),
+]

@@ -209,6 +209,7 @@ VIDEO_MODELS = [
     "Qwen/Qwen2-VL-7B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct",
     "Qwen/Qwen3-VL-8B-Instruct",
+    "facebook/Perception-LM-1B",
 ]
 VIDEO_CASES = [
     VideoCase(model_id, frames, height, width, rate, options)

@@ -101,6 +101,7 @@ MODELS = (
     "zai-org/GLM-Image",
     "zai-org/GLM-GA",
     "rhymes-ai/Aria",
+    "facebook/Perception-LM-1B",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -624,11 +624,16 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
         settings = json.dumps(values, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _Fallback("unreadable setting", f"a setting mmfast cannot read: {exc}") from exc
+    config = _video_config(hf_class, settings)
     try:
-        out = run_videos(_video_config(hf_class, settings), clips, default_threads(), None)
+        out = run_videos(config, clips, default_threads(), None)
     except MmfastError as exc:
         raise _Fallback("mmfast refused the call", str(exc)) from exc
-    data = _nested_map(_as_tensor, dict(out)) if return_tensors != "np" else dict(out)
+    data = dict(out)
+    if return_tensors is None and config.batch_layout == "stack":
+        # Without a tensor type the clips stay the list _preprocess made (PerceptionLM).
+        data[config.output_key] = list(data[config.output_key])
+    data = _nested_map(_as_tensor, data) if return_tensors != "np" else data
     base = importlib.import_module(_BASE_MODULE)
     return base.BatchFeature(data=data, tensor_type=return_tensors)
 

@@ -44,6 +44,7 @@ from mmfast.models import (
     glm_image,
     glmga,
     aria,
+    perception_lm,
 )
 
 # isort: on
@@ -92,6 +93,7 @@ from mmfast.models.llava import ClipConfig
 from mmfast.models.llava_next import LlavaNextConfig
 from mmfast.models.llava_onevision import LlavaOnevisionConfig
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.perception_lm import PerceptionLMConfig, PerceptionLMVideoConfig
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
@@ -126,6 +128,8 @@ __all__ = [
     "ModelConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
+    "PerceptionLMConfig",
+    "PerceptionLMVideoConfig",
     "PixtralConfig",
     "QwenVLConfig",
     "SiglipConfig",
@@ -160,6 +164,7 @@ __all__ = [
     "llava_onevision",
     "load_config",
     "paddleocr_vl",
+    "perception_lm",
     "pixtral",
     "qwen2_vl",
     "qwen3_vl",
