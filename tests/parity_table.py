@@ -815,3 +815,31 @@ TABLE += [
         ),
     ),
 ]
+
+
+def inkling_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``InklingProcessor.replace_image_token`` on a stand-in, counting its image tokens: one
+    per square (``num_patches``)."""
+    from transformers.models.inkling.processing_inkling import InklingProcessor
+
+    fake = SimpleNamespace(image_token="<|unused_200054|>")
+    text = InklingProcessor.replace_image_token(fake, {"num_patches": out["num_patches"]}, 0)
+    return str(text).count("<|unused_200054|>")
+
+
+TABLE += [
+    Row(
+        "thinkingmachines/Inkling",
+        inkling_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            Override({"resample": 3}),
+            BOTH_OFF,
+            Override({"rescale_image_frac": 2.0}),
+            Override({"rescale_image_frac": 0.5, "resample": 2}),
+            Override({"rescale_image_frac": 3.0, "rescale_image_max_upscaled_long_edge": 300}),
+            Override({"size": {"height": 16, "width": 16}}),
+        ),
+    ),
+]

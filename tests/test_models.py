@@ -606,6 +606,7 @@ def test_supported_models_load() -> None:
         "zai-org/GLM-GA": models.GlmgaConfig,
         "rhymes-ai/Aria": models.AriaConfig,
         "facebook/Perception-LM-1B": models.PerceptionLMConfig,
+        "thinkingmachines/Inkling": models.InklingConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -11,19 +11,34 @@ behaviours only a few inputs show.
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import builtin_dict, noise
+from conftest import (
+    SHARED,
+    assert_same_outputs,
+    builtin_dict,
+    make_image,
+    noise,
+    same_bits,
+    shared_path,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parity_table import aria_tokens, perception_lm_tokens
-from PIL import Image
+from parity_table import aria_tokens, inkling_tokens, perception_lm_tokens
+from PIL import Image, ImageOps
 
 import mmfast
-from mmfast import MmfastError
+import mmfast.hf
+import mmfast.image
+from mmfast import MmfastError, models
+
+SHARED_IMAGES = sorted(p.name for p in (SHARED / "images").glob("*")) if SHARED.exists() else []
 
 PERCEPTION_LM = "facebook/Perception-LM-1B"
 ARIA = "rhymes-ai/Aria"
@@ -142,3 +157,190 @@ def test_perception_lm_refuses_what_it_cannot_stack() -> None:
         proc([noise(300, 200, 1), noise(45, 700, 2)])
     out = proc([noise(300, 200, 1), noise(300, 200, 2)])
     assert out.pixel_values.shape == (2, 36, 3, 448, 448)
+
+
+# --------------------------------------------------------------------------------------------
+# Inkling and Inkling 2: -1 padding (the tables' outside value), Inkling 2's checkerboard
+
+
+INKLING = "thinkingmachines/Inkling"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    height=st.integers(1, 3000),
+    width=st.integers(1, 3000),
+    frac=st.sampled_from([None, 2.0, 0.37]),
+)
+def test_inkling_tokens_are_its_squares(height: int, width: int, frac: float | None) -> None:
+    """``InklingProcessor`` inserts ``num_patches[i]`` tokens: ceil(h / 40) rows of
+    w // 40 + 1 squares, after the optional rescale."""
+    proc = mmfast.ImageProcessor.from_pretrained(INKLING, rescale_image_frac=frac)
+    h, w = models.inkling.inkling_rescaled_size(height, width, frac, 2048)
+    if min(h, w) < 1:  # transformers cannot resize to an empty image; mmfast refuses it
+        with pytest.raises(MmfastError, match="rescale_image_frac"):
+            proc.num_image_tokens(height, width)
+        return
+    assert proc.num_image_tokens(height, width) == -(-h // 40) * (w // 40 + 1)
+
+
+@pytest.mark.parametrize("size", [(300, 200), (40, 80), (1, 1), (1080, 1920), (79, 81)])
+@pytest.mark.parametrize("frac", [None, 2.0])
+def test_inkling_tokens_match_replace_image_token(
+    size: tuple[int, int], frac: float | None
+) -> None:
+    """``InklingProcessor.replace_image_token`` on transformers' own output."""
+    processor = torchvision_class(
+        "inkling.image_processing_inkling",
+        "InklingImageProcessor",
+        INKLING,
+        rescale_image_frac=frac,
+    )
+    out = processor([Image.fromarray(noise(*size, 1))], return_tensors="np")
+    proc = mmfast.ImageProcessor.from_pretrained(INKLING, rescale_image_frac=frac)
+    assert proc.num_image_tokens(*size) == inkling_tokens(dict(out), {})
+
+
+def test_inkling_pads_with_minus_one() -> None:
+    """A 40x80 image: two squares of pixels and a third of padding only, each twice."""
+    out = mmfast.ImageProcessor.from_pretrained(INKLING)(noise(40, 80, 1))
+    assert out.pixel_values.shape == (3, 2, 40, 40, 3)
+    assert out.num_patches.tolist() == [3]
+    mean, std = np.float32(models.OPENAI_CLIP_MEAN), np.float32(models.OPENAI_CLIP_STD)
+    pad = (np.float32(-1) - mean * np.float32(255)) / (std * np.float32(255))
+    assert np.array_equal(out.pixel_values[2], np.broadcast_to(pad, (2, 40, 40, 3)))
+    assert np.array_equal(out.pixel_values[:, 0], out.pixel_values[:, 1])
+    with pytest.raises(MmfastError, match="uint8"):
+        mmfast.ImageProcessor.from_pretrained(INKLING)(noise(40, 80, 1), dtype="uint8")
+
+
+def inkling2_checkpoint(directory: Path, **settings: Any) -> Path:
+    """A checkpoint directory for Inkling 2 (no public one): the class defaults and
+    ``settings``, model type inkling2."""
+    config = {"image_processor_type": "Inkling2ImageProcessor", **settings}
+    (directory / "preprocessor_config.json").write_text(json.dumps(config))
+    (directory / "config.json").write_text(json.dumps({"model_type": "inkling2"}))
+    return directory
+
+
+def inkling2_hf(**settings: Any) -> Any:
+    pytest.importorskip("torchvision")
+    from transformers.models.inkling2.image_processing_inkling2 import Inkling2ImageProcessor
+
+    return Inkling2ImageProcessor(**settings)
+
+
+def check_inkling2(directory: Path, images: list[Any], **settings: Any) -> None:
+    """mmfast on ``images`` equals transformers' Inkling2ImageProcessor, and its token count
+    is ``image_grid_thw.prod()`` for each image alone."""
+    want = inkling2_hf(**settings)(images, return_tensors="pt")
+    proc = mmfast.ImageProcessor.from_pretrained(inkling2_checkpoint(directory, **settings))
+    got = proc(images)
+    assert_same_outputs(got, {k: v.numpy() for k, v in want.items()})
+    from transformers.models.inkling2.processing_inkling2 import Inkling2Processor
+
+    fake = SimpleNamespace(image_token="<|unused_200054|>")
+    for i, image in enumerate(images):
+        height, width = np.asarray(image).shape[:2]
+        text = Inkling2Processor.replace_image_token(fake, dict(want), i)
+        assert proc.num_image_tokens(height, width) == str(text).count("<|unused_200054|>")
+
+
+INKLING2_SETTINGS = [
+    {},
+    {"do_normalize": False},
+    {"do_rescale": False},
+    {"do_rescale": False, "do_normalize": False},
+    {"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5]},
+    {"size": {"height": 16, "width": 16}},
+    {"size": {"height": 16, "width": 24}},
+]
+
+
+@pytest.mark.parametrize("settings", INKLING2_SETTINGS, ids=str)
+def test_inkling2_matches_transformers(settings: dict[str, Any], tmp_path: Path) -> None:
+    """Mixed sizes (1x1, strips, whole and partial squares), one batch and each alone."""
+    images = [
+        Image.fromarray(make_image(kind, h, w, seed))
+        for seed, (kind, h, w) in enumerate(
+            [("noise", 300, 200), ("smooth", 45, 700), ("noise", 1, 1), ("smooth", 40, 80)]
+        )
+    ]
+    check_inkling2(tmp_path, images, **settings)
+    for image in images:
+        check_inkling2(tmp_path, [image], **settings)
+
+
+@pytest.mark.parametrize("name", SHARED_IMAGES or ["(shared images absent)"])
+def test_inkling2_shared_images(name: str, tmp_path: Path) -> None:
+    """Every awkward file as a PIL image in its own mode: the RGBA logo and the palette GIF
+    go onto the checkerboard."""
+    with Image.open(shared_path("images", name)) as opened:
+        image = ImageOps.exif_transpose(opened)
+        image.load()
+    check_inkling2(tmp_path, [image])
+
+
+@settings(max_examples=10, deadline=None)
+@given(height=st.integers(1, 900), width=st.integers(1, 900), seed=st.integers(0, 99))
+def test_inkling2_random_sizes(height: int, width: int, seed: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        check_inkling2(Path(directory), [Image.fromarray(noise(height, width, seed))])
+
+
+@pytest.mark.parametrize("mode", ["RGBA", "LA", "PA", "P", "RGB"])
+def test_inkling2_composites_transparency_onto_its_checkerboard(mode: str, tmp_path: Path) -> None:
+    """PIL images with transparency data (an alpha band or ``info["transparency"]``) and
+    four-channel arrays go onto the checkerboard; PIL images without go through
+    ``convert("RGB")``."""
+    rgba = noise(37, 53, 5).copy()
+    rgba = np.dstack([rgba, noise(37, 53, 6)[..., 0]])
+    image = Image.fromarray(rgba, "RGBA")
+    if mode in ("LA", "PA", "RGB"):
+        image = image.convert(mode)
+    elif mode == "P":
+        image = image.convert("RGB").convert("P")
+        image.info["transparency"] = 7
+    check_inkling2(tmp_path, [image])
+    check_inkling2(tmp_path, [rgba])
+
+
+def test_checkerboard_matches_transformers_for_every_value() -> None:
+    """Every colour over every alpha, on both greys of the checkerboard."""
+    torch = pytest.importorskip("torch")
+    y, x = np.mgrid[0:256, 0:256]
+    for shift in (0, 8):
+        rgba = np.stack([y, y, y, np.roll(x, shift, axis=1)], axis=-1).astype(np.uint8)
+        want = inkling2_hf().convert_to_rgb(torch.from_numpy(rgba).permute(2, 0, 1))
+        got = mmfast.image.checkerboard_rgb(rgba)
+        assert np.array_equal(got, want.permute(1, 2, 0).numpy())
+
+
+def test_inkling2_threads_and_drop_in(tmp_path: Path) -> None:
+    """1, 2 and 5 threads give the same batch; mmfast.hf backs the class transformers loads
+    for model type inkling2 (RGBA PIL images included) with its outputs, for np, pt and
+    None."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torchvision")
+    rgba = Image.fromarray(np.dstack([noise(90, 130, 1), noise(90, 130, 2)[..., :1]]), "RGBA")
+    images = [Image.fromarray(noise(300, 200, 3)), rgba, Image.fromarray(noise(41, 9, 4))]
+    directory = inkling2_checkpoint(tmp_path)
+    proc = mmfast.ImageProcessor.from_pretrained(directory)
+    base = proc(images, threads=1)
+    for threads in (2, 5):
+        assert_same_outputs(proc(images, threads=threads), dict(base))
+    plain = transformers.AutoImageProcessor.from_pretrained(directory)
+    mmfast.hf.install()
+    try:
+        backed = transformers.AutoImageProcessor.from_pretrained(directory)
+    finally:
+        mmfast.hf.uninstall()
+    assert isinstance(backed, mmfast.hf.MmfastBacked)
+    before = mmfast.hf.stats()["mmfast"]
+    for tensors in ("np", "pt", None):
+        want, got = plain(images, return_tensors=tensors), backed(images, return_tensors=tensors)
+        assert list(got) == list(want)
+        for key in want:
+            a, b = np.asarray(got[key]), np.asarray(want[key])
+            assert type(got[key]) is type(want[key]) and same_bits(a, b), key
+    assert mmfast.hf.stats()["mmfast"] == before + 3

@@ -102,6 +102,7 @@ MODELS = (
     "zai-org/GLM-GA",
     "rhymes-ai/Aria",
     "facebook/Perception-LM-1B",
+    "thinkingmachines/Inkling",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

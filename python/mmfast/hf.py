@@ -110,11 +110,14 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_resize": None,
         "do_pan_and_scan": None,
         "image_seq_length": None,
+        "rescale_image_frac": None,
         "pad_size": None,
         # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's,
         # Aria's) leave size None.
         "size": None,
         "crop_size": "do_center_crop",
+        # Classes that never resize (Inkling 2's) leave resample None.
+        "resample": "do_resize",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
         "pan_and_scan_min_ratio_to_activate": "do_pan_and_scan",

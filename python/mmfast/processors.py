@@ -31,6 +31,7 @@ from mmfast.image import (
     ArrowSource,
     ImageSource,
     array_to_rgb,
+    checkerboard_rgb,
     decode_image,
     pil_source,
     rgb_or_gray,
@@ -295,6 +296,8 @@ def prepare(
         try:
             if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
                 return _resize_then_rgb(image, plan)
+            if config.pil_convert == "checkerboard" and image.has_transparency_data:
+                return checkerboard_rgb(np.asarray(image.convert("RGBA"))), plan
             if config.pil_convert == "hf":
                 converted = rgb_or_gray(image)
             else:
@@ -313,6 +316,7 @@ def prepare(
             input_data_format=input_data_format,
             do_convert_rgb=getattr(config, "do_convert_rgb", True),
             backend=config.backend,
+            checkerboard=config.pil_convert == "checkerboard",
         )
         return rgb, config.plan_in_sample(rgb.shape[0], rgb.shape[1], sample_size)
     raise MmfastError(

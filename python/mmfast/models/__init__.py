@@ -45,6 +45,8 @@ from mmfast.models import (
     glmga,
     aria,
     perception_lm,
+    inkling,
+    inkling2,
 )
 
 # isort: on
@@ -79,6 +81,8 @@ from mmfast.models.got_ocr2 import GotOcr2Config
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config
+from mmfast.models.inkling import InklingConfig
+from mmfast.models.inkling2 import Inkling2Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.llama4 import (
@@ -119,6 +123,8 @@ __all__ = [
     "Idefics2Config",
     "Idefics3Config",
     "ImagePlan",
+    "Inkling2Config",
+    "InklingConfig",
     "KimiK25Config",
     "KimiK25ImageConfig",
     "KimiVLConfig",
@@ -156,6 +162,8 @@ __all__ = [
     "hunyuan_vl",
     "idefics2",
     "idefics3",
+    "inkling",
+    "inkling2",
     "kimi_k25",
     "kimi_vl",
     "llama4",

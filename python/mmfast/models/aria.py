@@ -230,6 +230,13 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         raise processor.error(
             "size_conversion", f"a token count for max_image_size {max_size}", conversion
         )
+    # The class has no size and never reads one; transformers still checks a file's size
+    # dict, and refuses do_resize=True without a size (validate_preprocess_arguments).
+    size = cfg.raw("size")
+    if size is not None:
+        cfg.size_dict("size", size, cfg.flag("default_to_square", True))
+    if cfg.flag("do_resize", False) and size is None:
+        raise cfg.error("do_resize", "false or null (transformers needs a size to resize)", True)
     norm = cfg.normalization(HALF, HALF)
     return AriaConfig(
         model_id=source.model_id,

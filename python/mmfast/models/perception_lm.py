@@ -224,6 +224,10 @@ def _build(
 ) -> PerceptionLMConfig:
     """Mirrors ``PerceptionLMImageProcessor``'s class defaults (its ``size`` is unused);
     ``PerceptionLMProcessor`` has no default ``patch_size``: the checkpoints' 14."""
+    # The class keeps size for compatibility and never reads it; transformers still checks it.
+    size = cfg.raw("size")
+    if size is not None:
+        cfg.size_dict("size", size, cfg.flag("default_to_square", True))
     norm = cfg.normalization(IMAGENET_STANDARD_MEAN, IMAGENET_STANDARD_STD)
     kind = cfg.raw("vision_input_type")
     if kind is not None and not isinstance(kind, str):
