@@ -843,3 +843,36 @@ TABLE += [
         ),
     ),
 ]
+
+
+def unlimited_ocr_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``UnlimitedOcrProcessor.replace_image_token`` on a stand-in holding what it reads (its
+    default patch 16 and downsample 4, the image processor's size and tile size)."""
+    from transformers.models.unlimited_ocr.processing_unlimited_ocr import UnlimitedOcrProcessor
+
+    image_processor = SimpleNamespace(
+        size=overrides.get("size", {"height": 1024, "width": 1024}),
+        tile_size=overrides.get("tile_size", 640),
+    )
+    fake = SimpleNamespace(
+        image_processor=image_processor, patch_size=16, downsample_ratio=4, image_token="<image>"
+    )
+    return str(UnlimitedOcrProcessor.replace_image_token(fake, dict(out), 0)).count("<image>")
+
+
+TABLE += [
+    Row(
+        "baidu/Unlimited-OCR",
+        unlimited_ocr_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"crop_to_patches": False}),
+            Override({"crop_to_patches": False, "size": {"height": 512, "width": 512}}),
+            Override({"tile_size": 64, "max_patches": 6}),
+            Override({"tile_size": 96, "min_patches": 1, "background_color": [10, 20, 30]}),
+            Override({"size": {"height": 200, "width": 300}, "background_color": 200}),
+        ),
+    ),
+]

@@ -351,7 +351,12 @@ BAD_FIELDS: dict[str, list[Any]] = {
 # Keys a family's class stores but never uses, so that transformers takes any value for them
 # (HunYuanVL resizes with bicubic whatever `resample` says; Emu3's size is always its
 # min/max_pixels).
-UNREAD: dict[str, set[str]] = {"hunyuan_vl": {"resample"}, "emu3": {"size"}}
+UNREAD: dict[str, set[str]] = {
+    "hunyuan_vl": {"resample"},
+    "emu3": {"size"},
+    # UnlimitedOCR resizes whatever do_resize says.
+    "unlimited_ocr": {"do_resize"},
+}
 
 
 @pytest.mark.parametrize(("key", "value"), cases(BAD_FIELDS), ids=short)

@@ -607,6 +607,7 @@ def test_supported_models_load() -> None:
         "rhymes-ai/Aria": models.AriaConfig,
         "facebook/Perception-LM-1B": models.PerceptionLMConfig,
         "thinkingmachines/Inkling": models.InklingConfig,
+        "baidu/Unlimited-OCR": models.UnlimitedOcrConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

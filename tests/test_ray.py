@@ -70,7 +70,8 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
     for key, value in proc([[image]], **call).items():
         cut = {"pixel_values", *proc.config.entry_keys}
         whole = key == "pixel_lut" or (key in cut and proc.config.layout() == "concat")
-        whole = whole or np.ndim(value) == 0
+        # Further pixel outputs always join the images' entries; 0-d outputs are whole.
+        whole = whole or key in proc.config.extra_outputs or np.ndim(value) == 0
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:
             key, want = key + BF16_SUFFIX, want.view(np.uint16)

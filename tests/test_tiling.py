@@ -30,7 +30,7 @@ from conftest import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parity_table import aria_tokens, inkling_tokens, perception_lm_tokens
+from parity_table import aria_tokens, inkling_tokens, perception_lm_tokens, unlimited_ocr_tokens
 from PIL import Image, ImageOps
 
 import mmfast
@@ -344,3 +344,46 @@ def test_inkling2_threads_and_drop_in(tmp_path: Path) -> None:
             a, b = np.asarray(got[key]), np.asarray(want[key])
             assert type(got[key]) is type(want[key]) and same_bits(a, b), key
     assert mmfast.hf.stats()["mmfast"] == before + 3
+
+
+# --------------------------------------------------------------------------------------------
+# UnlimitedOCR: two pixel outputs from one call
+
+UNLIMITED = "baidu/Unlimited-OCR"
+
+
+@pytest.mark.parametrize("size", [(300, 200), (640, 641), (1080, 1920), (700, 700), (45, 2000)])
+@pytest.mark.parametrize(
+    "overrides", [{}, {"crop_to_patches": False}, {"tile_size": 96, "max_patches": 9}], ids=str
+)
+def test_unlimited_ocr_tokens_match_replace_image_token(
+    size: tuple[int, int], overrides: dict[str, Any]
+) -> None:
+    """``UnlimitedOcrProcessor.replace_image_token`` on transformers' own output: 273 tokens
+    for the 1024 global view, 10 * (10 * columns + 1) per row of 640 tiles."""
+    processor = torchvision_class(
+        "unlimited_ocr.image_processing_unlimited_ocr",
+        "UnlimitedOcrImageProcessor",
+        UNLIMITED,
+        **overrides,
+    )
+    out = processor([Image.fromarray(noise(*size, 1))], return_tensors="np")
+    proc = mmfast.ImageProcessor.from_pretrained(UNLIMITED, **overrides)
+    assert proc.num_image_tokens(*size) == unlimited_ocr_tokens(dict(out), overrides)
+
+
+def test_unlimited_ocr_outputs_share_one_buffer() -> None:
+    """pixel_values and pixel_values_local are views of one native output; the tiles key is
+    left out when no image has tiles, as transformers leaves it out."""
+    proc = mmfast.ImageProcessor.from_pretrained(UNLIMITED)
+    out = proc([noise(300, 200, 1), noise(900, 1300, 2)])
+    assert list(out) == ["pixel_values", "pixel_values_local", "num_local_patches", "patches_grid"]
+    assert out.pixel_values.shape == (2, 3, 1024, 1024)
+    assert out.pixel_values_local.shape == (sum(out.num_local_patches), 3, 640, 640)
+    assert out.num_local_patches[0] == 0 and out.patches_grid[0] == [1, 1]
+    # The tiles start where the global views end: one allocation, no copy.
+    start = out.pixel_values.__array_interface__["data"][0] + out.pixel_values.nbytes
+    assert out.pixel_values_local.__array_interface__["data"][0] == start
+    small = proc([noise(300, 200, 1)])
+    assert list(small) == ["pixel_values", "num_local_patches", "patches_grid"]
+    assert proc.num_image_tokens(300, 200) == 16 * 17 + 1

@@ -103,6 +103,7 @@ MODELS = (
     "rhymes-ai/Aria",
     "facebook/Perception-LM-1B",
     "thinkingmachines/Inkling",
+    "baidu/Unlimited-OCR",
 )
 JPEG_NAME = "grace_hopper_12mp.jpg"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import itertools
 import json
 import math
 import os
@@ -496,7 +497,8 @@ class ImageProcessor:
         if dtype == "uint8" and not config.raw_pixels:
             raise MmfastError(
                 f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (it pads "
-                "with zeros after normalising, which no byte maps to); use a float dtype"
+                "with values no byte maps to: zeros after normalising, or Inkling's -1); use a "
+                "float dtype"
             )
         samples = as_samples(images, config.flat_is_one_sample)
         nested = isinstance(images, (list, tuple)) and all(
@@ -750,22 +752,26 @@ def as_samples(
     return [[image] for image in images]
 
 
-def native_jobs(index: int, plan: ImagePlan, offset: int, first: int) -> list[tuple[Any, ...]]:
+def native_jobs(
+    index: int, plan: ImagePlan, offset: int | Mapping[str | None, int], first: int
+) -> list[tuple[Any, ...]]:
     """One image's views as the core's job tuples.
 
     ``index`` is the image's position in the batch, ``offset`` where its values start in the
-    output and ``first`` the batch index its first job gets (views name their sources within
-    the image).
+    output (or, for a config with extra outputs, in each output of the one buffer, by
+    :attr:`View.output`) and ``first`` the batch index its first job gets (views name their
+    sources within the image).
     """
+    offsets: dict[str | None, int] = dict(offset) if isinstance(offset, Mapping) else {None: offset}
     jobs: list[tuple[Any, ...]] = []
     sizes: list[tuple[int, int]] = []
     for view in plan.views:
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         source = None if view.source is None else first + view.source
-        job, length = view_job(index, view, size, offset, source)
+        job, length = view_job(index, view, size, offsets[view.output], source)
         jobs.append(job)
         sizes.append(job_size(view, size))
-        offset += length
+        offsets[view.output] += length
     return jobs
 
 
@@ -885,11 +891,29 @@ def run_plans(
         tables, view, lut = output_tables(native, dtype)
     plans = list(config.finish_batch(plans, sample_sizes))
     shape, offsets = config.batch_shape(plans, sample_sizes)
+    # Extra outputs follow pixel_values in one buffer, each image's part after the previous.
+    size = math.prod(shape)
+    parts: dict[str, tuple[tuple[int, ...], int]] = {}
+    starts: list[dict[str | None, int]] = [{None: offset} for offset in offsets]
+    for key in config.extra_outputs:
+        extra = [plan.output_shapes[key] for plan in plans]
+        parts[key] = ((sum(e[0] for e in extra), *extra[0][1:]), size)
+        firsts = itertools.accumulate(map(math.prod, extra[:-1]), initial=0)
+        for start, first in zip(starts, firsts, strict=True):
+            start[key] = size + first
+        size += math.prod(parts[key][0])
     jobs: list[tuple[Any, ...]] = []
     for i, plan in enumerate(plans):
-        jobs += native_jobs(i, plan, offsets[i], len(jobs))
-    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
-    outputs: dict[str, Any] = {config.output_key: out if view is None else out.view(view)}
+        jobs += native_jobs(i, plan, starts[i] if parts else offsets[i], len(jobs))
+    flat = _native.run_batch(
+        inputs, jobs, tables, (size,) if parts else shape, threads, pool_threads()
+    )
+    flat = flat if view is None else flat.view(view)
+    main = flat[: math.prod(shape)].reshape(shape) if parts else flat
+    outputs: dict[str, Any] = {config.output_key: main}
+    for key, (part, at) in parts.items():
+        if part[0]:  # views of the one buffer, no copy
+            outputs[key] = flat[at : at + math.prod(part)].reshape(part)
     outputs.update(config.batch_outputs(plans, sample_sizes))
     if lut is not None:
         outputs["pixel_lut"] = lut

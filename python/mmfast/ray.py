@@ -178,7 +178,8 @@ class Preprocess:
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
         feature = run_plans(config, inputs, plans, [1] * len(plans), self.threads, self.dtype)
         rows = [plan.output_shapes["pixel_values"][0] for plan in plans]
-        return split_rows(feature, rows, config.layout(), config.entry_keys)
+        extra = {k: [p.output_shapes[k][0] for p in plans] for k in config.extra_outputs}
+        return split_rows(feature, rows, config.layout(), config.entry_keys, extra)
 
     def _name(self, batch: Mapping[str, Any], row: int) -> str:
         """The row's ``path`` (its image if that is a path), else its place in the batch."""
@@ -195,6 +196,7 @@ def split_rows(
     rows: Sequence[int],
     layout: str,
     entry_keys: frozenset[str] = frozenset(),
+    extra_rows: Mapping[str, Sequence[int]] | None = None,
 ) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
 
@@ -202,7 +204,9 @@ def split_rows(
     ``plan.output_shapes``), ``layout`` the config's (:meth:`ModelConfig.layout`):
     ``"concat"`` ``pixel_values`` is cut at those lengths, and so are ``entry_keys`` (the
     config's outputs with an entry per ``pixel_values`` entry, such as Aria's per-crop
-    masks); a 0-d output (one image's, run alone: Aria's ``num_crops``) is its row; padded layouts
+    masks); a config's further pixel outputs are cut at ``extra_rows`` (each image's entries
+    of each: UnlimitedOCR's tiles); a 0-d output (one image's, run alone: Aria's
+    ``num_crops``) is its row; padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
     keys in ``PADDED_KEYS``; every other output already has an entry per image along its first
     axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
@@ -213,7 +217,9 @@ def split_rows(
     columns: Columns = {}
     for key, value in npz_arrays(outputs).items():
         name = key.removesuffix(BF16_SUFFIX)
-        if name in SHARED_KEYS or np.ndim(value) == 0:
+        if name in (extra_rows or {}):
+            columns[key] = np.split(value, np.cumsum((extra_rows or {})[name])[:-1])
+        elif name in SHARED_KEYS or np.ndim(value) == 0:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
         elif layout == "concat" and name in {"pixel_values", *entry_keys}:
             columns[key] = np.split(value, np.cumsum(rows)[:-1])

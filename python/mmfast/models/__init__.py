@@ -47,6 +47,7 @@ from mmfast.models import (
     perception_lm,
     inkling,
     inkling2,
+    unlimited_ocr,
 )
 
 # isort: on
@@ -101,6 +102,7 @@ from mmfast.models.perception_lm import PerceptionLMConfig, PerceptionLMVideoCon
 from mmfast.models.pixtral import PixtralConfig
 from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
+from mmfast.models.unlimited_ocr import UnlimitedOcrConfig
 from mmfast.models.video_llama_3 import VideoLlama3Config
 
 __all__ = [
@@ -140,6 +142,7 @@ __all__ = [
     "QwenVLConfig",
     "SiglipConfig",
     "TileGrid",
+    "UnlimitedOcrConfig",
     "VideoLlama3Config",
     "aria",
     "center_crop_box",
@@ -180,5 +183,6 @@ __all__ = [
     "siglip",
     "smart_resize",
     "supported_models",
+    "unlimited_ocr",
     "video_llama_3",
 ]

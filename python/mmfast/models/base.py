@@ -222,7 +222,9 @@ class View:
     normalised value of black), as channel-last patch rows (:class:`HwcPatches`), on a zero
     canvas (:class:`Canvas`) or along a strip (:class:`Strip`, whose rows other images
     share). ``out=None``: the view only feeds later views. ``table`` picks the config's
-    normalisation table for the view's values (families with one table use 0).
+    normalisation table for the view's values (families with one table use 0). ``output``
+    names one of the config's :attr:`~ModelConfig.extra_outputs` the view writes to instead
+    of ``pixel_values`` (after the image's previous values there).
     """
 
     resize: Resize | None = None
@@ -231,6 +233,7 @@ class View:
     crop: CropBox | None = None
     pad: Pad | None = None
     table: int = 0
+    output: str | None = None
 
     @property
     def windows(self) -> tuple[CropBox, ...]:
@@ -459,6 +462,11 @@ class ModelConfig:
     # layout concatenates (LFM2-VL's per-crop pixel_attention_mask and spatial_shapes):
     # an image's part of them is cut where its pixel_values are (mmfast.ray).
     entry_keys: ClassVar[frozenset[str]] = frozenset()
+    # Pixel outputs after pixel_values that views write to (View.output): each image's part
+    # has the shape its plan's output_shapes give under the key, and the images' parts join
+    # along their first axis (UnlimitedOCR's pixel_values_local tiles). An output no image
+    # writes to is left out, as transformers leaves out an empty list.
+    extra_outputs: ClassVar[tuple[str, ...]] = ()
     # 0-d outputs that sum up the whole batch (Aria's num_crops, its largest crop count):
     # mmfast.ray runs each image alone, so that a row holds its image's own value.
     batch_scalars: ClassVar[frozenset[str]] = frozenset()
