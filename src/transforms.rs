@@ -679,7 +679,7 @@ mod tests {
     fn hwc_patches_past_the_image_take_the_outside_value() {
         let tables = [[0f32; 256]; 3].map(|_| std::array::from_fn(|x| x as f32));
         let norm = Normalize::from_tables(tables).with_outside([-1.0, -2.0, -3.0]);
-        assert_eq!(norm.black(), [0.0; 3]);
+        assert_eq!(norm.black().map(f32::to_bits), [0f32.to_bits(); 3]);
         let (h, w, p) = (3, 5, 2);
         let src = pattern(h * w * 3);
         // Windows inside, reaching past the bottom-right, before the top-left, and outside.
@@ -700,14 +700,13 @@ mod tests {
                             let sy = top + (py * p + y) as isize;
                             let sx = left + (px * p + x) as isize;
                             for c in 0..3 {
-                                let inside = (0..h as isize).contains(&sy)
-                                    && (0..w as isize).contains(&sx);
+                                let inside = (0..h as isize).contains(&sy) && (0..w as isize).contains(&sx);
                                 let want = if inside {
                                     f32::from(src[(sy as usize * w + sx as usize) * 3 + c])
                                 } else {
                                     -1.0 - c as f32
                                 };
-                                assert_eq!(dst[i], want, "window {window:?} value {i}");
+                                assert_eq!(dst[i].to_bits(), want.to_bits(), "window {window:?} value {i}");
                                 i += 1;
                             }
                         }
@@ -723,10 +722,11 @@ mod tests {
         };
         let mut dst = vec![f32::NAN; 27];
         crop_and_normalize(&src, (h, w), window, &norm, &mut dst).unwrap();
-        assert_eq!(&dst[..3], &[-1.0; 3]); // red plane, first row: above the image
-        assert_eq!(dst[3], f32::from(src[3 * 3]));
-        assert_eq!(dst[5], -1.0); // past the right edge
-        assert_eq!(&dst[18..21], &[-3.0; 3]); // blue plane, first row
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&dst[..3]), bits(&[-1.0; 3])); // red plane, first row: above the image
+        assert_eq!(bits(&dst[3..4]), bits(&[f32::from(src[3 * 3])]));
+        assert_eq!(bits(&dst[5..6]), bits(&[-1.0])); // past the right edge
+        assert_eq!(bits(&dst[18..21]), bits(&[-3.0; 3])); // blue plane, first row
     }
 
     #[test]

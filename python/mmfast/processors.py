@@ -658,7 +658,8 @@ class ImageProcessor:
         if self.video_config is None:
             raise UnsupportedModelError(
                 f"{self.config.model_id or self.config.image_processor_type}: this model has no "
-                "video processor mmfast supports (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen-Omni do)"
+                "video processor mmfast supports (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen-Omni and "
+                "PerceptionLM do)"
             )
         return self.video_config
 
