@@ -11,6 +11,7 @@ checkpoints) by the default video processor.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,12 +57,13 @@ __all__ = [
 ]
 
 
+@functools.cache
 def find_supported_aspect_ratios(max_num_tiles: int) -> dict[float, list[tuple[int, int]]]:
     """Every (columns, rows) grid of at most ``max_num_tiles`` tiles, by its columns / rows,
     in first-seen order while counting tiles down.
 
     Mirrors ``PerceptionLMImageProcessor._find_supported_aspect_ratios`` (Llama 4's
-    ``find_supported_resolutions`` enumerates the same grids).
+    ``find_supported_resolutions`` enumerates the same grids). Cached: callers only read it.
     """
     ratios: dict[float, list[tuple[int, int]]] = {}
     for chunk_size in range(max_num_tiles, 0, -1):
