@@ -258,6 +258,7 @@ VIDEO_MODELS = [
     "google/gemma-4-31B-it",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "openbmb/MiniCPM-V-4.6",
+    "facebook/Perception-LM-1B",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).
