@@ -662,24 +662,21 @@ mod _native {
         shape: &[usize],
         threads: (usize, usize),
     ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+        let expected = "a (3, 256) or (k, 3, 256) array, or 257 values a row";
         let tables = tables
             .cast::<PyArrayDyn<T>>()
-            .map_err(|_| fail("tables", "a (3, 256) or (k, 3, 256) array", describe(tables)))?
+            .map_err(|_| fail("tables", expected, describe(tables)))?
             .readonly();
         let tables = tables.as_array();
-        let k = match tables.shape() {
-            [3, 256] => 1,
-            &[k, 3, 256] if k > 0 => k,
-            other => {
-                return Err(fail(
-                    "tables",
-                    "shape (3, 256) or (k, 3, 256)",
-                    format!("{other:?}"),
-                ))
-            }
+        // A 257th value per row is the channel's value outside the pixels (the normalised
+        // value of black without it).
+        let (k, n) = match tables.shape() {
+            &[3, n @ (256 | 257)] => (1, n),
+            &[k, 3, n @ (256 | 257)] if k > 0 => (k, n),
+            other => return Err(fail("tables", expected, format!("{other:?}"))),
         };
         let tables = tables
-            .to_shape((k, 3, 256))
+            .to_shape((k, 3, n))
             .expect("the element count checked above");
         let norms: Vec<Normalize<T>> = (0..k)
             .map(|t| {
@@ -689,7 +686,12 @@ mod _native {
                         *v = tables[[t, c, x]];
                     }
                 }
-                Normalize::from_tables(lut)
+                let norm = Normalize::from_tables(lut);
+                if n == 257 {
+                    norm.with_outside(std::array::from_fn(|c| tables[[t, c, 256]]))
+                } else {
+                    norm
+                }
             })
             .collect();
         let mut out = alloc::zeroed::<T>("shape", array_len::<T>(shape)?)?;
@@ -710,8 +712,9 @@ mod _native {
     /// crops, resizes and pads it, and writes its layout at its offset into the output,
     /// whose dtype is that of ``tables`` (float32, uint16 bfloat16 bits or uint8), (3, 256)
     /// or (k, 3, 256): ``tables[t, c, x]`` is the output for value ``x`` in channel ``c``
-    /// of a job whose table is ``t``. Values no job
-    /// writes are zero. Images run in parallel on at most ``threads`` threads of the
+    /// of a job whose table is ``t`` (with 257 values a row, ``tables[t, c, 256]`` is the
+    /// value of positions outside the pixels, the normalised value of black otherwise).
+    /// Values no job writes are zero. Images run in parallel on at most ``threads`` threads of the
     /// process's worker pool, the calling thread included; the first call that needs the
     /// pool builds it with ``pool_threads`` threads (later values are ignored; a forked
     /// child builds its own).

@@ -73,7 +73,7 @@ pub enum Layout {
     HwcPatches {
         /// Side of a square patch.
         patch_size: usize,
-        /// Windows inside the pixels, sides multiples of `patch_size`.
+        /// Windows, sides multiples of `patch_size` (past the pixels: the outside value).
         windows: Vec<Window>,
     },
     /// The pixels' CHW planes at the top-left of a larger CHW canvas whose rows are `row`

@@ -24,6 +24,9 @@ const BLOCK: usize = 8;
 #[derive(Clone, Debug)]
 pub struct Normalize<T = f32> {
     tables: [[T; 256]; 3],
+    /// The value of positions outside the pixels (a window reaching past them): the
+    /// normalised value of black unless the caller names another.
+    outside: [T; 3],
 }
 
 impl Normalize<f32> {
@@ -57,7 +60,8 @@ impl Normalize<f32> {
                 *entry = (v - m) / s;
             }
         }
-        Ok(Self { tables })
+        let outside = [tables[0][0], tables[1][0], tables[2][0]];
+        Ok(Self { tables, outside })
     }
 }
 
@@ -65,7 +69,8 @@ impl<T: Copy> Normalize<T> {
     /// Tables computed elsewhere: `tables[c][x]` is the output for value `x` in channel `c`.
     #[must_use]
     pub fn from_tables(tables: [[T; 256]; 3]) -> Self {
-        Self { tables }
+        let outside = [tables[0][0], tables[1][0], tables[2][0]];
+        Self { tables, outside }
     }
 
     /// The tables: `tables()[c][x]` is the output for value `x` in channel `c`.
@@ -74,10 +79,25 @@ impl<T: Copy> Normalize<T> {
         &self.tables
     }
 
-    /// The normalised value of black (pixel value 0) for each channel: the padding value.
+    /// The same tables, with `outside` (per channel) as the value of positions outside the
+    /// pixels instead of the normalised value of black: Inkling pads with -1 on the 0-255
+    /// scale before normalising, a value no byte has.
+    #[must_use]
+    pub fn with_outside(self, outside: [T; 3]) -> Self {
+        Self { outside, ..self }
+    }
+
+    /// The normalised value of black (pixel value 0) for each channel.
     #[must_use]
     pub fn black(&self) -> [T; 3] {
         [self.tables[0][0], self.tables[1][0], self.tables[2][0]]
+    }
+
+    /// The value of positions outside the pixels, per channel: the padding value (the
+    /// normalised value of black unless [`Normalize::with_outside`] named another).
+    #[must_use]
+    pub fn outside(&self) -> [T; 3] {
+        self.outside
     }
 
     /// Normalises `src` (interleaved RGB, 3 bytes per pixel) into three planar runs of
@@ -261,9 +281,10 @@ fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
 /// HWC u8 RGB of `size` → the CHW tensor of `window`, normalised.
 ///
 /// Output pixel (y, x) is image pixel (top + y, left + x) where that lies in the image
-/// and the normalised value of black elsewhere: HF's centre crop (zero-padded when the
-/// crop is larger), Llama 4's pad-to-canvas and each of its tiles are all this one
-/// kernel. Each output value is written once.
+/// and the outside value ([`Normalize::outside`], the normalised value of black unless
+/// named) elsewhere: HF's centre crop (zero-padded when the crop is larger), Llama 4's
+/// pad-to-canvas and each of its tiles are all this one kernel. Each output value is
+/// written once.
 ///
 /// # Errors
 /// An empty image or window, or lengths that do not match.
@@ -282,7 +303,7 @@ pub fn crop_and_normalize<T: Copy>(
     }
     let plane = checked_len("window", &[wh, ww])?;
     check_out(dst, checked_len("window", &[3, plane])?)?;
-    let black = norm.black();
+    let black = norm.outside();
     let rows_in = overlap(window.top, wh, h);
     let cols_in = overlap(window.left, ww, w);
     let (r, gb) = dst.split_at_mut(plane);
@@ -318,16 +339,16 @@ pub fn crop_and_normalize<T: Copy>(
 
 /// HWC u8 RGB of `size` → channel-last patch rows of `windows`, normalised.
 ///
-/// Each window (inside the image, sides multiples of `patch_size`) is cut into
-/// `patch_size` squares in raster order; a row holds its square's pixels row by row,
-/// channels interleaved: (y, x, c). This is `SigLIP` 2's and Gemma 4's
-/// `convert_image_to_patches` (`reshape(C, nh, p, nw, p).permute(1, 3, 2, 4, 0)`), read
-/// straight from the image: each line of a row is one run of `3 * patch_size` bytes.
-/// Windows follow each other in `dst`.
+/// Each window (sides multiples of `patch_size`) is cut into `patch_size` squares in
+/// raster order; a row holds its square's pixels row by row, channels interleaved:
+/// (y, x, c). This is `SigLIP` 2's and Gemma 4's `convert_image_to_patches`
+/// (`reshape(C, nh, p, nw, p).permute(1, 3, 2, 4, 0)`), read straight from the image:
+/// each line of a row is one run of `3 * patch_size` bytes. A window may reach past the
+/// image, whose positions there take the outside value ([`Normalize::outside`]): Inkling's
+/// patches of an image padded to whole patches. Windows follow each other in `dst`.
 ///
 /// # Errors
-/// A window outside the image or not a whole number of patches, or lengths that do not
-/// match.
+/// A window that is not a whole number of patches, or lengths that do not match.
 pub fn normalize_to_hwc_patches<T: Copy>(
     src: &[u8],
     size: (usize, usize),
@@ -341,18 +362,10 @@ pub fn normalize_to_hwc_patches<T: Copy>(
     let p = patch_size;
     let mut total = 0usize;
     for window in windows {
-        let inside = window.top >= 0
-            && window.left >= 0
-            && (window.top as usize)
-                .checked_add(window.height)
-                .is_some_and(|b| b <= h)
-            && (window.left as usize)
-                .checked_add(window.width)
-                .is_some_and(|r| r <= w);
-        if p == 0 || !inside || window.height % p != 0 || window.width % p != 0 {
+        if p == 0 || window.height % p != 0 || window.width % p != 0 {
             return Err(invalid(
                 "windows",
-                format!("windows inside the ({h}, {w}) image, sides multiples of patch_size {p}"),
+                format!("windows whose sides are multiples of patch_size {p}"),
                 format!("{window:?}"),
             ));
         }
@@ -361,19 +374,33 @@ pub fn normalize_to_hwc_patches<T: Copy>(
             .ok_or_else(|| invalid("windows", "a total that fits in memory", windows.len()))?;
     }
     check_out(dst, total)?;
+    let outside = norm.outside();
     let mut rest = dst;
     for window in windows {
-        let (top, left) = (window.top as usize, window.left as usize);
         let (out, tail) = rest.split_at_mut(3 * window.height * window.width);
         // Line y of patch (py, px), in that order, is the next 3 * p output values.
         let (nh, nw) = (window.height / p, window.width / p);
-        let starts = (0..nh * nw * p).map(|i| {
+        for (i, line) in out.chunks_exact_mut(3 * p).enumerate() {
             let (patch, y) = (i / p, i % p);
-            ((top + patch / nw * p + y) * w + left + patch % nw * p) * 3
-        });
-        for (at, line) in starts.zip(out.chunks_exact_mut(3 * p)) {
-            norm.run_interleaved(&src[at..at + 3 * p], line);
+            let row = window.top + (patch / nw * p + y) as isize;
+            let left = window.left + (patch % nw * p) as isize;
+            let rows_in = overlap(row, 1, h);
+            let cols_in = overlap(left, p, w);
+            if rows_in.is_empty() || cols_in.is_empty() {
+                for px in line.chunks_exact_mut(3) {
+                    px.copy_from_slice(&outside);
+                }
+                continue;
+            }
+            let at = (row as usize * w + (left + cols_in.start as isize) as usize) * 3;
+            let (before, rest) = line.split_at_mut(3 * cols_in.start);
+            let (inside, after) = rest.split_at_mut(3 * cols_in.len());
+            norm.run_interleaved(&src[at..at + inside.len()], inside);
+            for px in before.chunks_exact_mut(3).chain(after.chunks_exact_mut(3)) {
+                px.copy_from_slice(&outside);
+            }
         }
+        debug_assert_eq!(out.len(), 3 * nh * nw * p * p);
         rest = tail;
     }
     Ok(())
@@ -652,6 +679,60 @@ mod tests {
 
     fn pattern(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 37 % 256) as u8).collect()
+    }
+
+    #[test]
+    fn hwc_patches_past_the_image_take_the_outside_value() {
+        let tables = [[0f32; 256]; 3].map(|_| std::array::from_fn(|x| x as f32));
+        let norm = Normalize::from_tables(tables).with_outside([-1.0, -2.0, -3.0]);
+        assert_eq!(norm.black().map(f32::to_bits), [0f32.to_bits(); 3]);
+        let (h, w, p) = (3, 5, 2);
+        let src = pattern(h * w * 3);
+        // Windows inside, reaching past the bottom-right, before the top-left, and outside.
+        for (top, left, wh, ww) in [(0, 0, 2, 4), (0, 2, 4, 4), (-2, -1, 4, 2), (4, 6, 2, 2)] {
+            let window = Window {
+                top,
+                left,
+                height: wh,
+                width: ww,
+            };
+            let mut dst = vec![f32::NAN; 3 * wh * ww];
+            normalize_to_hwc_patches(&src, (h, w), &[window], p, &norm, &mut dst).unwrap();
+            let mut i = 0;
+            for py in 0..wh / p {
+                for px in 0..ww / p {
+                    for y in 0..p {
+                        for x in 0..p {
+                            let sy = top + (py * p + y) as isize;
+                            let sx = left + (px * p + x) as isize;
+                            for c in 0..3 {
+                                let inside = (0..h as isize).contains(&sy) && (0..w as isize).contains(&sx);
+                                let want = if inside {
+                                    f32::from(src[(sy as usize * w + sx as usize) * 3 + c])
+                                } else {
+                                    -1.0 - c as f32
+                                };
+                                assert_eq!(dst[i].to_bits(), want.to_bits(), "window {window:?} value {i}");
+                                i += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let window = Window {
+            top: -1,
+            left: 3,
+            height: 3,
+            width: 3,
+        };
+        let mut dst = vec![f32::NAN; 27];
+        crop_and_normalize(&src, (h, w), window, &norm, &mut dst).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&dst[..3]), bits(&[-1.0; 3])); // red plane, first row: above the image
+        assert_eq!(bits(&dst[3..4]), bits(&[f32::from(src[3 * 3])]));
+        assert_eq!(bits(&dst[5..6]), bits(&[-1.0])); // past the right edge
+        assert_eq!(bits(&dst[18..21]), bits(&[-3.0; 3])); // blue plane, first row
     }
 
     #[test]

@@ -1772,3 +1772,124 @@ TABLE += [
         COMMON,
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# Tiling and crop families: Aria, PerceptionLM, UnlimitedOCR, Inkling.
+
+
+def aria_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``AriaProcessor.replace_image_token`` on a stand-in holding what it reads (its default
+    ``size_conversion``), counting its image tokens: ``num_crops`` times the tokens of a crop
+    of ``pixel_values``' side."""
+    from transformers.models.aria.processing_aria import AriaProcessor
+
+    fake = SimpleNamespace(size_conversion={490: 128, 980: 256}, image_token="<|img|>")
+    return str(AriaProcessor.replace_image_token(fake, dict(out), 0)).count("<|img|>")
+
+
+TABLE += [
+    Row(
+        "rhymes-ai/Aria",
+        aria_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"split_image": True}),
+            Override({"split_image": True, "max_image_size": 490}),
+            Override({"max_image_size": 490, "min_image_size": 100}),
+            Override({"min_image_size": 600}),
+            Override({"split_image": True, "split_resolutions": [[490, 490], [980, 1470]]}),
+        ),
+    ),
+]
+
+
+def perception_lm_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``PerceptionLMProcessor.replace_image_token`` on a stand-in holding what it reads
+    (patch 14, pooling 2), counting its image tokens: per tile of the image's entry."""
+    from transformers.models.perception_lm.processing_perception_lm import PerceptionLMProcessor
+
+    fake = SimpleNamespace(patch_size=14, pooling_ratio=2, image_token="<|image|>")
+    inputs = {"pixel_values": np.asarray(out["pixel_values"])}
+    return str(PerceptionLMProcessor.replace_image_token(fake, inputs, 0)).count("<|image|>")
+
+
+TABLE += [
+    Row(
+        "facebook/Perception-LM-1B",
+        perception_lm_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"vision_input_type": "vanilla"}),
+            Override({"max_num_tiles": 4}),
+            Override({"max_num_tiles": 1}),
+            Override({"tile_size": 224, "max_num_tiles": 9}),
+            Override({"do_resize": False}),
+        ),
+    ),
+]
+
+
+def inkling_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``InklingProcessor.replace_image_token`` on a stand-in, counting its image tokens: one
+    per square (``num_patches``)."""
+    from transformers.models.inkling.processing_inkling import InklingProcessor
+
+    fake = SimpleNamespace(image_token="<|unused_200054|>")
+    text = InklingProcessor.replace_image_token(fake, {"num_patches": out["num_patches"]}, 0)
+    return str(text).count("<|unused_200054|>")
+
+
+TABLE += [
+    Row(
+        "thinkingmachines/Inkling",
+        inkling_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            Override({"resample": 3}),
+            BOTH_OFF,
+            Override({"rescale_image_frac": 2.0}),
+            Override({"rescale_image_frac": 0.5, "resample": 2}),
+            Override({"rescale_image_frac": 3.0, "rescale_image_max_upscaled_long_edge": 300}),
+            Override({"size": {"height": 16, "width": 16}}),
+        ),
+    ),
+]
+
+
+def unlimited_ocr_tokens(out: Outputs, overrides: dict[str, Any]) -> int:
+    """``UnlimitedOcrProcessor.replace_image_token`` on a stand-in holding what it reads (its
+    default patch 16 and downsample 4, the image processor's size and tile size)."""
+    from transformers.models.unlimited_ocr.processing_unlimited_ocr import UnlimitedOcrProcessor
+
+    image_processor = SimpleNamespace(
+        size=overrides.get("size", {"height": 1024, "width": 1024}),
+        tile_size=overrides.get("tile_size", 640),
+    )
+    fake = SimpleNamespace(
+        image_processor=image_processor, patch_size=16, downsample_ratio=4, image_token="<image>"
+    )
+    return str(UnlimitedOcrProcessor.replace_image_token(fake, dict(out), 0)).count("<image>")
+
+
+TABLE += [
+    Row(
+        "baidu/Unlimited-OCR",
+        unlimited_ocr_tokens,
+        (
+            *PATCH_COMMON,
+            Override({"resample": 2}),
+            BOTH_OFF,
+            Override({"crop_to_patches": False}),
+            Override({"crop_to_patches": False, "size": {"height": 512, "width": 512}}),
+            Override({"tile_size": 64, "max_patches": 6}),
+            Override({"tile_size": 96, "min_patches": 1, "background_color": [10, 20, 30]}),
+            Override({"size": {"height": 200, "width": 300}, "background_color": 200}),
+        ),
+    ),
+]

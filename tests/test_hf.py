@@ -238,6 +238,7 @@ PROCESSOR_CASES = [
         image_token="<im_patch>",
         torchvision=True,
     ),
+    Case("rhymes-ai/Aria", tokens={"image_token": "<image>"}),
 ]
 
 

@@ -363,6 +363,8 @@ UNREAD: dict[str, set[str]] = {
     "hy_v4_vl": {"resample"},
     "phi4_multimodal": {"do_resize"},
     "molmo2": {"do_resize"},
+    # UnlimitedOCR resizes whatever do_resize says.
+    "unlimited_ocr": {"do_resize"},
 }
 
 

@@ -646,6 +646,10 @@ def test_supported_models_load() -> None:
         "Salesforce/blip2-opt-2.7b": models.BlipConfig,
         "Salesforce/instructblip-vicuna-7b": models.BlipConfig,
         "HuggingFaceM4/idefics-9b": models.IdeficsConfig,
+        "rhymes-ai/Aria": models.AriaConfig,
+        "facebook/Perception-LM-1B": models.PerceptionLMConfig,
+        "thinkingmachines/Inkling": models.InklingConfig,
+        "baidu/Unlimited-OCR": models.UnlimitedOcrConfig,
     }
     assert sorted(supported_models()) == sorted(expected)
     for model_id, config_type in expected.items():

@@ -903,13 +903,19 @@ def test_output_dtypes(model_id: str) -> None:
     family whose padding is zero after normalising refuses uint8 before decoding anything."""
     proc = mmfast.ImageProcessor.from_pretrained(model_id, **builtin_settings(model_id))
     images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3), smooth(120, 400, 4)]
+    images.append(smooth(300, 200, 5))
     # GLM-Image refuses aspect ratios over 4: the images its geometry takes.
     images = [image for image in images if takes(proc, image)]
+    if proc.config.layout() == "stack":  # PerceptionLM stacks only equal tile counts
+        first = proc.plan(*images[0].shape[:2]).output_shapes["pixel_values"]
+        images = [
+            i for i in images if proc.plan(*i.shape[:2]).output_shapes["pixel_values"] == first
+        ]
     assert len(images) >= 2
     key = proc.config.output_key  # pixel_values, or the family's own key
     want = proc(images, dtype="float32")
-    # Every pixel output takes the dtype: DeepSeek-OCR-2's local tiles (the 1000-pixel side
-    # gives tiles), DeepSeek-VL hybrid's and Step-3.7's second output.
+    # Every pixel output takes the dtype: DeepSeek-OCR-2's and UnlimitedOCR's local tiles (the
+    # 1000-pixel side gives tiles), DeepSeek-VL hybrid's and Step-3.7's second output.
     extra = [*proc.config.extra_pixel_outputs, *proc.config.pixel_keys[1:]]
     pixels = [key, *(k for k in extra if k in want)]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):

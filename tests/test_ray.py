@@ -36,6 +36,7 @@ LFM2 = "LiquidAI/LFM2-VL-1.6B"
 SPLITTING: dict[str, dict[str, Any]] = {
     "google/gemma-3-4b-it": {"do_pan_and_scan": True},
     LFM2: {"max_image_tokens": 64, "min_image_tokens": 16, "tile_size": 256},
+    "rhymes-ai/Aria": {"split_image": True, "max_image_size": 490},
 }
 
 # Mixed aspect ratios, so that the padded layouts pad (LLaVA-NeXT: 3 or 5 tiles, SmolVLM: 13
@@ -82,6 +83,7 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
             or (key == "target_sizes" and layout == "strip")  # each of the image's views
             or key in proc.config.extra_pixel_outputs  # an image's own rows of it
             or key in proc.config.batch_dependent
+            or np.ndim(value) == 0  # a batch-wide scalar (Aria num_crops), whole
         )
         want = np.atleast_1d(np.asarray(value if whole else value[0]))
         if want.dtype == ml_dtypes.bfloat16:

@@ -264,6 +264,7 @@ VIDEO_MODELS = [
     "openbmb/MiniCPM-OCR-1.0",
     "allenai/Molmo2-8B",
     "Salesforce/instructblip-vicuna-7b",
+    "facebook/Perception-LM-1B",
 ]
 # Settings every case of a model runs with (what mmfast refuses at the built-in's own values
 # has cases of its own).

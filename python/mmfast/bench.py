@@ -138,6 +138,10 @@ MODELS = (
     "facebook/chameleon-7b",
     "Salesforce/blip-vqa-base",
     "HuggingFaceM4/idefics-9b",
+    "rhymes-ai/Aria",
+    "facebook/Perception-LM-1B",
+    "thinkingmachines/Inkling",
+    "baidu/Unlimited-OCR",
 )
 # Settings a model is measured with where its file asks for something mmfast refuses (both
 # sides run them): UDOP's OCR and PP-FormulaNet's crop found from the pixels.

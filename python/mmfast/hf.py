@@ -107,15 +107,19 @@ _NONE_READS_AS_OFF: Final[Mapping[str, str | None]] = MappingProxyType(
         "do_center_crop": None,
         "do_pad": None,
         "do_pan_and_scan": None,
-        # Phi4MultimodalImageProcessor has no do_resize and never reads it.
+        # Phi4MultimodalImageProcessor has no do_resize and never reads it; classes that
+        # resize every image themselves (Aria's) leave it None.
         "do_resize": None,
         "image_seq_length": None,
+        "rescale_image_frac": None,
         "pad_size": None,
-        # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's)
-        # or whose resize reads no size (MuseGlimmerImageProcessor's) leave size None.
+        # Classes that size every image themselves (MiniCPM-V's, Gemma 4's, SigLIP 2's,
+        # Aria's) or whose resize reads no size (MuseGlimmerImageProcessor's) leave size None.
         "size": None,
         "transform": None,  # IdeficsImageProcessor's replacement pipeline, unset
         "crop_size": "do_center_crop",
+        # Classes that never resize (Inkling 2's) leave resample None.
+        "resample": "do_resize",
         "pan_and_scan_min_crop_size": "do_pan_and_scan",
         "pan_and_scan_max_num_crops": "do_pan_and_scan",
         "pan_and_scan_min_ratio_to_activate": "do_pan_and_scan",
@@ -503,6 +507,8 @@ def unbatched(config: ModelConfig, outputs: BatchFeature) -> dict[str, Any]:
             data[key] = value.tolist()
         elif kind == "samples":
             data[key] = [list(sample) for sample in value]
+        elif kind == "int":
+            data[key] = int(value)
         elif kind == "sizes" and config.backend == "torchvision":
             size = importlib.import_module("torch").Size
             data[key] = [size(int(v) for v in row) for row in value]

@@ -40,6 +40,7 @@ __all__ = [
     "ImageSource",
     "array_to_rgb",
     "arrow_source",
+    "checkerboard_rgb",
     "convert_to_rgb",
     "decode_image",
     "image_size",
@@ -234,9 +235,11 @@ def array_to_rgb(
     input_data_format: str | None = None,
     do_convert_rgb: bool = True,
     backend: str = "pil",
+    checkerboard: bool = False,
 ) -> NDArray[np.uint8]:
     """An image array, or a torch tensor, as (H, W, 3) uint8 RGB (HWC), converted as
-    transformers' ``backend`` class converts it (``process_image`` and ``convert_to_rgb``).
+    transformers' ``backend`` class converts it (``process_image`` and ``convert_to_rgb``;
+    ``checkerboard``: four channels onto Inkling 2's checkerboard, :func:`checkerboard_rgb`).
 
     The channel axis is ``input_data_format`` (``"channels_first"``: (C, H, W);
     ``"channels_last"``: (H, W, C)), else the last axis if it holds 1, 3 or 4 values, else
@@ -291,6 +294,8 @@ def array_to_rgb(
         )
     if channels == 1:
         return np.repeat(image, 3, axis=2)
+    if checkerboard:
+        return checkerboard_rgb(image)
     # One table lookup per value: (colour << 8) | alpha.
     index = (image[..., :3].astype(np.uint16) << 8) | image[..., 3:]
     rgb: NDArray[np.uint8] = _rgba_table(backend)[index]
@@ -311,6 +316,29 @@ def _rgba_table(backend: str) -> NDArray[np.uint8]:
         af = a.astype(np.float32) * np.float32(1 / 255)
         composite = (cf * af + (np.float32(1) - af)) * np.float32(255.999)
     return composite.astype(np.uint8)
+
+
+@functools.cache
+def _checker_tables() -> NDArray[np.uint8]:
+    """(2, 65536) uint8: a colour value ``c`` over alpha ``a`` on the light (204) and dark
+    (153) squares of Inkling 2's checkerboard, at ``(c << 8) | a``:
+    ``(c * a + grey * (255 - a) + 127) // 255`` in integers."""
+    c, a = np.divmod(np.arange(65536, dtype=np.int32), 256)
+    rows = [(c * a + grey * (255 - a) + 127) // 255 for grey in (204, 153)]
+    return np.stack(rows).astype(np.uint8)
+
+
+def checkerboard_rgb(rgba: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    """(H, W, 4) uint8 RGBA → (H, W, 3) RGB composited onto ``Inkling2ImageProcessor``'s
+    checkerboard of 8-pixel squares, 204 where ``(y // 8 + x // 8)`` is even and 153
+    elsewhere, by its integer rounding (see :func:`_checker_tables`). Exact by construction:
+    the same integer arithmetic, one table lookup per value."""
+    height, width = rgba.shape[:2]
+    dark = (np.arange(height)[:, None] // 8 + np.arange(width)[None, :] // 8) % 2 == 1
+    index = (rgba[..., :3].astype(np.uint16) << 8) | rgba[..., 3:]
+    light_table, dark_table = _checker_tables()
+    rgb: NDArray[np.uint8] = np.where(dark[..., None], dark_table[index], light_table[index])
+    return rgb
 
 
 def decode_image(

@@ -34,6 +34,7 @@ from mmfast.image import (
     ArrowSource,
     ImageSource,
     array_to_rgb,
+    checkerboard_rgb,
     decode_image,
     pil_source,
     rgb_or_gray,
@@ -320,6 +321,8 @@ def prepare(
         try:
             if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
                 return _resize_then_rgb(image, plan)
+            if config.pil_convert == "checkerboard" and image.has_transparency_data:
+                return checkerboard_rgb(np.asarray(image.convert("RGBA"))), plan
             if config.pil_convert == "hf":
                 converted = rgb_or_gray(image)
             else:
@@ -338,6 +341,7 @@ def prepare(
             input_data_format=input_data_format,
             do_convert_rgb=getattr(config, "do_convert_rgb", True),
             backend=config.backend,
+            checkerboard=config.pil_convert == "checkerboard",
         )
         return rgb, config.plan_in_sample(rgb.shape[0], rgb.shape[1], sample_size)
     raise MmfastError(
@@ -534,7 +538,8 @@ class ImageProcessor:
         if dtype == "uint8" and not config.raw_pixels:
             raise MmfastError(
                 f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (it pads "
-                "with zeros after normalising, which no byte maps to); use a float dtype"
+                "with values no byte maps to: zeros after normalising, or Inkling's -1); use a "
+                "float dtype"
             )
         samples = as_samples(images, config.flat_is_one_sample)
         nested = isinstance(images, (list, tuple)) and all(

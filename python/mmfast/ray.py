@@ -184,7 +184,7 @@ class Preprocess:
         # a family that shapes each image by the others (a canvas as large as the largest)
         # must see each image alone: a row is that image's own output.
         ragged = len({p.output_shapes["pixel_values"] for p in plans}) > 1
-        alone = config.batch_shapes_images
+        alone = config.batch_shapes_images or bool(config.batch_scalars)
         if len(plans) > 1 and (alone or (config.layout() == "stack" and ragged)):
             parts = [self._run([i], [p]) for i, p in zip(inputs, plans, strict=True)]
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
@@ -233,7 +233,8 @@ def split_rows(
     (MiniCPM-V) cuts the one strip into each image's (3, patch_size, length) and
     ``target_sizes`` into each image's views (``num_patches_per_image``); padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
-    keys in ``PADDED_KEYS``; the pixel arrays in ``extra``
+    keys in ``PADDED_KEYS``; a 0-d output (one image's, run alone: Aria's ``num_crops``) is
+    its row; the pixel arrays in ``extra``
     (:attr:`ModelConfig.extra_pixel_outputs`) are cut at the counts their output names (an
     image without rows gets an empty array; a batch without any has no such column); every
     other output already has an entry per image along its first
@@ -254,7 +255,7 @@ def split_rows(
                 columns[key] = [v[:n] for v, n in zip(value, counts, strict=True)]
             else:
                 columns[key] = np.split(value, np.cumsum(counts)[:-1])
-        elif name in SHARED_KEYS:
+        elif name in SHARED_KEYS or np.ndim(value) == 0:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
         elif layout == "concat" and name in {"pixel_values", "pixel_rows_mask", *entry_keys}:
             columns[key] = np.split(value, np.cumsum(rows)[:-1])

@@ -76,11 +76,17 @@ from mmfast.models import (
     blip,
     instructblipvideo,
     idefics,
+    aria,
+    perception_lm,
+    inkling,
+    inkling2,
+    unlimited_ocr,
 )
 
 # isort: on
 from mmfast.models import registry
 from mmfast.models.apertus1p5 import Apertus1p5Config
+from mmfast.models.aria import AriaConfig
 from mmfast.models.base import (
     BICUBIC,
     BILINEAR,
@@ -125,6 +131,8 @@ from mmfast.models.hy_v4_vl import HYV4VLConfig
 from mmfast.models.idefics import IdeficsConfig
 from mmfast.models.idefics2 import Idefics2Config
 from mmfast.models.idefics3 import Idefics3Config, SmolVLMVideoConfig
+from mmfast.models.inkling import InklingConfig
+from mmfast.models.inkling2 import Inkling2Config
 from mmfast.models.kimi_k25 import KimiK25Config, KimiK25ImageConfig
 from mmfast.models.kimi_vl import KimiVLConfig
 from mmfast.models.layoutlmv3 import LayoutLMv3Config
@@ -148,6 +156,7 @@ from mmfast.models.molmo2 import Molmo2Config, Molmo2VideoConfig
 from mmfast.models.muse_glimmer import MuseGlimmerConfig
 from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
+from mmfast.models.perception_lm import PerceptionLMConfig, PerceptionLMVideoConfig
 from mmfast.models.phi4_multimodal import Phi4MultimodalConfig
 from mmfast.models.pi0 import PI0Config
 from mmfast.models.pixtral import PixtralConfig
@@ -157,6 +166,7 @@ from mmfast.models.qwen2_vl import QwenVLConfig, smart_resize
 from mmfast.models.siglip import SiglipConfig
 from mmfast.models.siglip2 import Siglip2Config
 from mmfast.models.step3p7 import Step3p7Config
+from mmfast.models.unlimited_ocr import UnlimitedOcrConfig
 from mmfast.models.video_llama_3 import VideoLlama3Config
 from mmfast.models.video_llava import VideoLlavaConfig, VideoLlavaVideoConfig
 
@@ -166,6 +176,7 @@ __all__ = [
     "OPENAI_CLIP_MEAN",
     "OPENAI_CLIP_STD",
     "Apertus1p5Config",
+    "AriaConfig",
     "BlipConfig",
     "ChameleonConfig",
     "ClipConfig",
@@ -197,6 +208,8 @@ __all__ = [
     "Idefics3Config",
     "IdeficsConfig",
     "ImagePlan",
+    "Inkling2Config",
+    "InklingConfig",
     "InternVLVideoConfig",
     "KimiK25Config",
     "KimiK25ImageConfig",
@@ -224,6 +237,8 @@ __all__ = [
     "PPFormulaNetConfig",
     "PaddleOCRVLConfig",
     "PatchGrid",
+    "PerceptionLMConfig",
+    "PerceptionLMVideoConfig",
     "Phi4MultimodalConfig",
     "PixtralConfig",
     "QwenVLConfig",
@@ -232,10 +247,12 @@ __all__ = [
     "SmolVLMVideoConfig",
     "Step3p7Config",
     "TileGrid",
+    "UnlimitedOcrConfig",
     "VideoLlama3Config",
     "VideoLlavaConfig",
     "VideoLlavaVideoConfig",
     "apertus1p5",
+    "aria",
     "blip",
     "center_crop_box",
     "chameleon",
@@ -270,6 +287,8 @@ __all__ = [
     "idefics",
     "idefics2",
     "idefics3",
+    "inkling",
+    "inkling2",
     "instructblipvideo",
     "janus",
     "kimi_k25",
@@ -289,6 +308,7 @@ __all__ = [
     "muse_glimmer",
     "ovis2",
     "paddleocr_vl",
+    "perception_lm",
     "phi4_multimodal",
     "pi0",
     "pixtral",
@@ -302,6 +322,7 @@ __all__ = [
     "smart_resize",
     "step3p7",
     "supported_models",
+    "unlimited_ocr",
     "video_llama_3",
     "video_llava",
 ]

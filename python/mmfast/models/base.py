@@ -60,6 +60,7 @@ __all__ = [
     "check_image_size",
     "float32_tables",
     "fused_tables",
+    "fused_values",
     "identity_table",
     "plan_constants",
     "resizer",
@@ -427,7 +428,15 @@ def fused_tables(plan: Any) -> NDArray[Any]:
     """
     if not (plan.do_rescale or plan.do_normalize):
         return identity_table()
-    x = np.arange(256, dtype=np.float32)
+    return fused_values(plan, np.arange(256, dtype=np.float32))
+
+
+def fused_values(plan: Any, x: NDArray[np.float32]) -> NDArray[np.float32]:
+    """(3, len(x)): :func:`fused_tables`' arithmetic on float32 values ``x`` of a float image
+    (transformers' torchvision backend normalising a float tensor: Inkling's, padded with
+    -1); with both steps off, the values themselves."""
+    if not (plan.do_rescale or plan.do_normalize):
+        return np.ascontiguousarray(np.stack([x] * 3), dtype=np.float32)
     mean = np.asarray(plan.image_mean, np.float32)
     std = np.asarray(plan.image_std, np.float32)
     if plan.do_rescale and plan.do_normalize:
@@ -471,9 +480,13 @@ class ModelConfig:
     # first axis; "images", each image's rows; "ints", "tuples" and "lists", the entries as
     # Python ints, tuples or lists (nested lists of Python numbers: rows of an array); "sizes",
     # tuples from the PIL backend and ``torch.Size`` from torchvision (image shapes);
-    # "samples", each sample's list of image arrays (rows of the first two axes). The lists of
-    # these joined along the first axis are the arrays.
+    # "samples", each sample's list of image arrays (rows of the first two axes); "int", a 0-d
+    # array as a Python int (Aria's num_crops). The lists of these joined along the first axis
+    # are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # 0-d outputs that sum up the whole batch (Aria's num_crops, its largest crop count):
+    # mmfast.ray runs each image alone, so that a row holds its image's own value.
+    batch_scalars: ClassVar[frozenset[str]] = frozenset()
     # The key HF gives the pixels under (Fuyu's images, Phi-4-multimodal's image_pixel_values;
     # the plans' output_shapes call them "pixel_values" whatever the key).
     output_key: ClassVar[str] = "pixel_values"
@@ -515,9 +528,10 @@ class ModelConfig:
     @property
     def pil_convert(self) -> str:
         """How the reference turns a PIL image into RGB: "hf" (transformers' convert_to_rgb,
-        which composites transparency onto white), "rgb" (Pillow's convert("RGB")), or
+        which composites transparency onto white), "rgb" (Pillow's convert("RGB")),
         "resize_then_rgb" (the first view's resize and pad run in the image's own mode, then
-        convert("RGB"))."""
+        convert("RGB")), or "checkerboard" (Inkling 2: an image with transparency data as
+        RGBA onto a grey checkerboard, others convert("RGB"); RGBA arrays too)."""
         return "hf"
 
     def plan(self, height: int, width: int) -> ImagePlan:

@@ -62,8 +62,7 @@ class Family:
     config's values as transformers' ``preprocess`` puts them over the instance's attributes
     (by default they replace the values they name). ``instance_settings``: settings the
     torchvision class reads from its instance, ignoring a call's value (DeepSeek-OCR-2's
-    ``background_color``).
-    (by default they replace the values they name). ``instance_attributes``: attributes the
+    ``background_color``). ``instance_attributes``: attributes the
     class reads off the instance rather than from a call's settings (a colour fixed at
     construction): :mod:`mmfast.hf` passes the instance's own under :data:`INSTANCE_KEY`.
     ``ignored_kwargs``: common ``ImagesKwargs`` the class accepts but never reads (Step-3.7's
