@@ -10,6 +10,7 @@ torch, and against transformers itself when torch is installed.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import json
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from conftest import SHARED, Override, builtin_dict, builtin_settings, make_image
+from huggingface_hub.errors import StrictDataclassError
 from parity_table import TABLE, as_outputs, tv_overrides
 from PIL import Image, ImageOps
 
@@ -150,7 +152,7 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     assert family.hf_torchvision is not None
     module, name = family.hf_torchvision.rsplit(".", 1)
     cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
-    reference = dict(case.override.reference)
+    reference = copy.deepcopy(dict(case.override.reference))  # __init__ may edit its dicts
     processor = cls.from_dict(builtin_dict(case.model.model_id) | reference)
     defaults = models.registry.builtin_processor_defaults(case.model.model_id, family)
     kwargs = {k: v for k, v in defaults.items() if k not in reference}
@@ -498,6 +500,16 @@ VIDEO_CASES += [
 ]
 
 
+# What transformers' video classes raise for a clip they cannot process: ValueError; for a
+# clip GLM-5's sampler leaves no frame of (shorter than half a second), ZeroDivisionError in
+# its smart_resize; for a setting MiniMax-M3's kwargs type refuses (fps=None),
+# huggingface_hub's StrictDataclassError; besides, InternVL's sampler divides by a zero frame
+# count at a low fps (ZeroDivisionError), SmolVLM's compares None without fps or num_frames
+# (TypeError), and torch refuses the box and hamming filters (NotImplementedError). mmfast
+# raises MmfastError for each.
+HF_REFUSALS = (ValueError, ZeroDivisionError, StrictDataclassError, TypeError, NotImplementedError)
+
+
 def video_config(model_id: str) -> dict[str, Any]:
     """The built-in's video processor settings (its image settings where it has none)."""
     builtin = models.registry.BUILTINS[model_id]
@@ -520,7 +532,9 @@ def hf_video(case: VideoCase) -> dict[str, Any]:
     from transformers.video_utils import VideoMetadata
 
     cls = hf_video_class(case.model_id)
-    processor = cls.from_dict({**video_config(case.model_id), **case.settings})
+    # (deep copies: some classes' __init__ edit the dicts they are given, and case ids are made
+    # from the settings)
+    processor = cls.from_dict(copy.deepcopy({**video_config(case.model_id), **case.settings}))
     metadata = VideoMetadata(
         total_num_frames=case.frames,
         fps=case.rate,
@@ -570,7 +584,7 @@ def hf_video_tokens(case: VideoCase) -> int:
     import transformers
     from transformers.video_utils import VideoMetadata
 
-    config = {**video_config(case.model_id), **case.settings}
+    config = copy.deepcopy({**video_config(case.model_id), **case.settings})
     builtin = models.registry.BUILTINS[case.model_id]
     family = models.registry.video_family(config.get("video_processor_type"), builtin.model_type)
     assert family is not None

@@ -978,6 +978,7 @@ def run_videos(
         tables, view, lut = output_tables(config.tables(), dtype)
     shape, offsets = config.batch_shape(plans)
     jobs: list[tuple[Any, ...]] = []
+    one_thread = torch_one_thread()
     for plan, first, offset in zip(plans, firsts, offsets, strict=True):
         at = offset
         clip_jobs: list[int] = []
@@ -993,6 +994,7 @@ def run_videos(
                 size,
                 at,
                 None if source is None else clip_jobs[source],
+                one_thread,
             )
             clip_jobs.append(len(jobs))
             sizes.append(job_size(clip_view, size))

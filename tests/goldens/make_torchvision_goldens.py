@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 from torchvision_cases import (
     GOLDENS,
+    HF_REFUSALS,
     SHARED,
     VIDEO_CASES,
     cases,
@@ -49,7 +50,7 @@ def main() -> None:
     for video in VIDEO_CASES:
         try:
             videos[video.id] = digest(hf_video(video), bfloat16=False)
-        except (ValueError, ZeroDivisionError) as exc:  # test_torchvision.HF_REFUSALS
+        except HF_REFUSALS as exc:
             videos[video.id] = {"error": type(exc).__name__}
     versions = {"torch": torch.__version__, "transformers": __import__("transformers").__version__}
     # One case a line: small diffs when a case changes.
