@@ -916,8 +916,7 @@ def test_output_dtypes(model_id: str) -> None:
     want = proc(images, dtype="float32")
     # Every pixel output takes the dtype: DeepSeek-OCR-2's and UnlimitedOCR's local tiles (the
     # 1000-pixel side gives tiles), DeepSeek-VL hybrid's and Step-3.7's second output.
-    extra = [*proc.config.extra_pixel_outputs, *proc.config.pixel_keys[1:]]
-    pixels = [key, *(k for k in extra if k in want)]
+    pixels = [key, *(k for k in proc.config.pixel_keys[1:] if k in want)]
     for dtype, numpy_dtype in (("bfloat16", ml_dtypes.bfloat16), ("float16", np.float16)):
         got = proc(images, dtype=dtype)
         for name in pixels:

@@ -70,18 +70,17 @@ def check_row(row: Mapping[str, Any], proc: ImageProcessor, image: Any, **call: 
     """``row`` holds ``proc([[image]], **call)`` without the batch axis: ``pixel_values``
     whole where the layout concatenates images' rows, ``pixel_lut`` whole (and MiniCPM-V's
     ``target_sizes``, a row per view), every other output's first entry; bfloat16 as uint16
-    bits under ``BF16_SUFFIX``. Outputs an image has several entries of (Step-3.7's local
-    patches, concatenated) are whole too."""
+    bits under ``BF16_SUFFIX``. Arrays holding an image's several entries (counted_outputs:
+    LFM2-VL's per-crop masks, DeepSeek-OCR-2's and Step-3.7's local tiles) are whole too."""
     for key, value in proc([[image]], **call).items():
         layout = proc.config.layout()
-        cut = {proc.config.output_key, "pixel_rows_mask", *proc.config.entry_keys}
+        cut = {proc.config.output_key, "pixel_rows_mask"}
         concatenated = key in proc.config.counted_outputs and not isinstance(value, list)
         whole = (
             key == "pixel_lut"
             or concatenated
             or (key in cut and layout == "concat")
             or (key == "target_sizes" and layout == "strip")  # each of the image's views
-            or key in proc.config.extra_pixel_outputs  # an image's own rows of it
             or key in proc.config.batch_dependent
             or np.ndim(value) == 0  # a batch-wide scalar (Aria num_crops), whole
         )

@@ -865,7 +865,7 @@ def native_jobs(
     for view in plan.views:
         size = (plan.height, plan.width) if view.source is None else sizes[view.source]
         source = None if view.source is None else first + view.source
-        offset = offsets[view.output] if view.at is None else view.at
+        offset = offsets[view.output]
         if offset is None:
             raise AssertionError(f"a view writes output {view.output}, absent from the batch")
         job, length = view_job(index, view, size, offset, source, one_thread)
@@ -1071,14 +1071,14 @@ def run_plans(
     if computed and dtype in ("bfloat16", "float16"):
         out, view = rounded(np.asarray(out, np.float32), dtype)
     out = out if view is None else out.view(view)
-    if single:
-        outputs = config.outputs(out, plans, sample_sizes)
-    else:
-        outputs = {
-            key: out[bases[key] : bases[key] + sizes[key]].reshape(s)
-            for key, (s, _) in shapes.items()
-        }
-        outputs.update(config.batch_outputs(plans, sample_sizes))
+    parts = (
+        {"pixel_values": out}
+        if single
+        else {k: out[bases[k] : bases[k] + sizes[k]].reshape(s) for k, (s, _) in shapes.items()}
+    )
+    # The plans' pixel_values are HF's output_key (Fuyu's images, Phi-4's image_pixel_values).
+    outputs = {config.output_key if k == "pixel_values" else k: v for k, v in parts.items()}
+    outputs.update(config.batch_outputs(plans, sample_sizes))
     if config.output_order:
         order = [k for k in config.output_order if k in outputs]
         outputs = {k: outputs[k] for k in [*order, *(k for k in outputs if k not in order)]}

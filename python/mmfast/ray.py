@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -181,10 +180,11 @@ class Preprocess:
         """The images' outputs in one native call, split per image (:func:`split_rows`)."""
         config = self.processor.config
         # Outputs of different shapes (do_resize=False, say) cannot share a stacked batch, and
-        # a family that shapes each image by the others (a canvas as large as the largest)
-        # must see each image alone: a row is that image's own output.
+        # a family whose images' outputs depend on the others (a canvas as large as the
+        # largest, a count over the batch) must see each image alone: a row is that image's
+        # own output.
         ragged = len({p.output_shapes["pixel_values"] for p in plans}) > 1
-        alone = config.batch_shapes_images or bool(config.batch_scalars)
+        alone = config.batch_shapes_images
         if len(plans) > 1 and (alone or (config.layout() == "stack" and ragged)):
             parts = [self._run([i], [p]) for i, p in zip(inputs, plans, strict=True)]
             return {key: [row for part in parts for row in part[key]] for key in parts[0]}
@@ -192,14 +192,18 @@ class Preprocess:
         # A strip (MiniCPM-V) is cut along its last axis, the images' strip lengths.
         axis = -1 if config.layout() == "strip" else 0
         rows = [plan.output_shapes["pixel_values"][axis] for plan in plans]
+        # Each image's entries of the counted outputs: its rows of a pixel output (its plan),
+        # else the counting output's value for it.
         counted = {
-            key: [int(n) for n in feature[count]]
+            key: (
+                [plan.output_shapes[count][0] for plan in plans]
+                if count in config.pixel_keys
+                else [int(n) for n in feature[count]]
+            )
             for key, count in config.counted_outputs.items()
             if key in feature
         }
-        columns = split_rows(
-            feature, rows, config.layout(), config.entry_keys, config.extra_pixel_outputs, counted
-        )
+        columns = split_rows(feature, rows, config.layout(), counted)
         for key in config.batch_dependent:
             # Each image's own entry, as a batch of that image alone holds it.
             columns[key] = [config.batch_outputs([plan], [1])[key] for plan in plans]
@@ -219,8 +223,6 @@ def split_rows(
     outputs: Mapping[str, NDArray[Any]],
     rows: Sequence[int],
     layout: str,
-    entry_keys: frozenset[str] = frozenset(),
-    extra: Mapping[str, str] = MappingProxyType({}),
     counted: Mapping[str, Sequence[int]] | None = None,
 ) -> Columns:
     """A batch's outputs as columns of one entry per image, in order.
@@ -228,22 +230,20 @@ def split_rows(
     ``rows`` is each image's length along ``pixel_values``' first axis (its
     ``plan.output_shapes``; its last axis for a strip), ``layout`` the config's
     (:meth:`ModelConfig.layout`): ``"concat"`` ``pixel_values`` is cut at those lengths, and so
-    are ``entry_keys`` (the config's outputs with an entry per ``pixel_values`` entry, such as
-    LFM2-VL's per-crop masks) and a uint8 output's ``pixel_rows_mask``; ``"strip"``
+    is a uint8 output's ``pixel_rows_mask``; ``"strip"``
     (MiniCPM-V) cuts the one strip into each image's (3, patch_size, length) and
     ``target_sizes`` into each image's views (``num_patches_per_image``); padded layouts
     (``"pad_images"``, ``"pad_samples"`` with one image a sample) lose the padding of the
     keys in ``PADDED_KEYS``; a 0-d output (one image's, run alone: Aria's ``num_crops``) is
-    its row; the pixel arrays in ``extra``
-    (:attr:`ModelConfig.extra_pixel_outputs`) are cut at the counts their output names (an
-    image without rows gets an empty array; a batch without any has no such column); every
-    other output already has an entry per image along its first
-    axis. Outputs are first made arrays as ``mmfast preprocess --out`` writes them
-    (:func:`mmfast.cli.npz_arrays`: Idefics3's nested ``rows`` and ``cols`` lists become int64
-    arrays, bfloat16 becomes uint16 bits under ``BF16_SUFFIX``). A column whose entries share
-    one shape stays one array; ragged ones become lists of arrays. ``counted`` gives, for the
-    outputs :attr:`~mmfast.models.base.ModelConfig.counted_outputs` names, each image's
-    entries: a concatenated output is cut at them, a padded one loses its padding.
+    its row; ``counted`` gives each image's entries of the outputs
+    :attr:`~mmfast.models.base.ModelConfig.counted_outputs` names (LFM2-VL's per-crop masks,
+    DeepSeek-OCR-2's tiles): an array is cut at them (an image without any gets an empty
+    array; a batch without any has no such column), a list padded per image (Step-3.7's
+    ``patch_newline_masks``) loses its padding; every other output already has an entry per
+    image along its first axis. Outputs are first made arrays as ``mmfast preprocess --out``
+    writes them (:func:`mmfast.cli.npz_arrays`: Idefics3's nested ``rows`` and ``cols`` lists
+    become int64 arrays, bfloat16 becomes uint16 bits under ``BF16_SUFFIX``). A column whose
+    entries share one shape stays one array; ragged ones become lists of arrays.
     """
     columns: Columns = {}
     counted = counted or {}
@@ -251,21 +251,19 @@ def split_rows(
         name = key.removesuffix(BF16_SUFFIX)
         if name in counted:
             counts = counted[name]
-            if value.shape[0] == len(counts) and value.ndim == 2:  # padded per image
+            if isinstance(outputs[name], list):  # padded per image
                 columns[key] = [v[:n] for v, n in zip(value, counts, strict=True)]
             else:
                 columns[key] = np.split(value, np.cumsum(counts)[:-1])
         elif name in SHARED_KEYS or np.ndim(value) == 0:
             columns[key] = np.repeat(value[None], len(rows), axis=0)
-        elif layout == "concat" and name in {"pixel_values", "pixel_rows_mask", *entry_keys}:
+        elif layout == "concat" and name in ("pixel_values", "pixel_rows_mask"):
             columns[key] = np.split(value, np.cumsum(rows)[:-1])
         elif name == "pixel_values" and layout == "strip":
             columns[key] = np.split(value[0], np.cumsum(rows)[:-1], axis=-1)
         elif name == "target_sizes" and layout == "strip":
             views = np.asarray(outputs["num_patches_per_image"])
             columns[key] = np.split(value, np.cumsum(views)[:-1])
-        elif name in extra:
-            columns[key] = np.split(value, np.cumsum(np.asarray(outputs[extra[name]]))[:-1])
         elif name in PADDED_KEYS and layout in PADDED_LAYOUTS and min(rows) < value.shape[1]:
             columns[key] = [v[:n] for v, n in zip(value, rows, strict=True)]
         else:

@@ -89,8 +89,9 @@ class AriaConfig(ModelConfig):
 
     batch_layout: ClassVar[str] = "concat"
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"num_crops": "int"})
-    entry_keys: ClassVar[frozenset[str]] = frozenset({"pixel_mask"})
-    batch_scalars: ClassVar[frozenset[str]] = frozenset({"num_crops"})
+    counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({"pixel_mask": "pixel_values"})
+    # num_crops is the batch's largest crop count.
+    batch_shapes_images: ClassVar[bool] = True
 
     def split(self, height: int, width: int) -> tuple[View, list[CropBox]]:
         """``get_image_patches``: the image fitted into the best resolution and padded with

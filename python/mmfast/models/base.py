@@ -238,11 +238,9 @@ class View:
     share) or resized in float32 after normalising (:class:`Resized`). ``out=None``: the view
     only feeds later views. ``table`` picks the config's normalisation table for the view's
     values (families with one table use 0); ``output`` the pixel output it writes
-    (:attr:`ModelConfig.pixel_keys`; 0 is ``pixel_values``), after the previous views' values
-    in that output. ``at``, where a family's :meth:`ModelConfig.finish_batch` sets it, places
-    the view's values at that index of the batch's output buffer instead (the next view's
-    follow them): how one image writes into several of HF's pixel arrays (see
-    :meth:`ModelConfig.outputs`).
+    (:attr:`ModelConfig.pixel_keys`; 0 is ``pixel_values``), after the image's previous
+    values in that output: how one image writes into several of HF's pixel arrays in one
+    native call (see :meth:`ModelConfig.pixel_shapes`).
     """
 
     resize: Resize | None = None
@@ -251,7 +249,6 @@ class View:
     crop: CropBox | None = None
     pad: Pad | None = None
     table: int = 0
-    at: int | None = None
     output: int = 0
 
     @property
@@ -484,9 +481,6 @@ class ModelConfig:
     # array as a Python int (Aria's num_crops). The lists of these joined along the first axis
     # are the arrays.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    # 0-d outputs that sum up the whole batch (Aria's num_crops, its largest crop count):
-    # mmfast.ray runs each image alone, so that a row holds its image's own value.
-    batch_scalars: ClassVar[frozenset[str]] = frozenset()
     # The key HF gives the pixels under (Fuyu's images, Phi-4-multimodal's image_pixel_values;
     # the plans' output_shapes call them "pixel_values" whatever the key).
     output_key: ClassVar[str] = "pixel_values"
@@ -498,28 +492,26 @@ class ModelConfig:
     # give the outputs: False where an image's output holds zeros written after normalising
     # (canvases), which no byte maps to.
     raw_pixels: ClassVar[bool] = True
-    # Whether an image's outputs depend on the other images of its batch (finish_batch pads
-    # every image to the batch's largest canvas: Pixtral, Idefics2, Emu3).
+    # Whether an image's outputs depend on the other images of its batch: finish_batch pads
+    # every image to the batch's largest canvas (Pixtral, Idefics2, Emu3, BLIP's do_pad), or
+    # an output sums up the batch (Aria's num_crops, its largest crop count). mmfast.ray runs
+    # such images one at a time, so that a row holds its image's own outputs.
     batch_shapes_images: ClassVar[bool] = False
     # Whether pixel_values' rows are channel-last patches ((y, x, c): Gemma 4, SigLIP 2,
     # LFM2-VL), which normalize_uint8 is told.
     channels_last: ClassVar[bool] = False
-    # Outputs besides pixel_values with one entry per entry of its first axis where the
-    # layout concatenates (LFM2-VL's per-crop pixel_attention_mask and spatial_shapes):
-    # an image's part of them is cut where its pixel_values are (mmfast.ray).
-    entry_keys: ClassVar[frozenset[str]] = frozenset()
-    # Pixel arrays besides pixel_values (values from the same tables, so a call's ``dtype``
-    # applies to them too), by name -> the output counting each image's rows in it: the
-    # images' rows joined along the first axis. HF leaves such an array out of a batch
-    # where no image has rows (DeepSeek-OCR-2's pixel_values_local).
-    extra_pixel_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    # The pixel outputs views write (View.output indexes them): one native call fills them
-    # all. Families with more than one give their shapes in pixel_shapes.
+    # The pixel outputs views write (View.output indexes them), filled by one native call
+    # from the same tables, so a call's ``dtype`` applies to every one of them; their shapes
+    # come from pixel_shapes. "pixel_values" is the plans' name for the first (HF's key is
+    # output_key).
     pixel_keys: ClassVar[tuple[str, ...]] = ("pixel_values",)
     # HF's order of the output keys, where the pixel outputs do not simply come first.
     output_order: ClassVar[tuple[str, ...]] = ()
-    # Outputs whose entries per image another output counts (key -> the counting key): cut at
-    # those counts where concatenated, trimmed where padded per image (mmfast.ray's rows).
+    # Outputs holding several entries per image (key -> what counts each image's entries: a
+    # pixel key, whose rows each image's plan gives, or an output holding a count per image):
+    # mmfast.ray cuts an array at those counts and drops the padding of a list padded per
+    # image. LFM2-VL's per-crop masks follow pixel_values, DeepSeek-OCR-2's tiles
+    # num_local_patches, Step-3.7's patch_newline_masks (a padded list) too.
     counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # Keys transformers returns as torch tensors whatever return_tensors asks: the class sets
     # them on its BatchFeature after converting it (mmfast.hf follows).
@@ -583,8 +575,16 @@ class ModelConfig:
     ) -> dict[str, tuple[tuple[int, ...], list[int]]]:
         """Each pixel output of the batch (:attr:`pixel_keys`, in that order) -> its shape and
         each image's first value in it; a key left out is not an output of this batch (no
-        view may write it). By default ``pixel_values`` alone, as :meth:`batch_shape` says."""
-        return {"pixel_values": self.batch_shape(plans, sample_sizes)}
+        view may write it). By default ``pixel_values`` as :meth:`batch_shape` says, and
+        each further key the images' rows of it (their plans' ``output_shapes``) joined along
+        the first axis, left out where no image has any, as transformers leaves out an empty
+        list (DeepSeek-OCR-2's, UnlimitedOCR's and Step-3.7's local tiles)."""
+        shapes = {"pixel_values": self.batch_shape(plans, sample_sizes)}
+        for key in self.pixel_keys[1:]:
+            parts = [plan.output_shapes[key] for plan in plans]
+            if any(part[0] for part in parts):
+                shapes[key] = batch_layout_shape(parts, "concat", sample_sizes)
+        return shapes
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
@@ -611,16 +611,6 @@ class ModelConfig:
             first = offset // row
             mask[first : first + plan.output_shapes["pixel_values"][0]] = True
         return mask.reshape(shape[:lead])
-
-    def outputs(
-        self, pixels: NDArray[Any], plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
-    ) -> dict[str, Any]:
-        """Every output in HF's key order, ``pixels`` being the engine's output buffer
-        (:meth:`batch_shape`): by default the pixels (:attr:`output_key`) then
-        :meth:`batch_outputs`. A
-        family whose images fill several pixel arrays (:attr:`extra_pixel_outputs`) cuts the
-        buffer into them here, as views of it (no copy)."""
-        return {self.output_key: pixels, **self.batch_outputs(plans, sample_sizes)}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -88,7 +88,15 @@ class DeepseekOcr2Config(ModelConfig):
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"pixel_values": "rows", "num_local_patches": "ints", "pixel_values_local": "rows"}
     )
-    extra_pixel_outputs: ClassVar[Mapping[str, str]] = MappingProxyType(
+    # The local tiles are a second pixel output (written by the same native call), joined
+    # along their first axis and left out of a batch without tiles (ModelConfig.pixel_shapes).
+    pixel_keys: ClassVar[tuple[str, ...]] = ("pixel_values", "pixel_values_local")
+    output_order: ClassVar[tuple[str, ...]] = (
+        "pixel_values",
+        "num_local_patches",
+        "pixel_values_local",
+    )
+    counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"pixel_values_local": "num_local_patches"}
     )
 
@@ -118,7 +126,9 @@ class DeepseekOcr2Config(ModelConfig):
                 CropBox(r * t, c * t, t, t) for r in range(rows) for c in range(columns)
             )
             canvas = (t * rows, t * columns)
-            views.append(View(resize=resizer(self.backend, canvas, self.resample), out=windows))
+            views.append(
+                View(resize=resizer(self.backend, canvas, self.resample), out=windows, output=1)
+            )
             tiles = len(windows)
         target = self.target()
         resized = global_view_size(height, width, target)
@@ -168,56 +178,12 @@ class DeepseekOcr2Config(ModelConfig):
             return super().tables(plan)
         return identity_table()
 
-    @staticmethod
-    def _sizes(plans: Sequence[ImagePlan]) -> tuple[int, int, list[int]]:
-        """(values of a global view, values of a tile, each image's tiles)."""
-        shapes = {p.output_shapes["pixel_values"] for p in plans}
-        if len(shapes) != 1:
-            raise MmfastError("images: their global views differ in size, which cannot be stacked")
-        item = math.prod(shapes.pop())
-        tile = math.prod(plans[0].output_shapes["pixel_values_local"][1:])
-        return item, tile, [p.output_shapes["pixel_values_local"][0] for p in plans]
-
-    def finish_batch(
+    def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
-    ) -> Sequence[ImagePlan]:
-        """The global views first (``pixel_values``), then every image's tiles
-        (``pixel_values_local``), in one buffer: each view placed by :attr:`View.at`."""
-        item, tile, tiles = self._sizes(plans)
-        local = len(plans) * item
-        finished = []
-        for i, (plan, n) in enumerate(zip(plans, tiles, strict=True)):
-            views = list(plan.views)
-            views[-1] = replace(views[-1], at=i * item)
-            if n:
-                views[0] = replace(views[0], at=local)
-                local += n * tile
-            finished.append(replace(plan, views=tuple(views)))
-        return finished
-
-    def batch_shape(
-        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
-    ) -> tuple[tuple[int, ...], list[int]]:
-        """One flat buffer for both arrays (:meth:`outputs` cuts it)."""
-        item, tile, tiles = self._sizes(plans)
-        return (len(plans) * item + sum(tiles) * tile,), [i * item for i in range(len(plans))]
-
-    def outputs(
-        self, pixels: NDArray[Any], plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, Any]:
-        """``pixel_values`` (B, 3, side, side), ``num_local_patches`` (B,) int64 and, where
-        an image has tiles, ``pixel_values_local`` (tiles, 3, tile, tile): views of
-        ``pixels``."""
-        item, _, tiles = self._sizes(plans)
-        shape = plans[0].output_shapes["pixel_values"]
-        out: dict[str, Any] = {
-            "pixel_values": pixels[: len(plans) * item].reshape(len(plans), *shape),
-            "num_local_patches": np.array(tiles, np.int64),
-        }
-        if sum(tiles):
-            t = self.tile_size
-            out["pixel_values_local"] = pixels[len(plans) * item :].reshape(-1, 3, t, t)
-        return out
+        """``num_local_patches``: each image's tiles, int64 (B,)."""
+        tiles = [p.output_shapes["pixel_values_local"][0] for p in plans]
+        return {"num_local_patches": np.array(tiles, np.int64)}
 
 
 def _background(cfg: Fields, name: str, value: object) -> tuple[int, int, int]:

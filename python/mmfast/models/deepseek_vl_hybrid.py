@@ -37,6 +37,7 @@ from mmfast.models.base import (
     Normalization,
     Pad,
     View,
+    batch_layout_shape,
     check_image_size,
     identity_table,
     resizer,
@@ -139,18 +140,10 @@ class DeepseekVLHybridConfig(DeepseekVLConfig):
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, tuple[tuple[int, ...], list[int]]]:
         """Both outputs stacked, one image after the other."""
-        shapes: dict[str, tuple[tuple[int, ...], list[int]]] = {}
-        for key in self.pixel_keys:
-            sizes = {plan.output_shapes[key] for plan in plans}
-            if len(sizes) != 1:
-                raise MmfastError(
-                    "images: this config gives images of different output sizes, which cannot "
-                    "be stacked; pass them one at a time"
-                )
-            shape = sizes.pop()
-            step = int(np.prod(shape))
-            shapes[key] = ((len(plans), *shape), [i * step for i in range(len(plans))])
-        return shapes
+        return {
+            key: batch_layout_shape([p.output_shapes[key] for p in plans], "stack", sample_sizes)
+            for key in self.pixel_keys
+        }
 
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
         """(2, 3, 256): ``pixel_values``' arithmetic, then ``high_res_pixel_values``'."""

@@ -184,7 +184,9 @@ class Lfm2VlConfig(ModelConfig):
 
     batch_layout: ClassVar[str] = "concat"
     channels_last: ClassVar[bool] = True
-    entry_keys: ClassVar[frozenset[str]] = frozenset({"pixel_attention_mask", "spatial_shapes"})
+    counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"pixel_attention_mask": "pixel_values", "spatial_shapes": "pixel_values"}
+    )
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"image_rows": "ints", "image_cols": "ints", "image_sizes": "lists"}
     )

@@ -264,22 +264,6 @@ class Step3p7Config(ModelConfig):
         """``rescale_and_normalize`` of the torchvision backend."""
         return fused_tables(plan)
 
-    def pixel_shapes(
-        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
-    ) -> dict[str, tuple[tuple[int, ...], list[int]]]:
-        """The global views stacked; the local patches concatenated, when there are any."""
-        side = self.image_size()
-        step = 3 * side * side
-        shapes: dict[str, tuple[tuple[int, ...], list[int]]] = {
-            "pixel_values": ((len(plans), 3, side, side), [i * step for i in range(len(plans))])
-        }
-        counts = [plan.output_shapes["pixel_values_local"][0] for plan in plans]
-        if any(counts):
-            p = self.patch_size
-            starts = np.cumsum([0, *counts[:-1]]) * 3 * p * p
-            shapes["pixel_values_local"] = ((sum(counts), 3, p, p), [int(s) for s in starts])
-        return shapes
-
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, Any]:

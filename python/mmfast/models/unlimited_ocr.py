@@ -33,7 +33,6 @@ from mmfast.models.base import (
     Pad,
     Resize,
     View,
-    batch_layout_shape,
     check_image_size,
     fused_tables,
     plan_constants,
@@ -169,16 +168,6 @@ class UnlimitedOcrConfig(ModelConfig):
     def tables(self, plan: ImagePlan) -> NDArray[Any]:
         """The torchvision class's arithmetic, whatever the backend is called."""
         return fused_tables(plan)
-
-    def pixel_shapes(
-        self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
-    ) -> dict[str, tuple[tuple[int, ...], list[int]]]:
-        """The global views stacked; the tiles concatenated, when there are any."""
-        shapes = {"pixel_values": self.batch_shape(plans, sample_sizes)}
-        tiles = [plan.output_shapes["pixel_values_local"] for plan in plans]
-        if any(shape[0] for shape in tiles):
-            shapes["pixel_values_local"] = batch_layout_shape(tiles, "concat", sample_sizes)
-        return shapes
 
     def batch_outputs(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
