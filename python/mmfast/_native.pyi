@@ -10,6 +10,7 @@ __all__ = [
     "resize",
     "resize_float",
     "rgb_from_arrow",
+    "rgb_from_pillow",
     "run_batch",
     "serialize_pixel_values",
     "warmup",
@@ -33,6 +34,7 @@ def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.fl
 def rgb_from_arrow(
     capsules: tuple[object, object], size: tuple[int, int], orientation: int
 ) -> NDArray[np.uint8]: ...
+def rgb_from_pillow(image: tuple[object, tuple[int, int], object]) -> NDArray[np.uint8]: ...
 def resize(
     image: NDArray[np.uint8],
     size: tuple[int, int],
@@ -46,7 +48,11 @@ def resize_float(
     one_thread: bool = False,
 ) -> NDArray[np.float32]: ...
 def run_batch(
-    images: Sequence[NDArray[np.uint8] | tuple[object, object, tuple[int, int]]],
+    images: Sequence[
+        NDArray[np.uint8]
+        | tuple[object, object, tuple[int, int]]
+        | tuple[object, tuple[int, int], object]
+    ],
     jobs: Sequence[
         tuple[
             int,
