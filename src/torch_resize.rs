@@ -24,7 +24,7 @@
 //! port) to 10.6 ms, -> 336x336 from 23 ms to 6.2 ms.
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{check_buffers, separable, Backend, Coeffs, Kernel, Source};
+use crate::resize::{check_buffers, separable, Backend, Coeffs, Kernel, Source, Taps};
 
 /// Channels of the interleaved images handled here.
 const CHANNELS: usize = 3;
@@ -375,18 +375,21 @@ pub fn resize_torch_source_with(
         return Ok(());
     }
     // The horizontal pass runs first; an axis whose size is unchanged is skipped.
-    let horizontal = (in_w != out_w)
-        .then(|| axis_coeffs("dst_size", in_w, out_w, mode, antialias))
-        .transpose()?;
-    let vertical = (in_h != out_h)
-        .then(|| axis_coeffs("dst_size", in_h, out_h, mode, antialias))
-        .transpose()?;
-    if horizontal.is_some() && vertical.is_some() {
+    if in_w != out_w && in_h != out_h {
         // The intermediate holds `in_h` rows of the output width.
         in_h.checked_mul(out_w * CHANNELS)
             .ok_or_else(|| overflow("dst_size", "intermediate buffer size"))?;
     }
-    separable(kernel, src, dst, horizontal, vertical, false)
+    let make = |n: usize, n2: usize| axis_coeffs("dst_size", n, n2, mode, antialias);
+    separable(
+        kernel,
+        src,
+        dst,
+        dst_size,
+        Taps::Torch(mode, antialias),
+        &make,
+        false,
+    )
 }
 
 /// Bytes of a non-empty RGB image of `(height, width)`.

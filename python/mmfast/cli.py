@@ -21,7 +21,18 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # ``mmfast bench --only`` sections, in the order a full run takes them.
-BENCH_SECTIONS = ("kernels", "resize", "decode", "pil", "models", "jpeg", "batch", "serving")
+BENCH_SECTIONS = (
+    "kernels",
+    "resize",
+    "decode",
+    "pil",
+    "models",
+    "fixed",
+    "jpeg",
+    "batch",
+    "scaling",
+    "serving",
+)
 # Files read as videos (through the model's video processor), by extension.
 VIDEO_EXTENSIONS = frozenset({".mp4", ".mov", ".m4v", ".mkv", ".webm", ".avi"})
 # More images than this get a progress bar on stderr, when stderr is a terminal.
