@@ -16,8 +16,8 @@ use crate::resize::{resize_rgb, resize_source, Filter, Source};
 use crate::torch_float::{resize_float_rgb, resize_mapped_planes, FloatMode};
 use crate::torch_resize::{resize_torch_rgb, resize_torch_source, TorchMode};
 use crate::transforms::{
-    checked_len, crop_and_normalize, normalize_into_canvas, normalize_to_hwc_patches, normalize_to_patches,
-    normalize_to_strip, Normalize, Patches, Window,
+    checked_len, crop_and_normalize, normalize_into_canvas, normalize_source_to_patches,
+    normalize_to_hwc_patches, normalize_to_patches, normalize_to_strip, Normalize, Patches, Window,
 };
 use crate::workers;
 
@@ -614,7 +614,19 @@ fn run_image<T: Element>(
             );
             job.prepare(Source::packed(src, 3, size)?)?
         };
-        if !slot.is_empty() {
+        // Patch rows of the unchanged input read it where it is (a Pillow image at a size the
+        // model keeps needs no packed copy).
+        let in_place = prepared.is_none()
+            && job.source.is_none()
+            && job.frames.is_empty()
+            && rgb.is_none()
+            && input.as_rgb().is_none()
+            && matches!(job.layout, Some(Layout::Patches(_)));
+        if in_place {
+            if let (Some(Layout::Patches(p)), [dst]) = (&job.layout, &mut slot[..]) {
+                normalize_source_to_patches(input, *p, &norms[job.table], dst)?;
+            }
+        } else if !slot.is_empty() {
             if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
                 rgb = Some(input.to_rgb()?);
             }
@@ -1017,7 +1029,7 @@ mod tests {
     #[test]
     fn rgbx_and_gray_sources_are_packed_like_rgb() {
         let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
-        let rgb = pattern(31, 45, 7);
+        let rgb = pattern(32, 44, 7);
         let rgbx: Vec<u8> = rgb
             .chunks_exact(3)
             .flat_map(|p| [p[0], p[1], p[2], 255])
@@ -1026,13 +1038,13 @@ mod tests {
         let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v, v, v]).collect();
         // Rows in blocks of 7, as Pillow keeps a large image: each slice runs to its block's end.
         let rows_of = |pixels: &[u8], c: usize| -> Vec<Vec<u8>> {
-            pixels.chunks(7 * 45 * c).map(<[u8]>::to_vec).collect()
+            pixels.chunks(7 * 44 * c).map(<[u8]>::to_vec).collect()
         };
         let (rgbx_blocks, gray_blocks) = (rows_of(&rgbx, 4), rows_of(&gray, 1));
         let slices = |blocks: &[Vec<u8>], c: usize| -> Vec<Vec<u8>> {
             blocks
                 .iter()
-                .flat_map(|b| (0..b.len() / (45 * c)).map(move |r| b[r * 45 * c..].to_vec()))
+                .flat_map(|b| (0..b.len() / (44 * c)).map(move |r| b[r * 44 * c..].to_vec()))
                 .collect()
         };
         let (rgbx_rows, gray_rows) = (slices(&rgbx_blocks, 4), slices(&gray_blocks, 1));
@@ -1055,6 +1067,8 @@ mod tests {
         let mut chained = job(0, Resize::Keep, Layout::Windows(vec![window(2, 3, 8, 9)]), 0);
         chained.source = Some(0);
         let batches = [
+            // The input as it is: patch rows read RGBX and grayscale in place.
+            vec![job(0, Resize::Keep, Layout::Patches(PATCHES), 0)],
             vec![job(0, pillow, Layout::Patches(PATCHES), 0)],
             vec![job(0, torch, Layout::Windows(vec![window(0, 0, 12, 17)]), 0)],
             vec![cropped],
@@ -1073,9 +1087,9 @@ mod tests {
                     pixels,
                     channels,
                     rows,
-                    size: (31, 45),
+                    size: (32, 44),
                 };
-                let sizes = jobs.iter().scan((31, 45), |size, j| {
+                let sizes = jobs.iter().scan((32, 44), |size, j| {
                     *size = j.pixel_size(*size).unwrap();
                     Some(*size)
                 });
