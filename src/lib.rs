@@ -778,7 +778,55 @@ mod _native {
         })
     }
 
-    fn run_typed<'py, T: numpy::Element + pipeline::Element + bytemuck::Zeroable>(
+    /// The memory of an output array from the pool (see `alloc::output`): its base object,
+    /// which gives the buffer back to the pool once numpy has let go of the array.
+    #[pyclass(module = "mmfast._native", frozen)]
+    struct PooledOutput {
+        buffer: std::sync::Mutex<Option<alloc::Buffer>>,
+    }
+
+    impl Drop for PooledOutput {
+        fn drop(&mut self) {
+            let buffer = self
+                .buffer
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            if let Some(buffer) = buffer {
+                alloc::recycle(buffer);
+            }
+        }
+    }
+
+    /// `values` as an array of `shape`: owned by numpy when small, else viewed through a
+    /// [`PooledOutput`] so that its memory serves a later output.
+    fn into_output<'py, T: numpy::Element + alloc::Pooled>(
+        py: Python<'py>,
+        values: Vec<T>,
+        shape: &[usize],
+    ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+        if values.len() * size_of::<T>() < alloc::POOL_MIN_BYTES {
+            return Ok(Array::from_shape_vec(IxDyn(shape), values)
+                .expect("length checked by run_batch")
+                .into_pyarray(py));
+        }
+        // SAFETY: `values` holds exactly prod(shape) initialised values (run_batch checked the
+        // length); moving the Vec into the container moves only its handle, never the heap
+        // memory the view points to, and the container is the array's base: the memory lives,
+        // unchanged in place, until NumPy drops the array and with it the container.
+        let view = unsafe { ndarray::ArrayViewD::from_shape_ptr(IxDyn(shape), values.as_ptr()) };
+        let container = Bound::new(
+            py,
+            PooledOutput {
+                buffer: std::sync::Mutex::new(Some(T::into_buffer(values))),
+            },
+        )?;
+        // SAFETY: as above: `container` owns the memory `view` points to and becomes the
+        // array's base.
+        Ok(unsafe { PyArrayDyn::borrow_from_array(&view, container.into_any()) })
+    }
+
+    fn run_typed<'py, T: numpy::Element + pipeline::Element + alloc::Pooled>(
         py: Python<'py>,
         images: &[Image<'_>],
         jobs: &[Job],
@@ -816,13 +864,19 @@ mod _native {
                 Normalize::from_tables(lut)
             })
             .collect();
-        let mut out = alloc::zeroed::<T>("shape", array_len::<T>(shape)?)?;
+        let len = array_len::<T>(shape)?;
+        // A pooled buffer holds old values: zero what no job writes (HF's zero padding).
+        let gaps = pipeline::unwritten(images, jobs, norms.len(), len)?;
+        let (mut out, zeroed) = alloc::output::<T>("shape", len)?;
         detach(py, || {
+            if !zeroed {
+                for gap in gaps {
+                    out[gap].fill(T::zeroed());
+                }
+            }
             pipeline::run_batch(images, jobs, &norms, &mut out, threads.0, threads.1)
         })??;
-        Ok(Array::from_shape_vec(IxDyn(shape), out)
-            .expect("length checked by run_batch")
-            .into_pyarray(py))
+        into_output(py, out, shape)
     }
 
     /// Run a batch of jobs into a new array of ``shape`` with the GIL released once

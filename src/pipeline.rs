@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use crate::alloc::zeroed;
@@ -465,6 +466,45 @@ pub fn run_batch<T: Element>(
     threads: usize,
     pool_threads: usize,
 ) -> Result<(), TransformError> {
+    let ranges = output_ranges(images, jobs, norms.len(), dst.len())?;
+    let slots = split_output(dst, ranges, jobs.len())?;
+    // One group per image, its jobs in order.
+    let mut groups: Vec<Group<'_, T>> = Vec::new();
+    let mut group_of = HashMap::new();
+    for (j, mut slot) in slots.into_iter().enumerate() {
+        let g = *group_of.entry(jobs[j].image).or_insert_with(|| {
+            groups.push((jobs[j].image, Vec::new()));
+            groups.len() - 1
+        });
+        // In the layout's order (the output's order differs for a strip's rows).
+        slot.sort_unstable_by_key(|&(k, _)| k);
+        groups[g].1.push((j, slot.into_iter().map(|(_, s)| s).collect()));
+    }
+    // Each task takes its group once; the results are read in image order, so the error
+    // reported does not depend on the threads.
+    let tasks: Vec<Mutex<Option<Group<'_, T>>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
+    let results: Vec<Mutex<Result<(), TransformError>>> = tasks.iter().map(|_| Mutex::new(Ok(()))).collect();
+    workers::run(threads, pool_threads, tasks.len(), &|g| {
+        let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((image, group)) = taken {
+            *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
+                run_image(images, image, jobs, group, norms);
+        }
+    });
+    results
+        .into_iter()
+        .try_for_each(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// The output ranges `jobs` write, as `(start, end, job, k)` with `k` the range's place in
+/// the job's layout, every job checked against `images`, `tables` tables and an output of
+/// `out_len` values (overlaps are [`split_output`]'s to find).
+fn output_ranges(
+    images: &[Image<'_>],
+    jobs: &[Job],
+    tables: usize,
+    out_len: usize,
+) -> Result<Vec<(usize, usize, usize, usize)>, TransformError> {
     // Sizes first, so every range is known (and checked) before any pixel work.
     let mut sizes = Vec::with_capacity(jobs.len());
     let mut ranges = Vec::with_capacity(jobs.len());
@@ -502,10 +542,10 @@ pub fn run_batch<T: Element>(
                 ));
             }
         }
-        if job.table >= norms.len() {
+        if job.table >= tables {
             return Err(invalid(
                 "jobs",
-                format!("a table index below {}", norms.len()),
+                format!("a table index below {tables}"),
                 job.table,
             ));
         }
@@ -514,11 +554,11 @@ pub fn run_batch<T: Element>(
                 .offset
                 .checked_add(start)
                 .and_then(|s| s.checked_add(len))
-                .filter(|&end| end <= dst.len())
+                .filter(|&end| end <= out_len)
                 .ok_or_else(|| {
                     invalid(
                         "jobs",
-                        format!("outputs inside the {} output values", dst.len()),
+                        format!("outputs inside the {out_len} output values"),
                         format!("{len} values at {} + {start}", job.offset),
                     )
                 })?;
@@ -528,33 +568,34 @@ pub fn run_batch<T: Element>(
         }
         sizes.push(size);
     }
-    let slots = split_output(dst, ranges, jobs.len())?;
-    // One group per image, its jobs in order.
-    let mut groups: Vec<Group<'_, T>> = Vec::new();
-    let mut group_of = HashMap::new();
-    for (j, mut slot) in slots.into_iter().enumerate() {
-        let g = *group_of.entry(jobs[j].image).or_insert_with(|| {
-            groups.push((jobs[j].image, Vec::new()));
-            groups.len() - 1
-        });
-        // In the layout's order (the output's order differs for a strip's rows).
-        slot.sort_unstable_by_key(|&(k, _)| k);
-        groups[g].1.push((j, slot.into_iter().map(|(_, s)| s).collect()));
-    }
-    // Each task takes its group once; the results are read in image order, so the error
-    // reported does not depend on the threads.
-    let tasks: Vec<Mutex<Option<Group<'_, T>>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
-    let results: Vec<Mutex<Result<(), TransformError>>> = tasks.iter().map(|_| Mutex::new(Ok(()))).collect();
-    workers::run(threads, pool_threads, tasks.len(), &|g| {
-        let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some((image, group)) = taken {
-            *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
-                run_image(images, image, jobs, group, norms);
+    Ok(ranges)
+}
+
+/// The parts of an output of `len` values that no job of the batch writes (left as they
+/// are by [`run_batch`]: zero in a fresh output), every job checked as there.
+///
+/// # Errors
+/// As [`run_batch`]'s checks before any pixel work.
+pub fn unwritten(
+    images: &[Image<'_>],
+    jobs: &[Job],
+    tables: usize,
+    len: usize,
+) -> Result<Vec<Range<usize>>, TransformError> {
+    let mut ranges = output_ranges(images, jobs, tables, len)?;
+    ranges.sort_unstable();
+    let mut gaps = Vec::new();
+    let mut at = 0;
+    for (start, end, _, _) in ranges {
+        if start > at {
+            gaps.push(at..start);
         }
-    });
-    results
-        .into_iter()
-        .try_for_each(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
+        at = at.max(end);
+    }
+    if at < len {
+        gaps.push(at..len);
+    }
+    Ok(gaps)
 }
 
 /// `dst` cut into the ranges of each of `jobs` jobs, given as `(start, end, job, k)` with

@@ -1,9 +1,11 @@
 from collections.abc import Sequence
+from typing import final
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "PooledOutput",
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
     "pad_and_normalize_to_tensor",
@@ -15,6 +17,11 @@ __all__ = [
     "serialize_pixel_values",
     "warmup",
 ]
+
+@final
+class PooledOutput:
+    """The ``base`` of a large output array: its memory, given back to mmfast's pool of
+    output buffers once the array is freed."""
 
 def deinterleave_rgb_to_planes(
     image: NDArray[np.uint8],
