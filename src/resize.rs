@@ -911,7 +911,9 @@ fn nearest(src: &[u8], (h, w): (usize, usize), dst: &mut [u8], (h2, w2): (usize,
 /// fractional bits, so each tap `k` is split exactly into `hi * 2048 + lo`
 /// with `0 <= lo < 2048`; the two halves are summed separately and recombined
 /// in wrapping `i32`, which equals the scalar `i32` sum whenever that sum
-/// fits. Taps that already fit in `i16` (torchvision's) split the same way.
+/// fits. Tables whose taps all fit in `i16` (torchvision's, whose precision is
+/// chosen for that) skip the split: one `madd_epi16` per tap pair, half the
+/// multiplies, the same wrapping `i32` sum.
 /// The rounding term and shift come from the table's own precision.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
@@ -939,6 +941,16 @@ mod avx2 {
         ((k >> LO_BITS) as i16, (k & ((1 << LO_BITS) - 1)) as i16)
     }
 
+    /// Whether every tap fits in `i16` and needs no split.
+    fn whole(k: &[i32]) -> bool {
+        k.iter().all(|&k| i16::try_from(k).is_ok())
+    }
+
+    /// `k` as an `i16`, for tables where [`whole`] holds (0 otherwise, never used).
+    fn narrow(k: i32) -> i16 {
+        i16::try_from(k).unwrap_or(0)
+    }
+
     /// Two `i16` taps packed as the pair `madd_epi16` multiplies together.
     fn pair(a: i16, b: i16) -> i32 {
         (i32::from(b) << 16) | i32::from(a as u16)
@@ -952,6 +964,9 @@ mod avx2 {
     pub(super) struct Horizontal {
         coeffs: Coeffs,
         groups: usize,
+        /// Taps split into (hi, lo) halves; else whole `i16` taps in the first vector
+        /// of each pair (the second unused).
+        split: bool,
         /// Each output's first tap (a source pixel index).
         starts: Vec<usize>,
         /// `groups` (hi, lo) vector pairs per output pixel.
@@ -990,7 +1005,11 @@ mod avx2 {
     /// The CPU must support AVX2 and `bytes` must hold at least
     /// `reach::<C>(vectors.len())` bytes.
     #[target_feature(enable = "avx2")]
-    unsafe fn pixel_sum<const C: usize>(bytes: &[u8], vectors: &[[__m256i; 2]], shuffle: __m256i) -> __m256i {
+    unsafe fn pixel_sum<const C: usize, const SPLIT: bool>(
+        bytes: &[u8],
+        vectors: &[[__m256i; 2]],
+        shuffle: __m256i,
+    ) -> __m256i {
         debug_assert!(bytes.len() >= reach::<C>(vectors.len()));
         let mut hi = _mm256_setzero_si256();
         let mut lo = _mm256_setzero_si256();
@@ -1000,9 +1019,15 @@ mod avx2 {
             let p = unsafe { _mm_loadu_si128(bytes.as_ptr().add(4 * C * g).cast()) };
             let p = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(p), shuffle);
             hi = _mm256_add_epi32(hi, _mm256_madd_epi16(p, *kh));
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(p, *kl));
+            if SPLIT {
+                lo = _mm256_add_epi32(lo, _mm256_madd_epi16(p, *kl));
+            }
         }
-        _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(hi), lo)
+        if SPLIT {
+            _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(hi), lo)
+        } else {
+            hi
+        }
     }
 
     impl Horizontal {
@@ -1014,22 +1039,33 @@ mod avx2 {
                 .map(|i| coeffs.taps(i).1.len().div_ceil(4))
                 .max()
                 .unwrap_or(0);
+            let split = !whole(&coeffs.k);
             let mut vectors = Vec::with_capacity(coeffs.out_len() * groups);
             for i in 0..coeffs.out_len() {
                 let (_, k) = coeffs.taps(i);
                 for g in 0..groups {
-                    let t = |j: usize| split(k.get(4 * g + j).copied().unwrap_or(0));
-                    let [(h0, l0), (h1, l1), (h2, l2), (h3, l3)] = [t(0), t(1), t(2), t(3)];
-                    vectors.push([
-                        _mm256_setr_epi16(h0, h1, h0, h1, h0, h1, 0, 0, h2, h3, h2, h3, h2, h3, 0, 0),
-                        _mm256_setr_epi16(l0, l1, l0, l1, l0, l1, 0, 0, l2, l3, l2, l3, l2, l3, 0, 0),
-                    ]);
+                    let tap = |j: usize| k.get(4 * g + j).copied().unwrap_or(0);
+                    if split {
+                        let t = |j: usize| super::avx2::split(tap(j));
+                        let [(h0, l0), (h1, l1), (h2, l2), (h3, l3)] = [t(0), t(1), t(2), t(3)];
+                        vectors.push([
+                            _mm256_setr_epi16(h0, h1, h0, h1, h0, h1, 0, 0, h2, h3, h2, h3, h2, h3, 0, 0),
+                            _mm256_setr_epi16(l0, l1, l0, l1, l0, l1, 0, 0, l2, l3, l2, l3, l2, l3, 0, 0),
+                        ]);
+                    } else {
+                        let [k0, k1, k2, k3] = [0, 1, 2, 3].map(|j| narrow(tap(j)));
+                        vectors.push([
+                            _mm256_setr_epi16(k0, k1, k0, k1, k0, k1, 0, 0, k2, k3, k2, k3, k2, k3, 0, 0),
+                            _mm256_setzero_si256(),
+                        ]);
+                    }
                 }
             }
             let starts = (0..coeffs.out_len()).map(|i| coeffs.taps(i).0).collect();
             Horizontal {
                 coeffs,
                 groups,
+                split,
                 starts,
                 vectors,
             }
@@ -1041,10 +1077,11 @@ mod avx2 {
         pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
             // SAFETY: the caller guarantees AVX2.
             unsafe {
-                if src.channels() == 4 {
-                    self.run_c::<4>(src, rows, out);
-                } else {
-                    self.run_c::<3>(src, rows, out);
+                match (src.channels() == 4, self.split) {
+                    (true, true) => self.run_c::<4, true>(src, rows, out),
+                    (true, false) => self.run_c::<4, false>(src, rows, out),
+                    (false, true) => self.run_c::<3, true>(src, rows, out),
+                    (false, false) => self.run_c::<3, false>(src, rows, out),
                 }
             }
         }
@@ -1054,17 +1091,22 @@ mod avx2 {
         /// # Safety
         /// The CPU must support AVX2.
         #[target_feature(enable = "avx2")]
-        unsafe fn run_c<const C: usize>(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
+        unsafe fn run_c<const C: usize, const SPLIT: bool>(
+            &self,
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
             // SAFETY (all arms): the caller guarantees AVX2.
             unsafe {
                 match self.groups {
-                    1 => self.rows::<1, C>(src, rows, out),
-                    2 => self.rows::<2, C>(src, rows, out),
-                    3 => self.rows::<3, C>(src, rows, out),
-                    4 => self.rows::<4, C>(src, rows, out),
-                    5 => self.rows::<5, C>(src, rows, out),
-                    6 => self.rows::<6, C>(src, rows, out),
-                    _ => self.rows::<0, C>(src, rows, out),
+                    1 => self.rows::<1, C, SPLIT>(src, rows, out),
+                    2 => self.rows::<2, C, SPLIT>(src, rows, out),
+                    3 => self.rows::<3, C, SPLIT>(src, rows, out),
+                    4 => self.rows::<4, C, SPLIT>(src, rows, out),
+                    5 => self.rows::<5, C, SPLIT>(src, rows, out),
+                    6 => self.rows::<6, C, SPLIT>(src, rows, out),
+                    _ => self.rows::<0, C, SPLIT>(src, rows, out),
                 }
             }
         }
@@ -1077,7 +1119,7 @@ mod avx2 {
         /// # Safety
         /// The CPU must support AVX2.
         #[target_feature(enable = "avx2")]
-        unsafe fn rows<const N: usize, const C: usize>(
+        unsafe fn rows<const N: usize, const C: usize, const SPLIT: bool>(
             &self,
             src: &Source<'_>,
             rows: Range<usize>,
@@ -1112,7 +1154,9 @@ mod avx2 {
                         // SAFETY: AVX2 is guaranteed by the caller; `reach`
                         // bytes from this start are in bounds (checked for
                         // the largest start, x + 3).
-                        *sum = unsafe { pixel_sum::<C>(&row[self.starts[x + i] * C..], vectors, shuffle) };
+                        *sum = unsafe {
+                            pixel_sum::<C, SPLIT>(&row[self.starts[x + i] * C..], vectors, shuffle)
+                        };
                     }
                     let [a, b, c, d] = sums;
                     // Lane halves added, giving [A | B] and [C | D].
@@ -1146,7 +1190,7 @@ mod avx2 {
                     let vectors = &self.vectors[x * groups..(x + 1) * groups];
                     // SAFETY: AVX2 is guaranteed by the caller; bounds were
                     // checked just above.
-                    let sum = unsafe { pixel_sum::<C>(&row[start..], vectors, shuffle) };
+                    let sum = unsafe { pixel_sum::<C, SPLIT>(&row[start..], vectors, shuffle) };
                     let sum = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256::<1>(sum));
                     let v = _mm_sra_epi32(_mm_add_epi32(sum, _mm256_castsi256_si128(rounding)), shift);
                     let v = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
@@ -1184,17 +1228,23 @@ mod avx2 {
                 vertical_row(band, stride, first, k, coeffs, &mut acc, out_row);
                 continue;
             }
+            let is_split = !whole(k);
             pairs.clear();
             for (j, two) in k.chunks(2).enumerate() {
                 let a = first + 2 * j;
                 // An odd last tap pairs with itself under a zero tap.
                 let (b, kb) = two.get(1).map_or((a, 0), |&kb| (a + 1, kb));
-                let ((ha, la), (hb, lb)) = (split(two[0]), split(kb));
+                let (kh, kl) = if is_split {
+                    let ((ha, la), (hb, lb)) = (split(two[0]), split(kb));
+                    (pair(ha, hb), pair(la, lb))
+                } else {
+                    (pair(narrow(two[0]), narrow(kb)), 0)
+                };
                 pairs.push((
                     &band[a * stride..(a + 1) * stride],
                     &band[b * stride..(b + 1) * stride],
-                    _mm256_set1_epi32(pair(ha, hb)),
-                    _mm256_set1_epi32(pair(la, lb)),
+                    _mm256_set1_epi32(kh),
+                    _mm256_set1_epi32(kl),
                 ));
             }
             let mut x = 0;
@@ -1221,14 +1271,25 @@ mod avx2 {
                         _mm256_unpacklo_epi8(ab_hi, zero),
                         _mm256_unpackhi_epi8(ab_hi, zero),
                     ];
-                    for ((h, l), q) in hi.iter_mut().zip(&mut lo).zip(quads) {
-                        *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
-                        *l = _mm256_add_epi32(*l, _mm256_madd_epi16(q, kl));
+                    if is_split {
+                        for ((h, l), q) in hi.iter_mut().zip(&mut lo).zip(quads) {
+                            *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
+                            *l = _mm256_add_epi32(*l, _mm256_madd_epi16(q, kl));
+                        }
+                    } else {
+                        for (h, q) in hi.iter_mut().zip(quads) {
+                            *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
+                        }
                     }
                 }
                 let mut sums = [zero; 4];
                 for ((s, h), l) in sums.iter_mut().zip(hi).zip(lo) {
-                    let sum = _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(h), l);
+                    // Whole taps: the sum is `hi` alone.
+                    let sum = if is_split {
+                        _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(h), l)
+                    } else {
+                        h
+                    };
                     *s = _mm256_sra_epi32(_mm256_add_epi32(sum, rounding), shift);
                 }
                 // Lane-wise packing undoes the lane-wise unpacking, so the

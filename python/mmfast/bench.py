@@ -261,7 +261,8 @@ def floor_fn(
         sizes.append(src)
     # The pixels: the largest output (the others are a few sizes or token counts).
     count = max(math.prod(shape) for shape in plan.output_shapes.values())
-    dtype = np.uint8 if config.raw_pixels else np.float32
+    # The default output dtype: uint8 where HF returns the pixels, else float32.
+    dtype = np.uint8 if config.tables(plan).dtype == np.uint8 else np.float32
 
     def floor() -> object:
         for run in resizes:
