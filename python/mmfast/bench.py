@@ -182,7 +182,7 @@ class Row:
 
     def format(self, columns: list[str], relative: Sequence[str] = ()) -> str:
         size = f"{self.size[1]:>5}x{self.size[0]:<5}" if self.size else f"{'mixed':^11}"
-        cells = [f"{self.case:<28}", size, f"{self.ours * 1e3:9.3f}"]
+        cells = [f"{self.case:<28}", size, f"{self.ours * 1e3:9.2f}"]
         for name in columns:
             t = self.others.get(name)
             width = _width(name)
