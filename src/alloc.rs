@@ -1,5 +1,7 @@
 //! Large buffers: zeroed by the allocator, offered huge pages, and an error instead of an
-//! abort when memory runs out.
+//! abort when memory runs out; and a small pool of freed output buffers, reused.
+
+use std::sync::{Mutex, TryLockError};
 
 use crate::error::TransformError;
 
@@ -57,9 +59,168 @@ pub fn advise_huge_pages(ptr: *mut u8, size: usize) {
 #[cfg(not(target_os = "linux"))]
 pub fn advise_huge_pages(_ptr: *mut u8, _size: usize) {}
 
+/// A freed output buffer of one of the output element types.
+#[derive(Debug)]
+pub enum Buffer {
+    /// float32 values.
+    F32(Vec<f32>),
+    /// bfloat16 or float16 bits.
+    U16(Vec<u16>),
+    /// uint8 pixels.
+    U8(Vec<u8>),
+}
+
+impl Buffer {
+    fn bytes(&self) -> usize {
+        match self {
+            Buffer::F32(v) => v.capacity() * 4,
+            Buffer::U16(v) => v.capacity() * 2,
+            Buffer::U8(v) => v.capacity(),
+        }
+    }
+}
+
+/// An output element type the pool keeps buffers of.
+pub trait Pooled: bytemuck::Zeroable + Copy + Sized {
+    /// `values` as a pooled buffer.
+    fn into_buffer(values: Vec<Self>) -> Buffer;
+    /// The values of `buffer` if it holds this type.
+    fn from_buffer(buffer: &mut Buffer) -> Option<&mut Vec<Self>>;
+}
+
+macro_rules! pooled {
+    ($t:ty, $variant:ident) => {
+        impl Pooled for $t {
+            fn into_buffer(values: Vec<Self>) -> Buffer {
+                Buffer::$variant(values)
+            }
+            fn from_buffer(buffer: &mut Buffer) -> Option<&mut Vec<Self>> {
+                match buffer {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pooled!(f32, F32);
+pooled!(u16, U16);
+pooled!(u8, U8);
+
+/// Outputs under this size are not pooled: the allocator serves them cheaply.
+pub const POOL_MIN_BYTES: usize = 1 << 20;
+/// At most this many freed outputs are kept ...
+const POOL_BUFFERS: usize = 4;
+/// ... holding at most this many bytes.
+const POOL_BYTES: usize = 256 << 20;
+
+/// Freed outputs, newest last, and the process that owns them.
+static POOL: Mutex<(u32, Vec<Buffer>)> = Mutex::new((0, Vec::new()));
+
+/// Runs `f` on this process's pool, or returns `None` when the pool is busy or its lock
+/// was left taken (never waits: a child forked while another thread held the lock must
+/// not block, it only does without the pool).
+fn with_pool<R>(f: impl FnOnce(&mut Vec<Buffer>) -> R) -> Option<R> {
+    let mut guard = match POOL.try_lock() {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => return None,
+    };
+    let pid = std::process::id();
+    if guard.0 != pid {
+        // A forked child: its copy of the parent's buffers is its own memory, so dropping
+        // them is safe, but they are no use to it.
+        *guard = (pid, Vec::new());
+    }
+    Some(f(&mut guard.1))
+}
+
+/// A buffer of `len` values for an output, and whether it is all zeros.
+///
+/// Outputs of [`POOL_MIN_BYTES`] or more come from the pool of freed outputs when one
+/// there has room for `len` values without wasting more than a quarter of it; it then still
+/// holds its last values (`false`), which the caller overwrites or zeroes. Otherwise the
+/// buffer is [`zeroed`] (`true`). Reusing a buffer saves the zeroing a fresh allocation
+/// costs (a `memset`, or page faults for buffers glibc maps fresh each time, over 32 MB)
+/// wherever the output is written in full.
+///
+/// # Errors
+/// As [`zeroed`].
+pub fn output<T: Pooled>(arg: &'static str, len: usize) -> Result<(Vec<T>, bool), TransformError> {
+    if len.saturating_mul(size_of::<T>()) >= POOL_MIN_BYTES {
+        let fits = |b: &mut Buffer| {
+            T::from_buffer(b).is_some_and(|v| v.capacity() >= len && v.capacity() - len <= len / 4)
+        };
+        let taken = with_pool(|pool| {
+            let i = pool.iter_mut().rposition(fits)?;
+            Some(pool.remove(i))
+        })
+        .flatten();
+        if let Some(values) = taken.and_then(|mut b| T::from_buffer(&mut b).map(std::mem::take)) {
+            let mut values = values;
+            // Within the capacity: no reallocation, only the values past the old length.
+            values.resize(len, T::zeroed());
+            return Ok((values, false));
+        }
+    }
+    Ok((zeroed(arg, len)?, true))
+}
+
+/// Gives a freed output back to the pool (dropped instead when it is small, the pool is
+/// busy, or it would hold too much; the oldest buffers go first).
+pub fn recycle(buffer: Buffer) {
+    let bytes = buffer.bytes();
+    if !(POOL_MIN_BYTES..=POOL_BYTES).contains(&bytes) {
+        return;
+    }
+    let evicted = with_pool(|pool| {
+        pool.push(buffer);
+        let mut evicted = Vec::new();
+        while pool.len() > POOL_BUFFERS || pool.iter().map(Buffer::bytes).sum::<usize>() > POOL_BYTES {
+            evicted.push(pool.remove(0));
+        }
+        evicted
+    });
+    // Freed outside the lock.
+    drop(evicted);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pool_hands_back_freed_outputs_of_a_fitting_size() {
+        let len = POOL_MIN_BYTES / 4 + 1000;
+        let (mut a, fresh) = output::<f32>("x", len).unwrap();
+        assert!(fresh && a.iter().all(|&v| v.to_bits() == 0));
+        a.fill(7.0);
+        let ptr = a.as_ptr();
+        recycle(f32::into_buffer(a));
+        // Another type, or a size too small or too large for it, gets a fresh buffer.
+        assert!(output::<u16>("x", len * 2).unwrap().1);
+        assert!(output::<f32>("x", len * 2).unwrap().1);
+        assert!(output::<f32>("x", len / 2).unwrap().1);
+        // A little smaller: the same memory, its old values kept.
+        let (b, fresh) = output::<f32>("x", len - 10).unwrap();
+        assert!(
+            !fresh
+                && b.as_ptr() == ptr
+                && b.len() == len - 10
+                && b.iter().all(|&v| v.to_bits() == 7f32.to_bits())
+        );
+        recycle(f32::into_buffer(b));
+        // Larger, within the capacity: the new tail is zero.
+        let (c, fresh) = output::<f32>("x", len).unwrap();
+        assert!(!fresh && c.as_ptr() == ptr && c[len - 10..].iter().all(|&v| v.to_bits() == 0));
+        // Small outputs are never kept; the pool holds at most POOL_BUFFERS.
+        recycle(u8::into_buffer(vec![1; 100]));
+        assert!(output::<u8>("x", 100).unwrap().1);
+        for _ in 0..POOL_BUFFERS + 2 {
+            recycle(u8::into_buffer(vec![1; POOL_MIN_BYTES]));
+        }
+        assert!(with_pool(|pool| pool.len()).unwrap() <= POOL_BUFFERS);
+    }
 
     #[test]
     fn zeroed_buffers_and_refusals() {

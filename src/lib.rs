@@ -437,6 +437,109 @@ mod _native {
         ))
     }
 
+    /// The head of Pillow's `ImagingMemoryInstance` (`libImaging/Imaging.h`, Pillow 12 and
+    /// 13), as far as the row pointers and the fields that check them.
+    #[repr(C)]
+    struct ImagingHead {
+        mode: i32,
+        kind: i32,
+        depth: i32,
+        bands: i32,
+        xsize: i32,
+        ysize: i32,
+        palette: *mut c_void,
+        image8: *mut *mut u8,
+        image32: *mut *mut i32,
+        image: *mut *mut u8,
+        block: *mut u8,
+        blocks: *mut c_void,
+        pixelsize: i32,
+        linesize: i32,
+    }
+
+    /// The rows of an RGB or L Pillow image read in place through ``Image.getim()``, each
+    /// slice running to the end of the memory block holding it, and bytes per pixel.
+    ///
+    /// The struct layout is Pillow's; every field read is checked against what the image
+    /// must hold (its size, uint8 type, a pixel size and band count of RGB or L, the line
+    /// size, and the 8- or 32-bit row table equal to the raw one) before a row pointer is
+    /// followed, and Python enables this path only after a probe image read back equal
+    /// (`mmfast.image`), so a Pillow with another layout falls back to a copy.
+    ///
+    /// # Safety
+    /// `capsule` must belong to a Pillow image core that outlives the returned slices and
+    /// is not changed meanwhile.
+    unsafe fn pillow_rows<'a>(
+        capsule: &Bound<'_, PyCapsule>,
+        (h, w): (usize, usize),
+    ) -> PyResult<(Vec<&'a [u8]>, usize)> {
+        let bad = |why: &str| fail("image", "an RGB or L Pillow image (Image.getim())", why);
+        let ptr = capsule
+            .pointer_checked(Some(c"Pillow Imaging"))?
+            .cast::<ImagingHead>();
+        // SAFETY: the capsule holds a live Imaging struct by its name's contract; only its
+        // head, which every Pillow 12 or 13 image has, is read.
+        let head = unsafe { ptr.as_ref() };
+        let (channels, rows) = match (head.pixelsize, head.bands) {
+            (4, 3) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
+            (1, 1) if head.image8 == head.image => (1, head.image),
+            _ => return Err(bad("a pixel layout other than RGB's or L's")),
+        };
+        if usize::try_from(head.xsize).ok() != Some(w)
+            || usize::try_from(head.ysize).ok() != Some(h)
+            || head.kind != 0
+            || usize::try_from(head.linesize).ok() != w.checked_mul(channels)
+            || rows.is_null()
+        {
+            return Err(bad("a header that does not match its size"));
+        }
+        let line = w * channels;
+        // SAFETY: `image` points to `ysize` row pointers of `linesize` bytes each.
+        let starts = unsafe { std::slice::from_raw_parts(rows.cast_const(), h) };
+        if starts.iter().any(|p| p.is_null()) {
+            return Err(bad("a missing row"));
+        }
+        // Rows that follow each other in memory belong to one block: each row's slice runs
+        // to the end of its block, so vector loads past a row's end stay inside it.
+        let mut ends = vec![0usize; h];
+        for y in (0..h).rev() {
+            let start = starts[y] as usize;
+            ends[y] = if y + 1 < h && starts[y + 1] as usize == start + line {
+                ends[y + 1]
+            } else {
+                start + line
+            };
+        }
+        Ok((
+            starts
+                .iter()
+                .zip(ends)
+                // SAFETY: [start, end) is one or more consecutive rows of one block.
+                .map(|(&p, end)| unsafe { std::slice::from_raw_parts(p.cast_const(), end - p as usize) })
+                .collect(),
+            channels,
+        ))
+    }
+
+    /// (H, W, 3) uint8 RGB of an RGB or L Pillow image read in place through its
+    /// ``getim()`` capsule (``image`` is ``(capsule, (height, width), image.im)``); the
+    /// probe ``mmfast.image`` checks the layout with before batches read images this way.
+    #[pyfunction]
+    fn rgb_from_pillow<'py>(
+        py: Python<'py>,
+        image: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray3<u8>>> {
+        let input = Input::new(image)?;
+        let pixels = input.pixels()?;
+        let source = pixels.source()?;
+        let (h, w) = source.size();
+        let mut out = alloc::zeroed::<u8>("image", transforms::checked_len("image", &[h, w, 3])?)?;
+        detach(py, || source.write_rgb(&mut out))?;
+        Ok(Array::from_shape_vec((h, w, 3), out)
+            .expect("h * w * 3 bytes")
+            .into_pyarray(py))
+    }
+
     /// Oriented (H, W, 3) uint8 RGB from a Pillow image's Arrow export (RGB or L mode).
     ///
     /// ``capsules`` is ``image.__arrow_c_array__()``, ``size`` the image's ``(height,
@@ -482,19 +585,32 @@ mod _native {
         usize,
     );
 
-    /// A batch input: an (H, W, 3) uint8 array, or a Pillow image's Arrow export as
-    /// `(schema_capsule, array_capsule, (height, width))`, read in place.
+    /// A batch input: an (H, W, 3) uint8 array, a Pillow image's Arrow export as
+    /// `(schema_capsule, array_capsule, (height, width))`, or its rows as
+    /// `(getim_capsule, (height, width), image.im)` (the core object kept alive by the
+    /// tuple), all read in place.
     enum Input<'py> {
         Array(CowArray<'py, u8, Ix3>),
         Arrow(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>, (usize, usize)),
+        Rows(Vec<&'py [u8]>, usize, (usize, usize)),
     }
 
     impl<'py> Input<'py> {
         fn new(image: &'py Bound<'py, PyAny>) -> PyResult<Self> {
-            match image.extract::<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>, (usize, usize))>() {
-                Ok((schema, array, size)) => Ok(Self::Arrow(schema, array, size)),
-                Err(_) => Ok(Self::Array(rgb_image(image)?)),
+            if let Ok((schema, array, size)) =
+                image.extract::<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>, (usize, usize))>()
+            {
+                return Ok(Self::Arrow(schema, array, size));
             }
+            if let Ok((capsule, size, _core)) =
+                image.extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
+            {
+                // SAFETY: the tuple `image`, borrowed for 'py, holds the image core that owns
+                // the rows; like arrays, images must not change during the call.
+                let (rows, channels) = unsafe { pillow_rows(&capsule, size)? };
+                return Ok(Self::Rows(rows, channels, size));
+            }
+            Ok(Self::Array(rgb_image(image)?))
         }
 
         /// The pixels, their (height, width) and bytes per pixel.
@@ -502,8 +618,15 @@ mod _native {
             match self {
                 Self::Array(a) => Ok(Image {
                     pixels: a.as_slice().expect("standard layout"),
+                    rows: None,
                     channels: 3,
                     size: (a.shape()[0], a.shape()[1]),
+                }),
+                Self::Rows(rows, channels, size) => Ok(Image {
+                    pixels: &[],
+                    rows: Some(rows),
+                    channels: *channels,
+                    size: *size,
                 }),
                 Self::Arrow(schema, array, (h, w)) => {
                     let count = transforms::checked_len("size", &[*h, *w])?;
@@ -511,6 +634,7 @@ mod _native {
                     let (pixels, channels) = unsafe { arrow_pixels(schema, array, count)? };
                     Ok(Image {
                         pixels,
+                        rows: None,
                         channels,
                         size: (*h, *w),
                     })
@@ -654,7 +778,55 @@ mod _native {
         })
     }
 
-    fn run_typed<'py, T: numpy::Element + pipeline::Element + bytemuck::Zeroable>(
+    /// The memory of an output array from the pool (see `alloc::output`): its base object,
+    /// which gives the buffer back to the pool once numpy has let go of the array.
+    #[pyclass(module = "mmfast._native", frozen)]
+    struct PooledOutput {
+        buffer: std::sync::Mutex<Option<alloc::Buffer>>,
+    }
+
+    impl Drop for PooledOutput {
+        fn drop(&mut self) {
+            let buffer = self
+                .buffer
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            if let Some(buffer) = buffer {
+                alloc::recycle(buffer);
+            }
+        }
+    }
+
+    /// `values` as an array of `shape`: owned by numpy when small, else viewed through a
+    /// [`PooledOutput`] so that its memory serves a later output.
+    fn into_output<'py, T: numpy::Element + alloc::Pooled>(
+        py: Python<'py>,
+        values: Vec<T>,
+        shape: &[usize],
+    ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+        if values.len() * size_of::<T>() < alloc::POOL_MIN_BYTES {
+            return Ok(Array::from_shape_vec(IxDyn(shape), values)
+                .expect("length checked by run_batch")
+                .into_pyarray(py));
+        }
+        // SAFETY: `values` holds exactly prod(shape) initialised values (run_batch checked the
+        // length); moving the Vec into the container moves only its handle, never the heap
+        // memory the view points to, and the container is the array's base: the memory lives,
+        // unchanged in place, until NumPy drops the array and with it the container.
+        let view = unsafe { ndarray::ArrayViewD::from_shape_ptr(IxDyn(shape), values.as_ptr()) };
+        let container = Bound::new(
+            py,
+            PooledOutput {
+                buffer: std::sync::Mutex::new(Some(T::into_buffer(values))),
+            },
+        )?;
+        // SAFETY: as above: `container` owns the memory `view` points to and becomes the
+        // array's base.
+        Ok(unsafe { PyArrayDyn::borrow_from_array(&view, container.into_any()) })
+    }
+
+    fn run_typed<'py, T: numpy::Element + pipeline::Element + alloc::Pooled>(
         py: Python<'py>,
         images: &[Image<'_>],
         jobs: &[Job],
@@ -694,13 +866,19 @@ mod _native {
                 }
             })
             .collect();
-        let mut out = alloc::zeroed::<T>("shape", array_len::<T>(shape)?)?;
+        let len = array_len::<T>(shape)?;
+        // A pooled buffer holds old values: zero what no job writes (HF's zero padding).
+        let gaps = pipeline::unwritten(images, jobs, norms.len(), len)?;
+        let (mut out, zeroed) = alloc::output::<T>("shape", len)?;
         detach(py, || {
+            if !zeroed {
+                for gap in gaps {
+                    out[gap].fill(T::zeroed());
+                }
+            }
             pipeline::run_batch(images, jobs, &norms, &mut out, threads.0, threads.1)
         })??;
-        Ok(Array::from_shape_vec(IxDyn(shape), out)
-            .expect("length checked by run_batch")
-            .into_pyarray(py))
+        into_output(py, out, shape)
     }
 
     /// Run a batch of jobs into a new array of ``shape`` with the GIL released once

@@ -7,17 +7,18 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
-use crate::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
-use crate::resize::{resize_rgb, Filter};
+use crate::image::{crop_rgb, pad_rgb, Rect};
+use crate::resize::{resize_rgb, resize_source, Filter, Source};
 use crate::torch_float::{resize_float_rgb, resize_mapped_planes, FloatMode};
-use crate::torch_resize::{resize_torch_rgb, TorchMode};
+use crate::torch_resize::{resize_torch_rgb, resize_torch_source, TorchMode};
 use crate::transforms::{
-    checked_len, crop_and_normalize, normalize_into_canvas, normalize_to_hwc_patches, normalize_to_patches,
-    normalize_to_strip, Normalize, Patches, Window,
+    checked_len, crop_and_normalize, normalize_into_canvas, normalize_source_to_patches,
+    normalize_to_hwc_patches, normalize_to_patches, normalize_to_strip, Normalize, Patches, Window,
 };
 use crate::workers;
 
@@ -58,6 +59,19 @@ impl Resize {
             Resize::TorchFloat(mode, one_thread, to) => {
                 resize_float_rgb(src, size, dst, to, mode, one_thread)
             }
+        }
+    }
+
+    /// [`Resize::run`] from any [`Source`]: Pillow's and torchvision's uint8 resizes read
+    /// RGBX rows in place (see [`Source`]); the others read the packed RGB pixels.
+    ///
+    /// # Errors
+    /// As [`Resize::run`].
+    pub fn run_source(self, src: Source<'_>, dst: &mut [u8]) -> Result<(), TransformError> {
+        match self {
+            Resize::Pillow(filter, to) => resize_source(src, dst, to, filter),
+            Resize::Torch(mode, antialias, to) => resize_torch_source(src, dst, to, mode, antialias),
+            Resize::Keep | Resize::TorchFloat(..) => self.run(&src.to_rgb()?, src.size(), dst),
         }
     }
 }
@@ -142,15 +156,32 @@ impl Element for u8 {
 }
 
 /// An input image: HWC u8 pixels, `channels` bytes each (3: RGB, 4: Pillow's RGBX
-/// layout, 1: grayscale), rows contiguous. Packed into RGB on the batch's threads.
+/// layout, 1: grayscale), rows back to back in `pixels` or, when `rows` is given, one slice
+/// per row (see [`Source::rows`]). A resize that starts with a horizontal pass reads RGB
+/// and RGBX in place; anything else packs the image into RGB once, on the batch's threads.
 #[derive(Clone, Copy, Debug)]
 pub struct Image<'a> {
-    /// The pixels.
+    /// The pixels, rows back to back (empty when `rows` is given).
     pub pixels: &'a [u8],
+    /// One slice per row instead, each running to the end of its memory block.
+    pub rows: Option<&'a [&'a [u8]]>,
     /// Bytes per pixel: 1, 3 or 4.
     pub channels: usize,
     /// (height, width).
     pub size: (usize, usize),
+}
+
+impl<'a> Image<'a> {
+    /// The pixels as a resize source.
+    ///
+    /// # Errors
+    /// A channel count, size or buffer length that do not agree.
+    pub fn source(&self) -> Result<Source<'a>, TransformError> {
+        match self.rows {
+            Some(rows) => Source::rows(rows, self.channels, self.size),
+            None => Source::packed(self.pixels, self.channels, self.size),
+        }
+    }
 }
 
 /// A canvas of `size` = (height, width) filled with the RGB colour `fill`, the pixels
@@ -311,23 +342,27 @@ impl Job {
         Ok(vec![(0, len)])
     }
 
-    /// Crop, resize and pad `src` (HWC RGB of `size`): `None` when nothing changes it.
-    fn prepare(&self, src: &[u8], size: (usize, usize)) -> Result<Option<Owned>, TransformError> {
-        let mut pixels: Cow<'_, [u8]> = Cow::Borrowed(src);
-        let mut size = size;
+    /// Crop, resize and pad `src`: `None` when nothing changes it (the caller then reads
+    /// `src` packed to RGB).
+    fn prepare(&self, src: Source<'_>) -> Result<Option<Owned>, TransformError> {
+        let mut size = src.size();
+        let mut owned: Option<Vec<u8>> = None;
         if let Some(rect) = self.crop {
             if (rect.height, rect.width) != size {
                 let mut out = zeroed("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
-                crop_rgb(&pixels, size, rect, &mut out)?;
-                (pixels, size) = (Cow::Owned(out), (rect.height, rect.width));
+                crop_rgb(&src.to_rgb()?, size, rect, &mut out)?;
+                (owned, size) = (Some(out), (rect.height, rect.width));
             }
         }
         match self.resize {
             // Pillow and torchvision return the input unchanged for an unchanged size.
             Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) if to != size => {
                 let mut out = zeroed("jobs", checked_len("jobs", &[to.0, to.1, 3])?)?;
-                self.resize.run(&pixels, size, &mut out)?;
-                (pixels, size) = (Cow::Owned(out), to);
+                match &owned {
+                    Some(pixels) => self.resize.run(pixels, size, &mut out)?,
+                    None => self.resize.run_source(src, &mut out)?,
+                }
+                (owned, size) = (Some(out), to);
             }
             _ => {}
         }
@@ -339,14 +374,14 @@ impl Job {
         {
             if canvas != size {
                 let mut out = zeroed("jobs", checked_len("jobs", &[canvas.0, canvas.1, 3])?)?;
-                pad_rgb(&pixels, size, canvas, at, fill, &mut out)?;
-                (pixels, size) = (Cow::Owned(out), canvas);
+                match &owned {
+                    Some(pixels) => pad_rgb(pixels, size, canvas, at, fill, &mut out)?,
+                    None => pad_rgb(&src.to_rgb()?, size, canvas, at, fill, &mut out)?,
+                }
+                (owned, size) = (Some(out), canvas);
             }
         }
-        Ok(match pixels {
-            Cow::Borrowed(_) => None,
-            Cow::Owned(v) => Some((v, size)),
-        })
+        Ok(owned.map(|v| (v, size)))
     }
 
     /// Writes this job's layout of `pixels` (HWC RGB of `size`) into its output ranges
@@ -431,6 +466,45 @@ pub fn run_batch<T: Element>(
     threads: usize,
     pool_threads: usize,
 ) -> Result<(), TransformError> {
+    let ranges = output_ranges(images, jobs, norms.len(), dst.len())?;
+    let slots = split_output(dst, ranges, jobs.len())?;
+    // One group per image, its jobs in order.
+    let mut groups: Vec<Group<'_, T>> = Vec::new();
+    let mut group_of = HashMap::new();
+    for (j, mut slot) in slots.into_iter().enumerate() {
+        let g = *group_of.entry(jobs[j].image).or_insert_with(|| {
+            groups.push((jobs[j].image, Vec::new()));
+            groups.len() - 1
+        });
+        // In the layout's order (the output's order differs for a strip's rows).
+        slot.sort_unstable_by_key(|&(k, _)| k);
+        groups[g].1.push((j, slot.into_iter().map(|(_, s)| s).collect()));
+    }
+    // Each task takes its group once; the results are read in image order, so the error
+    // reported does not depend on the threads.
+    let tasks: Vec<Mutex<Option<Group<'_, T>>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
+    let results: Vec<Mutex<Result<(), TransformError>>> = tasks.iter().map(|_| Mutex::new(Ok(()))).collect();
+    workers::run(threads, pool_threads, tasks.len(), &|g| {
+        let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((image, group)) = taken {
+            *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
+                run_image(images, image, jobs, group, norms);
+        }
+    });
+    results
+        .into_iter()
+        .try_for_each(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// The output ranges `jobs` write, as `(start, end, job, k)` with `k` the range's place in
+/// the job's layout, every job checked against `images`, `tables` tables and an output of
+/// `out_len` values (overlaps are [`split_output`]'s to find).
+fn output_ranges(
+    images: &[Image<'_>],
+    jobs: &[Job],
+    tables: usize,
+    out_len: usize,
+) -> Result<Vec<(usize, usize, usize, usize)>, TransformError> {
     // Sizes first, so every range is known (and checked) before any pixel work.
     let mut sizes = Vec::with_capacity(jobs.len());
     let mut ranges = Vec::with_capacity(jobs.len());
@@ -468,10 +542,10 @@ pub fn run_batch<T: Element>(
                 ));
             }
         }
-        if job.table >= norms.len() {
+        if job.table >= tables {
             return Err(invalid(
                 "jobs",
-                format!("a table index below {}", norms.len()),
+                format!("a table index below {tables}"),
                 job.table,
             ));
         }
@@ -480,11 +554,11 @@ pub fn run_batch<T: Element>(
                 .offset
                 .checked_add(start)
                 .and_then(|s| s.checked_add(len))
-                .filter(|&end| end <= dst.len())
+                .filter(|&end| end <= out_len)
                 .ok_or_else(|| {
                     invalid(
                         "jobs",
-                        format!("outputs inside the {} output values", dst.len()),
+                        format!("outputs inside the {out_len} output values"),
                         format!("{len} values at {} + {start}", job.offset),
                     )
                 })?;
@@ -494,33 +568,34 @@ pub fn run_batch<T: Element>(
         }
         sizes.push(size);
     }
-    let slots = split_output(dst, ranges, jobs.len())?;
-    // One group per image, its jobs in order.
-    let mut groups: Vec<Group<'_, T>> = Vec::new();
-    let mut group_of = HashMap::new();
-    for (j, mut slot) in slots.into_iter().enumerate() {
-        let g = *group_of.entry(jobs[j].image).or_insert_with(|| {
-            groups.push((jobs[j].image, Vec::new()));
-            groups.len() - 1
-        });
-        // In the layout's order (the output's order differs for a strip's rows).
-        slot.sort_unstable_by_key(|&(k, _)| k);
-        groups[g].1.push((j, slot.into_iter().map(|(_, s)| s).collect()));
-    }
-    // Each task takes its group once; the results are read in image order, so the error
-    // reported does not depend on the threads.
-    let tasks: Vec<Mutex<Option<Group<'_, T>>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
-    let results: Vec<Mutex<Result<(), TransformError>>> = tasks.iter().map(|_| Mutex::new(Ok(()))).collect();
-    workers::run(threads, pool_threads, tasks.len(), &|g| {
-        let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some((image, group)) = taken {
-            *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
-                run_image(images, image, jobs, group, norms);
+    Ok(ranges)
+}
+
+/// The parts of an output of `len` values that no job of the batch writes (left as they
+/// are by [`run_batch`]: zero in a fresh output), every job checked as there.
+///
+/// # Errors
+/// As [`run_batch`]'s checks before any pixel work.
+pub fn unwritten(
+    images: &[Image<'_>],
+    jobs: &[Job],
+    tables: usize,
+    len: usize,
+) -> Result<Vec<Range<usize>>, TransformError> {
+    let mut ranges = output_ranges(images, jobs, tables, len)?;
+    ranges.sort_unstable();
+    let mut gaps = Vec::new();
+    let mut at = 0;
+    for (start, end, _, _) in ranges {
+        if start > at {
+            gaps.push(at..start);
         }
-    });
-    results
-        .into_iter()
-        .try_for_each(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
+        at = at.max(end);
+    }
+    if at < len {
+        gaps.push(at..len);
+    }
+    Ok(gaps)
 }
 
 /// `dst` cut into the ranges of each of `jobs` jobs, given as `(start, end, job, k)` with
@@ -550,8 +625,9 @@ fn split_output<T>(
     Ok(slots)
 }
 
-/// One image's jobs, in order: the image is packed into RGB once, each job's pixels
-/// are kept while a later job of the image may read them.
+/// One image's jobs, in order: the image is packed into RGB once, when a job first needs
+/// it packed (a first resize reads it in place); each job's pixels are kept while a later
+/// job of the image may read them.
 fn run_image<T: Element>(
     images: &[Image<'_>],
     index: usize,
@@ -560,25 +636,57 @@ fn run_image<T: Element>(
     norms: &[Normalize<T>],
 ) -> Result<(), TransformError> {
     let image = &images[index];
-    let rgb = packed(image)?;
+    let input = image.source()?;
+    let mut rgb: Option<Cow<'_, [u8]>> = None;
     let mut pixels: HashMap<usize, Pixels> = HashMap::new();
     let read_later: HashSet<usize> = group.iter().filter_map(|&(j, _)| jobs[j].source).collect();
     for (j, mut slot) in group {
         let job = &jobs[j];
-        let (src, size) = resolve(&pixels, (&rgb, image.size), job.source);
-        let prepared = job.prepare(src, size)?;
-        let (first, size): (&[u8], _) = match &prepared {
-            Some((v, size)) => (v, *size),
-            None => (src, size),
+        let prepared = if job.source.is_none() {
+            job.prepare(input)?
+        } else {
+            if reads_input(&pixels, job.source) && rgb.is_none() {
+                rgb = Some(input.to_rgb()?);
+            }
+            let (src, size) = resolve(
+                &pixels,
+                (rgb.as_deref().unwrap_or_default(), image.size),
+                job.source,
+            );
+            job.prepare(Source::packed(src, 3, size)?)?
         };
-        if !slot.is_empty() {
+        // Patch rows of the unchanged input read it where it is (a Pillow image at a size the
+        // model keeps needs no packed copy).
+        let in_place = prepared.is_none()
+            && job.source.is_none()
+            && job.frames.is_empty()
+            && rgb.is_none()
+            && input.as_rgb().is_none()
+            && matches!(job.layout, Some(Layout::Patches(_)));
+        if in_place {
+            if let (Some(Layout::Patches(p)), [dst]) = (&job.layout, &mut slot[..]) {
+                normalize_source_to_patches(input, *p, &norms[job.table], dst)?;
+            }
+        } else if !slot.is_empty() {
+            if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
+                rgb = Some(input.to_rgb()?);
+            }
+            let (src, size) = resolve(
+                &pixels,
+                (rgb.as_deref().unwrap_or_default(), image.size),
+                job.source,
+            );
+            let (first, size): (&[u8], _) = match &prepared {
+                Some((v, size)) => (v, *size),
+                None => (src, size),
+            };
             // A video's further frames, prepared as the first one was.
             let mut others = Vec::with_capacity(job.frames.len());
             for &f in &job.frames {
-                let frame = packed(&images[f])?;
-                others.push(match job.prepare(&frame, images[f].size)? {
+                let frame = images[f].source()?;
+                others.push(match job.prepare(frame)? {
                     Some((v, _)) => Cow::Owned(v),
-                    None => frame,
+                    None => frame.to_rgb()?,
                 });
             }
             let frames: Vec<&[u8]> = std::iter::once(first)
@@ -587,6 +695,9 @@ fn run_image<T: Element>(
             job.write(&frames, size, &norms[job.table], &mut slot)?;
         }
         if read_later.contains(&j) {
+            if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
+                rgb = Some(input.to_rgb()?);
+            }
             let kept = match (prepared, job.source) {
                 (Some((v, size)), _) => Pixels::Owned(v, size),
                 (None, None) => Pixels::Input,
@@ -598,20 +709,15 @@ fn run_image<T: Element>(
     Ok(())
 }
 
-/// An input image's pixels as packed RGB (borrowed when they already are).
-fn packed<'a>(image: &Image<'a>) -> Result<Cow<'a, [u8]>, TransformError> {
-    if image.channels == 3 {
-        return Ok(Cow::Borrowed(image.pixels));
+/// Whether `source` (a job, or the input image when `None`) resolves to the input image.
+fn reads_input(pixels: &HashMap<usize, Pixels>, mut source: Option<usize>) -> bool {
+    loop {
+        match source.map(|k| &pixels[&k]) {
+            None | Some(Pixels::Input) => return true,
+            Some(Pixels::Owned(..)) => return false,
+            Some(Pixels::Same(k)) => source = Some(*k),
+        }
     }
-    let mut out = zeroed("image", checked_len("image", &[image.size.0, image.size.1, 3])?)?;
-    to_rgb_oriented(
-        image.pixels,
-        image.channels,
-        image.size,
-        Orientation::Identity,
-        &mut out,
-    )?;
-    Ok(Cow::Owned(out))
 }
 
 /// The pixels `source` (a job, or the input image when `None`) left for later jobs.
@@ -679,7 +785,7 @@ mod tests {
     /// Runs one job alone on its own pixels: what the batch must reproduce.
     fn alone(src: &[u8], size: (usize, usize), job: &Job, norm: &Normalize<f32>) -> Vec<f32> {
         let (pixels, psize) = job
-            .prepare(src, size)
+            .prepare(Source::packed(src, 3, size).unwrap())
             .unwrap()
             .unwrap_or_else(|| (src.to_vec(), size));
         let mut out = vec![f32::NAN; output_len(job, psize)];
@@ -700,6 +806,7 @@ mod tests {
             .map(|(pixels, size)| Image {
                 pixels,
                 channels: 3,
+                rows: None,
                 size: *size,
             })
             .collect();
@@ -772,6 +879,7 @@ mod tests {
         let image = Image {
             pixels: &src,
             channels: 3,
+            rows: None,
             size: (40, 60),
         };
         let rect = Rect {
@@ -873,6 +981,7 @@ mod tests {
             .map(|pixels| Image {
                 pixels,
                 channels: 3,
+                rows: None,
                 size: (30, 40),
             })
             .collect();
@@ -940,6 +1049,7 @@ mod tests {
         let image = Image {
             pixels: &src,
             channels: 3,
+            rows: None,
             size: (700, 500),
         };
         for (resize, (h, w)) in [
@@ -960,31 +1070,84 @@ mod tests {
     #[test]
     fn rgbx_and_gray_sources_are_packed_like_rgb() {
         let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
-        let rgb = pattern(31, 45, 7);
+        let rgb = pattern(32, 44, 7);
         let rgbx: Vec<u8> = rgb
             .chunks_exact(3)
             .flat_map(|p| [p[0], p[1], p[2], 255])
             .collect();
         let gray: Vec<u8> = rgb.iter().step_by(3).copied().collect();
         let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v, v, v]).collect();
-        let jobs = [job(
-            0,
-            Resize::Pillow(Filter::Bicubic, (20, 60)),
-            Layout::Patches(PATCHES),
-            0,
-        )];
-        let run = |pixels: &[u8], channels| {
-            let image = Image {
-                pixels,
-                channels,
-                size: (31, 45),
-            };
-            let mut out = vec![0f32; output_len(&jobs[0], (20, 60))];
-            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
-            out
+        // Rows in blocks of 7, as Pillow keeps a large image: each slice runs to its block's end.
+        let rows_of = |pixels: &[u8], c: usize| -> Vec<Vec<u8>> {
+            pixels.chunks(7 * 44 * c).map(<[u8]>::to_vec).collect()
         };
-        assert_eq!(run(&rgbx, 4), run(&rgb, 3));
-        assert_eq!(run(&gray, 1), run(&gray_rgb, 3));
+        let (rgbx_blocks, gray_blocks) = (rows_of(&rgbx, 4), rows_of(&gray, 1));
+        let slices = |blocks: &[Vec<u8>], c: usize| -> Vec<Vec<u8>> {
+            blocks
+                .iter()
+                .flat_map(|b| (0..b.len() / (44 * c)).map(move |r| b[r * 44 * c..].to_vec()))
+                .collect()
+        };
+        let (rgbx_rows, gray_rows) = (slices(&rgbx_blocks, 4), slices(&gray_blocks, 1));
+        let pillow = Resize::Pillow(Filter::Bicubic, (20, 60));
+        let torch = Resize::Torch(TorchMode::Bicubic, true, (12, 17));
+        let mut cropped = job(0, pillow, Layout::Patches(PATCHES), 0);
+        cropped.crop = Some(Rect {
+            top: 3,
+            left: 5,
+            height: 20,
+            width: 30,
+        });
+        let mut padded = job(0, torch, Layout::Windows(vec![window(0, 0, 14, 20)]), 0);
+        padded.pad = Some(Pad {
+            size: (14, 20),
+            at: (1, 2),
+            fill: [1, 2, 3],
+        });
+        // A first job without a layout, then one reading the input through it.
+        let mut chained = job(0, Resize::Keep, Layout::Windows(vec![window(2, 3, 8, 9)]), 0);
+        chained.source = Some(0);
+        let batches = [
+            // The input as it is: patch rows read RGBX and grayscale in place.
+            vec![job(0, Resize::Keep, Layout::Patches(PATCHES), 0)],
+            vec![job(0, pillow, Layout::Patches(PATCHES), 0)],
+            vec![job(0, torch, Layout::Windows(vec![window(0, 0, 12, 17)]), 0)],
+            vec![cropped],
+            vec![padded],
+            vec![
+                Job {
+                    layout: None,
+                    ..job(0, Resize::Keep, Layout::Patches(PATCHES), 0)
+                },
+                chained,
+            ],
+        ];
+        for jobs in &batches {
+            let run = |pixels: &[u8], rows: Option<&[&[u8]]>, channels| {
+                let image = Image {
+                    pixels,
+                    channels,
+                    rows,
+                    size: (32, 44),
+                };
+                let sizes = jobs.iter().scan((32, 44), |size, j| {
+                    *size = j.pixel_size(*size).unwrap();
+                    Some(*size)
+                });
+                let len = jobs.iter().zip(sizes).map(|(j, size)| output_len(j, size)).sum();
+                let mut out = vec![0f32; len];
+                run_batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+                out
+            };
+            let want = run(&rgb, None, 3);
+            let rgbx_rows: Vec<&[u8]> = rgbx_rows.iter().map(Vec::as_slice).collect();
+            let gray_rows: Vec<&[u8]> = gray_rows.iter().map(Vec::as_slice).collect();
+            assert_eq!(run(&rgbx, None, 4), want);
+            assert_eq!(run(&[], Some(&rgbx_rows), 4), want);
+            let want = run(&gray_rgb, None, 3);
+            assert_eq!(run(&gray, None, 1), want);
+            assert_eq!(run(&[], Some(&gray_rows), 1), want);
+        }
     }
 
     /// The normalised value of channel `c` of pixel (y, x) of an HWC image of width `w`.
@@ -1011,6 +1174,7 @@ mod tests {
         let image = Image {
             pixels: &src,
             channels: 3,
+            rows: None,
             size: (12, 8),
         };
         let one_job = [Job {
@@ -1035,6 +1199,7 @@ mod tests {
         let image = Image {
             pixels: &src,
             channels: 3,
+            rows: None,
             size: (30, 41),
         };
         let canvas = Job {
@@ -1069,7 +1234,10 @@ mod tests {
                 3 * 64,
             )
         };
-        let (pixels, size) = canvas.prepare(&src, (30, 41)).unwrap().unwrap();
+        let (pixels, size) = canvas
+            .prepare(Source::packed(&src, 3, (30, 41)).unwrap())
+            .unwrap()
+            .unwrap();
         assert_eq!(size, (24, 32));
         let mut want = vec![0f32; 3 * 64];
         resize_mapped_planes(
@@ -1117,6 +1285,7 @@ mod tests {
         let image = Image {
             pixels: &src,
             channels: 3,
+            rows: None,
             size: (19, 23),
         };
         let identity = Normalize::from_tables([std::array::from_fn(|x| x as u8); 3]);
@@ -1241,6 +1410,7 @@ mod tests {
         let image = Image {
             pixels: &src,
             channels: 3,
+            rows: None,
             size: (12, w),
         };
         let run = 12 / p * w;

@@ -12,11 +12,166 @@
 //! Both passes work on a range of rows and only borrow their taps, so a caller
 //! can split either of them across threads.
 
+use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
 use crate::workers;
+
+/// The pixels a resize reads: `size` = (height, width) HWC rows of `channels` bytes a
+/// pixel (3: RGB; 4: Pillow's RGBX, whose fourth byte is never read; 1: grayscale), either
+/// back to back or one slice per row (Pillow keeps an image over 16 MiB in several blocks).
+///
+/// The horizontal pass reads RGB and RGBX rows where they are, so a Pillow image costs no
+/// packing copy when its resize starts with that pass; every other pass reads packed RGB
+/// and gets a copy first.
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    rows: Rows<'a>,
+    channels: usize,
+    size: (usize, usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Rows<'a> {
+    /// Rows back to back.
+    Packed(&'a [u8]),
+    /// One slice per row, from its first byte to the end of the memory run holding it.
+    Each(&'a [&'a [u8]]),
+}
+
+impl<'a> Source<'a> {
+    /// Rows back to back: `pixels` holds exactly `h * w * channels` bytes.
+    ///
+    /// # Errors
+    /// An empty size, a channel count other than 1, 3 or 4, or a length that does not match.
+    pub fn packed(pixels: &'a [u8], channels: usize, size: (usize, usize)) -> Result<Self, TransformError> {
+        let len = Self::row_len(channels, size)?
+            .checked_mul(size.0)
+            .ok_or_else(|| invalid("size", "a size whose byte count fits", format!("{size:?}")))?;
+        if pixels.len() != len {
+            return Err(invalid(
+                "image",
+                format!("{len} bytes for size {size:?} and {channels} channels"),
+                pixels.len(),
+            ));
+        }
+        Ok(Self {
+            rows: Rows::Packed(pixels),
+            channels,
+            size,
+        })
+    }
+
+    /// One slice per row, each from the row's first byte to the end of the memory that
+    /// can be read with it (at least one row: `w * channels` bytes). The horizontal pass's
+    /// vector loads may read past a row within its slice, into bytes its taps ignore.
+    ///
+    /// # Errors
+    /// As [`Source::packed`], or a row count or row slice too short.
+    pub fn rows(rows: &'a [&'a [u8]], channels: usize, size: (usize, usize)) -> Result<Self, TransformError> {
+        let row = Self::row_len(channels, size)?;
+        if rows.len() != size.0 || rows.iter().any(|r| r.len() < row) {
+            return Err(invalid(
+                "image",
+                format!("{} rows of at least {row} bytes", size.0),
+                format!("{} rows", rows.len()),
+            ));
+        }
+        Ok(Self {
+            rows: Rows::Each(rows),
+            channels,
+            size,
+        })
+    }
+
+    fn row_len(channels: usize, (h, w): (usize, usize)) -> Result<usize, TransformError> {
+        if !matches!(channels, 1 | 3 | 4) {
+            return Err(invalid("channels", "1, 3 or 4 bytes per pixel", channels));
+        }
+        if h == 0 || w == 0 {
+            return Err(invalid("size", "nonzero height and width", format!("({h}, {w})")));
+        }
+        w.checked_mul(channels)
+            .ok_or_else(|| invalid("size", "a size whose byte count fits", format!("({h}, {w})")))
+    }
+
+    /// (height, width).
+    #[must_use]
+    pub fn size(&self) -> (usize, usize) {
+        self.size
+    }
+
+    /// Bytes per pixel.
+    #[must_use]
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Row `y` and the bytes after it in the same memory run.
+    fn tail(&self, y: usize) -> &'a [u8] {
+        match self.rows {
+            Rows::Packed(p) => &p[y * self.size.1 * self.channels..],
+            Rows::Each(rows) => rows[y],
+        }
+    }
+
+    /// Row `y`'s bytes.
+    #[must_use]
+    pub fn row(&self, y: usize) -> &'a [u8] {
+        &self.tail(y)[..self.size.1 * self.channels]
+    }
+
+    /// The pixels, if they already are packed RGB.
+    #[must_use]
+    pub fn as_rgb(&self) -> Option<&'a [u8]> {
+        match self.rows {
+            Rows::Packed(p) if self.channels == 3 => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The pixels as packed HWC RGB into `dst` (`h * w * 3` bytes); grayscale repeats
+    /// its value into R, G and B.
+    ///
+    /// # Panics
+    /// When `dst` has another length.
+    pub fn write_rgb(&self, dst: &mut [u8]) {
+        let (h, w) = self.size;
+        assert_eq!(dst.len(), h * w * 3, "dst holds the packed RGB pixels");
+        for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+            let row = self.row(y);
+            match self.channels {
+                3 => out.copy_from_slice(row),
+                4 => {
+                    for (o, p) in out.chunks_exact_mut(3).zip(row.chunks_exact(4)) {
+                        o.copy_from_slice(&p[..3]);
+                    }
+                }
+                _ => {
+                    for (o, &p) in out.chunks_exact_mut(3).zip(row) {
+                        o.fill(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The pixels as packed HWC RGB: borrowed when they already are, else copied once.
+    ///
+    /// # Errors
+    /// [`TransformError::OutOfMemory`] when the copy cannot be allocated.
+    pub fn to_rgb(&self) -> Result<Cow<'a, [u8]>, TransformError> {
+        if let Some(rgb) = self.as_rgb() {
+            return Ok(Cow::Borrowed(rgb));
+        }
+        let mut out = zeroed("image", self.size.0 * self.size.1 * 3)?;
+        self.write_rgb(&mut out);
+        Ok(Cow::Owned(out))
+    }
+}
 
 /// A filter's weight as a function of the distance from the sample centre.
 type Weight = fn(f64) -> f64;
@@ -149,16 +304,53 @@ pub fn resize_rgb_with(
     backend: Backend,
 ) -> Result<(), TransformError> {
     check_buffers(src, src_size, dst, dst_size)?;
+    resize_source_with(Source::packed(src, 3, src_size)?, dst, dst_size, filter, backend)
+}
+
+/// [`resize_rgb`] from any [`Source`] (RGBX or grayscale, packed or row by row): the
+/// same bytes as resizing its packed RGB pixels.
+///
+/// # Errors
+/// As [`resize_rgb`].
+pub fn resize_source(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    filter: Filter,
+) -> Result<(), TransformError> {
+    resize_source_with(src, dst, dst_size, filter, Backend::Auto)
+}
+
+/// [`resize_source`] on a chosen [`Backend`].
+///
+/// # Errors
+/// As [`resize_rgb_with`].
+pub fn resize_source_with(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    filter: Filter,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    let len = rgb_len("dst_size", dst_size)?;
+    if dst.len() != len {
+        return Err(invalid(
+            "dst",
+            format!("{len} bytes for {}x{}x3", dst_size.0, dst_size.1),
+            format!("{} bytes", dst.len()),
+        ));
+    }
     let kernel = Kernel::select(backend)?;
+    let src_size = src.size();
     if src_size == dst_size {
         // Image.resize returns a copy before any filter runs.
-        dst.copy_from_slice(src);
+        src.write_rgb(dst);
         return Ok(());
     }
     match filter.convolution() {
-        None => nearest(src, src_size, dst, dst_size),
+        None => nearest(&src.to_rgb()?, src_size, dst, dst_size),
         Some((support, weight)) => {
-            convolve(kernel, src, src_size, dst, dst_size, support, weight);
+            convolve(kernel, src, dst, dst_size, filter, support, weight)?;
         }
     }
     Ok(())
@@ -397,69 +589,140 @@ impl Coeffs {
 /// horizontal when the height shrinks much more than the width.
 fn convolve(
     kernel: Kernel,
-    src: &[u8],
-    (h, w): (usize, usize),
+    src: Source<'_>,
     dst: &mut [u8],
     (h2, w2): (usize, usize),
+    filter: Filter,
     support: f64,
     weight: Weight,
-) {
+) -> Result<(), TransformError> {
+    let (h, w) = src.size();
     // Pillow 13 runs the vertical pass first when the height loses more than
     // twice as many pixels as the width; the order changes the clipped
     // intermediate and therefore the result.
     // With d = w - w2 (maybe negative), Pillow tests h - h2 > 2 * d in int.
     let vertical_first = h > h2 && (w2 >= w || (h - h2 - 1) / 2 >= w - w2);
-    let horizontal = (w2 != w).then(|| Coeffs::new(w, w2, support, weight));
-    let vertical = (h2 != h).then(|| Coeffs::new(h, h2, support, weight));
-    separable(kernel, src, (h, w), dst, horizontal, vertical, vertical_first);
+    let make = |n: usize, n2: usize| Ok(Coeffs::new(n, n2, support, weight));
+    separable(
+        kernel,
+        src,
+        dst,
+        (h2, w2),
+        Taps::Pillow(filter),
+        &make,
+        vertical_first,
+    )
 }
 
-/// Runs two separable passes from `src` of `(h, w)` into `dst`, whose size
-/// is given by the tables' output lengths; `None` skips the pass of an axis
-/// whose size is unchanged (both `None` copies `src`).
+/// What a table of taps is built for, besides its two sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Taps {
+    /// Pillow's filter.
+    Pillow(Filter),
+    /// torchvision's mode and antialiasing.
+    Torch(crate::torch_resize::TorchMode, bool),
+}
+
+/// Tables kept per kind: a server resizes the same few sizes again and again, and building
+/// them took about 25 us of a 64x48 image's 0.3 ms through LLaVA-1.5 (perf, 2-core VM).
+const CACHED_TABLES: usize = 16;
+
+/// Recently built tables by what they were built from, oldest first.
+type Cache<K, V> = Mutex<Vec<(K, Arc<V>)>>;
+
+static HORIZONTAL_TABLES: Cache<(Kernel, Taps, usize, usize), Horizontal> = Mutex::new(Vec::new());
+static VERTICAL_TABLES: Cache<(Taps, usize, usize), Coeffs> = Mutex::new(Vec::new());
+
+/// The table for `key` from `cache`, made by `make` (outside the lock) if absent; the
+/// oldest entry goes when the cache is full.
+fn cached<K: Copy + PartialEq, V>(
+    cache: &Cache<K, V>,
+    key: K,
+    make: impl FnOnce() -> Result<V, TransformError>,
+) -> Result<Arc<V>, TransformError> {
+    let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, table)) = lock().iter().find(|(k, _)| *k == key) {
+        return Ok(Arc::clone(table));
+    }
+    let table = Arc::new(make()?);
+    let mut entries = lock();
+    if entries.len() >= CACHED_TABLES {
+        entries.remove(0);
+    }
+    entries.push((key, Arc::clone(&table)));
+    Ok(table)
+}
+
+/// Runs two separable passes from `src` into `dst` of `(h2, w2)`, each with the table
+/// `make(in, out)` builds for its axis (kept for later resizes of the same sizes and
+/// `taps`); an axis whose size is unchanged is skipped (both: a copy of `src`).
 ///
 /// The horizontal pass runs first unless `vertical_first`; it then covers
-/// only the source rows the vertical pass reads, which changes no byte.
+/// only the source rows the vertical pass reads, which changes no byte. It reads RGB and
+/// RGBX rows in place; any other first pass reads `src` packed to RGB first.
+///
+/// # Errors
+/// What `make` returns, or [`TransformError::OutOfMemory`] when a buffer cannot be
+/// allocated.
 pub(crate) fn separable(
     kernel: Kernel,
-    src: &[u8],
-    (h, w): (usize, usize),
+    src: Source<'_>,
     dst: &mut [u8],
-    horizontal: Option<Coeffs>,
-    vertical: Option<Coeffs>,
+    (h2, w2): (usize, usize),
+    taps: Taps,
+    make: &dyn Fn(usize, usize) -> Result<Coeffs, TransformError>,
     vertical_first: bool,
-) {
-    let w2 = horizontal.as_ref().map_or(w, Coeffs::out_len);
+) -> Result<(), TransformError> {
+    let (h, w) = src.size();
+    let horizontal = (w2 != w)
+        .then(|| {
+            cached(&HORIZONTAL_TABLES, (kernel, taps, w, w2), || {
+                Ok(Horizontal::new(kernel, make(w, w2)?))
+            })
+        })
+        .transpose()?;
+    let vertical = (h2 != h)
+        .then(|| cached(&VERTICAL_TABLES, (taps, h, h2), || make(h, h2)))
+        .transpose()?;
+    let horizontal_first = horizontal.is_some() && !(vertical.is_some() && vertical_first);
+    let packed: Cow<'_, [u8]>;
+    let src = if horizontal_first && matches!(src.channels(), 3 | 4) {
+        src
+    } else {
+        packed = src.to_rgb()?;
+        Source::packed(&packed, 3, (h, w))?
+    };
+    let rgb = || src.as_rgb().expect("packed above");
     let vertical_pass = |coeffs: &Coeffs, band: &[u8], band_first: usize, width: usize, out: &mut [u8]| {
         by_bands(0..coeffs.out_len(), out, width * 3, |rows, chunk| {
             vertical_rows(kernel, band, band_first, width, coeffs, rows, chunk);
         });
     };
-    let horizontal = horizontal.map(|coeffs| Horizontal::new(kernel, coeffs));
-    let horizontal_pass = |plan: &Horizontal, src: &[u8], rows: Range<usize>, out: &mut [u8]| {
+    let horizontal_pass = |plan: &Horizontal, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]| {
         by_bands(rows, out, w2 * 3, |rows, chunk| {
-            plan.run(src, w, rows, chunk);
+            plan.run(src, rows, chunk);
         });
     };
-    match (horizontal, vertical) {
-        (None, None) => dst.copy_from_slice(src),
+    match (horizontal.as_deref(), vertical.as_deref()) {
+        (None, None) => dst.copy_from_slice(rgb()),
         // No horizontal pass: the vertical one reads the source rows directly.
-        (None, Some(vertical)) => vertical_pass(&vertical, src, 0, w, dst),
-        (Some(plan), None) => horizontal_pass(&plan, src, 0..h, dst),
+        (None, Some(vertical)) => vertical_pass(vertical, rgb(), 0, w, dst),
+        (Some(plan), None) => horizontal_pass(plan, &src, 0..h, dst),
         (Some(plan), Some(vertical)) if vertical_first => {
-            let h2 = vertical.out_len();
-            let mut band = vec![0u8; h2 * w * 3];
-            vertical_pass(&vertical, src, 0, w, &mut band);
-            horizontal_pass(&plan, &band, 0..h2, dst);
+            let mut band = zeroed("dst_size", h2 * w * 3)?;
+            vertical_pass(vertical, rgb(), 0, w, &mut band);
+            let band = Source::packed(&band, 3, (h2, w))?;
+            horizontal_pass(plan, &band, 0..h2, dst);
         }
         (Some(plan), Some(vertical)) => {
             let band_rows = vertical.input_span();
-            let mut band = vec![0u8; band_rows.len() * w2 * 3];
+            let mut band = zeroed("dst_size", band_rows.len() * w2 * 3)?;
             let band_first = band_rows.start;
-            horizontal_pass(&plan, src, band_rows, &mut band);
-            vertical_pass(&vertical, &band, band_first, w2, dst);
+            horizontal_pass(plan, &src, band_rows, &mut band);
+            vertical_pass(vertical, &band, band_first, w2, dst);
         }
     }
+    Ok(())
 }
 
 /// Runs `pass(rows, out_rows)` over the output `rows` (`row_len` bytes each), split
@@ -513,33 +776,34 @@ impl Horizontal {
         }
     }
 
-    /// Resamples source rows `rows` (of `src_w` pixels each) into `out`, which
-    /// holds exactly `rows.len()` output rows.
-    fn run(&self, src: &[u8], src_w: usize, rows: Range<usize>, out: &mut [u8]) {
+    /// Resamples source rows `rows` of `src` (RGB or RGBX) into `out`, which
+    /// holds exactly `rows.len()` output rows of packed RGB.
+    fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
+        debug_assert!(matches!(src.channels(), 3 | 4));
         match self {
             Horizontal::Scalar(coeffs) => {
                 let out_stride = coeffs.out_len() * 3;
-                let src_stride = src_w * 3;
+                let c = src.channels();
                 for (y, out_row) in rows.zip(out.chunks_exact_mut(out_stride)) {
-                    let row = &src[y * src_stride..(y + 1) * src_stride];
+                    let row = src.row(y);
                     for (x, px) in out_row.chunks_exact_mut(3).enumerate() {
                         let (first, k) = coeffs.taps(x);
-                        px.copy_from_slice(&horizontal_pixel(&row[first * 3..], k, coeffs));
+                        px.copy_from_slice(&horizontal_pixel(&row[first * c..], c, k, coeffs));
                     }
                 }
             }
             #[cfg(target_arch = "x86_64")]
             // SAFETY: this variant is built only by `Kernel::Avx2`, i.e. with AVX2.
-            Horizontal::Avx2(plan) => unsafe { plan.run(src, src_w, rows, out) },
+            Horizontal::Avx2(plan) => unsafe { plan.run(src, rows, out) },
         }
     }
 }
 
 /// One output pixel of the horizontal pass with taps `k` of `coeffs`; `row`
-/// starts at the first tap.
-fn horizontal_pixel(row: &[u8], k: &[i32], coeffs: &Coeffs) -> [u8; 3] {
+/// starts at the first tap, `channels` (3 or 4) bytes a pixel.
+fn horizontal_pixel(row: &[u8], channels: usize, k: &[i32], coeffs: &Coeffs) -> [u8; 3] {
     let mut sum = [coeffs.rounding(); 3];
-    for (px, &k) in row.chunks_exact(3).zip(k) {
+    for (px, &k) in row.chunks_exact(channels).zip(k) {
         for (s, &p) in sum.iter_mut().zip(px) {
             // Wrapping like Pillow's C ints, so every backend agrees even on
             // pathological taps.
@@ -647,7 +911,9 @@ fn nearest(src: &[u8], (h, w): (usize, usize), dst: &mut [u8], (h2, w2): (usize,
 /// fractional bits, so each tap `k` is split exactly into `hi * 2048 + lo`
 /// with `0 <= lo < 2048`; the two halves are summed separately and recombined
 /// in wrapping `i32`, which equals the scalar `i32` sum whenever that sum
-/// fits. Taps that already fit in `i16` (torchvision's) split the same way.
+/// fits. Tables whose taps all fit in `i16` (torchvision's, whose precision is
+/// chosen for that) skip the split: one `madd_epi16` per tap pair, half the
+/// multiplies, the same wrapping `i32` sum.
 /// The rounding term and shift come from the table's own precision.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
@@ -662,7 +928,7 @@ mod avx2 {
     };
     use std::ops::Range;
 
-    use super::{horizontal_pixel, vertical_row, Coeffs};
+    use super::{horizontal_pixel, vertical_row, Coeffs, Source};
 
     const LO_BITS: i32 = 11;
 
@@ -675,6 +941,16 @@ mod avx2 {
         ((k >> LO_BITS) as i16, (k & ((1 << LO_BITS) - 1)) as i16)
     }
 
+    /// Whether every tap fits in `i16` and needs no split.
+    fn whole(k: &[i32]) -> bool {
+        k.iter().all(|&k| i16::try_from(k).is_ok())
+    }
+
+    /// `k` as an `i16`, for tables where [`whole`] holds (0 otherwise, never used).
+    fn narrow(k: i32) -> i16 {
+        i16::try_from(k).unwrap_or(0)
+    }
+
     /// Two `i16` taps packed as the pair `madd_epi16` multiplies together.
     fn pair(a: i16, b: i16) -> i32 {
         (i32::from(b) << 16) | i32::from(a as u16)
@@ -682,50 +958,76 @@ mod avx2 {
 
     /// Horizontal taps in groups of four: one vector holds taps 0,1 in the
     /// low lane and 2,3 in the high lane, each repeated for R, G and B and a
-    /// zero fourth slot, matching the pixel shuffle in [`Horizontal::rows`].
+    /// zero fourth slot, matching the pixel shuffles of [`pixel_pairs`].
     /// Every output gets the same number of groups (zero-padded), so the
     /// group loop can be unrolled for the common counts.
     pub(super) struct Horizontal {
         coeffs: Coeffs,
         groups: usize,
-        /// Byte offset in the source row of each output's first tap.
+        /// Taps split into (hi, lo) halves; else whole `i16` taps in the first vector
+        /// of each pair (the second unused).
+        split: bool,
+        /// Each output's first tap (a source pixel index).
         starts: Vec<usize>,
         /// `groups` (hi, lo) vector pairs per output pixel.
         vectors: Vec<[__m256i; 2]>,
     }
 
     /// Per lane, 16-bit pairs (p0, p1) of R, G, B then a zero pair, from
-    /// four loaded pixels: the low lane takes pixels 0 and 1, the high lane
-    /// pixels 2 and 3.
+    /// four loaded pixels of `C` bytes (3: RGB, 4: RGBX): the low lane takes
+    /// pixels 0 and 1, the high lane pixels 2 and 3.
     #[target_feature(enable = "avx2")]
-    fn pixel_pairs() -> __m256i {
+    fn pixel_pairs<const C: usize>() -> __m256i {
         let z = -1;
-        _mm256_setr_epi8(
-            0, z, 3, z, 1, z, 4, z, 2, z, 5, z, z, z, z, z, //
-            6, z, 9, z, 7, z, 10, z, 8, z, 11, z, z, z, z, z,
-        )
+        if C == 4 {
+            _mm256_setr_epi8(
+                0, z, 4, z, 1, z, 5, z, 2, z, 6, z, z, z, z, z, //
+                8, z, 12, z, 9, z, 13, z, 10, z, 14, z, z, z, z, z,
+            )
+        } else {
+            _mm256_setr_epi8(
+                0, z, 3, z, 1, z, 4, z, 2, z, 5, z, z, z, z, z, //
+                6, z, 9, z, 7, z, 10, z, 8, z, 11, z, z, z, z, z,
+            )
+        }
+    }
+
+    /// Bytes past a pixel's first tap that [`pixel_sum`] loads for `groups` groups of
+    /// `C`-byte pixels: 16 bytes per group of four pixels, starting `4 * C` apart.
+    const fn reach<const C: usize>(groups: usize) -> usize {
+        4 * C * groups + 16 - 4 * C
     }
 
     /// Weighted sum of one output pixel as [R, G, B, 0] partial sums in each
-    /// lane (add the lanes to finish).
+    /// lane (add the lanes to finish), from pixels of `C` bytes.
     ///
     /// # Safety
     /// The CPU must support AVX2 and `bytes` must hold at least
-    /// `12 * vectors.len() + 4` bytes.
+    /// `reach::<C>(vectors.len())` bytes.
     #[target_feature(enable = "avx2")]
-    unsafe fn pixel_sum(bytes: &[u8], vectors: &[[__m256i; 2]], shuffle: __m256i) -> __m256i {
-        debug_assert!(bytes.len() >= 12 * vectors.len() + 4);
+    unsafe fn pixel_sum<const C: usize, const SPLIT: bool>(
+        bytes: &[u8],
+        vectors: &[[__m256i; 2]],
+        shuffle: __m256i,
+    ) -> __m256i {
+        debug_assert!(bytes.len() >= reach::<C>(vectors.len()));
         let mut hi = _mm256_setzero_si256();
         let mut lo = _mm256_setzero_si256();
         for (g, [kh, kl]) in vectors.iter().enumerate() {
-            // SAFETY: bytes 12g .. 12g + 16 lie inside `bytes` by the
+            // SAFETY: bytes 4Cg .. 4Cg + 16 lie inside `bytes` by the
             // caller's contract.
-            let p = unsafe { _mm_loadu_si128(bytes.as_ptr().add(12 * g).cast()) };
+            let p = unsafe { _mm_loadu_si128(bytes.as_ptr().add(4 * C * g).cast()) };
             let p = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(p), shuffle);
             hi = _mm256_add_epi32(hi, _mm256_madd_epi16(p, *kh));
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(p, *kl));
+            if SPLIT {
+                lo = _mm256_add_epi32(lo, _mm256_madd_epi16(p, *kl));
+            }
         }
-        _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(hi), lo)
+        if SPLIT {
+            _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(hi), lo)
+        } else {
+            hi
+        }
     }
 
     impl Horizontal {
@@ -737,22 +1039,33 @@ mod avx2 {
                 .map(|i| coeffs.taps(i).1.len().div_ceil(4))
                 .max()
                 .unwrap_or(0);
+            let split = !whole(&coeffs.k);
             let mut vectors = Vec::with_capacity(coeffs.out_len() * groups);
             for i in 0..coeffs.out_len() {
                 let (_, k) = coeffs.taps(i);
                 for g in 0..groups {
-                    let t = |j: usize| split(k.get(4 * g + j).copied().unwrap_or(0));
-                    let [(h0, l0), (h1, l1), (h2, l2), (h3, l3)] = [t(0), t(1), t(2), t(3)];
-                    vectors.push([
-                        _mm256_setr_epi16(h0, h1, h0, h1, h0, h1, 0, 0, h2, h3, h2, h3, h2, h3, 0, 0),
-                        _mm256_setr_epi16(l0, l1, l0, l1, l0, l1, 0, 0, l2, l3, l2, l3, l2, l3, 0, 0),
-                    ]);
+                    let tap = |j: usize| k.get(4 * g + j).copied().unwrap_or(0);
+                    if split {
+                        let t = |j: usize| super::avx2::split(tap(j));
+                        let [(h0, l0), (h1, l1), (h2, l2), (h3, l3)] = [t(0), t(1), t(2), t(3)];
+                        vectors.push([
+                            _mm256_setr_epi16(h0, h1, h0, h1, h0, h1, 0, 0, h2, h3, h2, h3, h2, h3, 0, 0),
+                            _mm256_setr_epi16(l0, l1, l0, l1, l0, l1, 0, 0, l2, l3, l2, l3, l2, l3, 0, 0),
+                        ]);
+                    } else {
+                        let [k0, k1, k2, k3] = [0, 1, 2, 3].map(|j| narrow(tap(j)));
+                        vectors.push([
+                            _mm256_setr_epi16(k0, k1, k0, k1, k0, k1, 0, 0, k2, k3, k2, k3, k2, k3, 0, 0),
+                            _mm256_setzero_si256(),
+                        ]);
+                    }
                 }
             }
-            let starts = (0..coeffs.out_len()).map(|i| coeffs.taps(i).0 * 3).collect();
+            let starts = (0..coeffs.out_len()).map(|i| coeffs.taps(i).0).collect();
             Horizontal {
                 coeffs,
                 groups,
+                split,
                 starts,
                 vectors,
             }
@@ -761,34 +1074,61 @@ mod avx2 {
         /// # Safety
         /// The CPU must support AVX2.
         #[target_feature(enable = "avx2")]
-        pub(super) unsafe fn run(&self, src: &[u8], src_w: usize, rows: Range<usize>, out: &mut [u8]) {
+        pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
+            // SAFETY: the caller guarantees AVX2.
+            unsafe {
+                match (src.channels() == 4, self.split) {
+                    (true, true) => self.run_c::<4, true>(src, rows, out),
+                    (true, false) => self.run_c::<4, false>(src, rows, out),
+                    (false, true) => self.run_c::<3, true>(src, rows, out),
+                    (false, false) => self.run_c::<3, false>(src, rows, out),
+                }
+            }
+        }
+
+        /// [`Horizontal::run`] for pixels of `C` bytes.
+        ///
+        /// # Safety
+        /// The CPU must support AVX2.
+        #[target_feature(enable = "avx2")]
+        unsafe fn run_c<const C: usize, const SPLIT: bool>(
+            &self,
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
             // SAFETY (all arms): the caller guarantees AVX2.
             unsafe {
                 match self.groups {
-                    1 => self.rows::<1>(src, src_w, rows, out),
-                    2 => self.rows::<2>(src, src_w, rows, out),
-                    3 => self.rows::<3>(src, src_w, rows, out),
-                    4 => self.rows::<4>(src, src_w, rows, out),
-                    5 => self.rows::<5>(src, src_w, rows, out),
-                    6 => self.rows::<6>(src, src_w, rows, out),
-                    _ => self.rows::<0>(src, src_w, rows, out),
+                    1 => self.rows::<1, C, SPLIT>(src, rows, out),
+                    2 => self.rows::<2, C, SPLIT>(src, rows, out),
+                    3 => self.rows::<3, C, SPLIT>(src, rows, out),
+                    4 => self.rows::<4, C, SPLIT>(src, rows, out),
+                    5 => self.rows::<5, C, SPLIT>(src, rows, out),
+                    6 => self.rows::<6, C, SPLIT>(src, rows, out),
+                    _ => self.rows::<0, C, SPLIT>(src, rows, out),
                 }
             }
         }
 
         /// [`Horizontal::run`] with `N` groups per pixel, or `self.groups`
-        /// when `N` is 0. Pixels go four at a time so the lane reduction,
+        /// when `N` is 0, from pixels of `C` bytes. Pixels go four at a time so the lane reduction,
         /// rounding and packing are shared and the store is one 16-byte
         /// write; the row's tail goes one pixel at a time.
         ///
         /// # Safety
         /// The CPU must support AVX2.
         #[target_feature(enable = "avx2")]
-        unsafe fn rows<const N: usize>(&self, src: &[u8], src_w: usize, rows: Range<usize>, out: &mut [u8]) {
+        unsafe fn rows<const N: usize, const C: usize, const SPLIT: bool>(
+            &self,
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
             let groups = if N == 0 { self.groups } else { N };
             // Loads reach this many bytes past a pixel's first tap.
-            let reach = 12 * groups + 4;
-            let shuffle = pixel_pairs();
+            let reach = reach::<C>(groups);
+            let shuffle = pixel_pairs::<C>();
             let rounding = _mm256_set1_epi32(self.coeffs.rounding());
             // The shift count is a register, not an immediate, because each
             // table has its own precision.
@@ -799,12 +1139,14 @@ mod avx2 {
             let out_w = self.coeffs.out_len();
             for (y, out_row) in rows.zip(out.chunks_exact_mut(out_w * 3)) {
                 // Loads may run past this row into the next ones: those bytes
-                // meet zero taps, so only the end of `src` bounds them.
-                let row = &src[y * src_w * 3..];
+                // meet zero taps, so only the end of the row's memory run bounds them.
+                let row = src.tail(y);
                 let mut x = 0;
                 // Block of four needs its last pixel's loads in bounds (starts
                 // only grow) and 16 writable bytes.
-                while x + 4 <= out_w && self.starts[x + 3] + reach <= row.len() && x * 3 + 16 <= out_row.len()
+                while x + 4 <= out_w
+                    && self.starts[x + 3] * C + reach <= row.len()
+                    && x * 3 + 16 <= out_row.len()
                 {
                     let mut sums = [_mm256_setzero_si256(); 4];
                     for (i, sum) in sums.iter_mut().enumerate() {
@@ -812,7 +1154,9 @@ mod avx2 {
                         // SAFETY: AVX2 is guaranteed by the caller; `reach`
                         // bytes from this start are in bounds (checked for
                         // the largest start, x + 3).
-                        *sum = unsafe { pixel_sum(&row[self.starts[x + i]..], vectors, shuffle) };
+                        *sum = unsafe {
+                            pixel_sum::<C, SPLIT>(&row[self.starts[x + i] * C..], vectors, shuffle)
+                        };
                     }
                     let [a, b, c, d] = sums;
                     // Lane halves added, giving [A | B] and [C | D].
@@ -837,16 +1181,16 @@ mod avx2 {
                     x += 4;
                 }
                 for (x, px) in out_row.chunks_exact_mut(3).enumerate().skip(x) {
-                    let start = self.starts[x];
+                    let start = self.starts[x] * C;
                     if start + reach > row.len() {
                         let (_, k) = self.coeffs.taps(x);
-                        px.copy_from_slice(&horizontal_pixel(&row[start..], k, &self.coeffs));
+                        px.copy_from_slice(&horizontal_pixel(&row[start..], C, k, &self.coeffs));
                         continue;
                     }
                     let vectors = &self.vectors[x * groups..(x + 1) * groups];
                     // SAFETY: AVX2 is guaranteed by the caller; bounds were
                     // checked just above.
-                    let sum = unsafe { pixel_sum(&row[start..], vectors, shuffle) };
+                    let sum = unsafe { pixel_sum::<C, SPLIT>(&row[start..], vectors, shuffle) };
                     let sum = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256::<1>(sum));
                     let v = _mm_sra_epi32(_mm_add_epi32(sum, _mm256_castsi256_si128(rounding)), shift);
                     let v = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
@@ -884,17 +1228,23 @@ mod avx2 {
                 vertical_row(band, stride, first, k, coeffs, &mut acc, out_row);
                 continue;
             }
+            let is_split = !whole(k);
             pairs.clear();
             for (j, two) in k.chunks(2).enumerate() {
                 let a = first + 2 * j;
                 // An odd last tap pairs with itself under a zero tap.
                 let (b, kb) = two.get(1).map_or((a, 0), |&kb| (a + 1, kb));
-                let ((ha, la), (hb, lb)) = (split(two[0]), split(kb));
+                let (kh, kl) = if is_split {
+                    let ((ha, la), (hb, lb)) = (split(two[0]), split(kb));
+                    (pair(ha, hb), pair(la, lb))
+                } else {
+                    (pair(narrow(two[0]), narrow(kb)), 0)
+                };
                 pairs.push((
                     &band[a * stride..(a + 1) * stride],
                     &band[b * stride..(b + 1) * stride],
-                    _mm256_set1_epi32(pair(ha, hb)),
-                    _mm256_set1_epi32(pair(la, lb)),
+                    _mm256_set1_epi32(kh),
+                    _mm256_set1_epi32(kl),
                 ));
             }
             let mut x = 0;
@@ -921,14 +1271,25 @@ mod avx2 {
                         _mm256_unpacklo_epi8(ab_hi, zero),
                         _mm256_unpackhi_epi8(ab_hi, zero),
                     ];
-                    for ((h, l), q) in hi.iter_mut().zip(&mut lo).zip(quads) {
-                        *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
-                        *l = _mm256_add_epi32(*l, _mm256_madd_epi16(q, kl));
+                    if is_split {
+                        for ((h, l), q) in hi.iter_mut().zip(&mut lo).zip(quads) {
+                            *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
+                            *l = _mm256_add_epi32(*l, _mm256_madd_epi16(q, kl));
+                        }
+                    } else {
+                        for (h, q) in hi.iter_mut().zip(quads) {
+                            *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
+                        }
                     }
                 }
                 let mut sums = [zero; 4];
                 for ((s, h), l) in sums.iter_mut().zip(hi).zip(lo) {
-                    let sum = _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(h), l);
+                    // Whole taps: the sum is `hi` alone.
+                    let sum = if is_split {
+                        _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(h), l)
+                    } else {
+                        h
+                    };
                     *s = _mm256_sra_epi32(_mm256_add_epi32(sum, rounding), shift);
                 }
                 // Lane-wise packing undoes the lane-wise unpacking, so the
@@ -950,10 +1311,61 @@ mod avx2 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{resize_rgb, resize_rgb_with, Backend, Filter, Kernel};
+pub(crate) mod tests {
+    use super::{resize_rgb, resize_rgb_with, resize_source_with, Backend, Filter, Kernel, Source};
     use crate::error::TransformError;
     use crate::testing::Rng;
+
+    /// `rgb` (rows of width `w`) in every layout a [`Source`] reads, with its fourth or only channel:
+    /// packed RGB, RGBX and grayscale in one block, then in blocks of `block` rows
+    /// (Pillow's large images), with 64 random bytes after each block and in each X byte
+    /// (which no output may depend on).
+    pub(crate) fn layouts(
+        rgb: &[u8],
+        gray: &[u8],
+        w: usize,
+        block: usize,
+        rng: &mut Rng,
+    ) -> Vec<(usize, Vec<Vec<u8>>)> {
+        let rgbx: Vec<u8> = rgb
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], rng.below(256) as u8])
+            .collect();
+        let blocks = |pixels: &[u8], c: usize, rng: &mut Rng| -> Vec<Vec<u8>> {
+            pixels
+                .chunks(block * w * c)
+                .map(|b| {
+                    let mut b = b.to_vec();
+                    b.extend((0..64).map(|_| rng.below(256) as u8));
+                    b
+                })
+                .collect()
+        };
+        let whole = |pixels: &[u8], rng: &mut Rng| {
+            let mut b = pixels.to_vec();
+            b.extend((0..64).map(|_| rng.below(256) as u8));
+            vec![b]
+        };
+        vec![
+            (3, whole(rgb, rng)),
+            (4, whole(&rgbx, rng)),
+            (1, whole(gray, rng)),
+            (3, blocks(rgb, 3, rng)),
+            (4, blocks(&rgbx, 4, rng)),
+            (1, blocks(gray, 1, rng)),
+        ]
+    }
+
+    /// Row slices of `blocks` (as [`layouts`] makes them), each to its block's end.
+    pub(crate) fn row_slices(blocks: &[Vec<u8>], w: usize, c: usize) -> Vec<&[u8]> {
+        blocks
+            .iter()
+            .flat_map(|b| {
+                let rows = (b.len() - 64) / (w * c);
+                (0..rows).map(move |r| &b[r * w * c..])
+            })
+            .collect()
+    }
 
     /// Filter, source size, destination size, expected bytes.
     type Case = (Filter, (usize, usize), (usize, usize), &'static [u8]);
@@ -1074,5 +1486,58 @@ mod tests {
                 assert_eq!(got, want, "{filter:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
             }
         }
+    }
+
+    #[test]
+    fn every_source_layout_matches_packed_rgb() {
+        let mut rng = Rng(0x51_7cc1_b727_220a);
+        for case in 0..120 {
+            let size = |rng: &mut Rng| 1 + rng.below(if case % 8 == 0 { 4 } else { 70 });
+            let (h, w, h2, w2) = (size(&mut rng), size(&mut rng), size(&mut rng), size(&mut rng));
+            let filter = Filter::ALL[case % Filter::ALL.len()];
+            let gray: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+            let rgb: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let block = 1 + rng.below(h);
+            for (c, blocks) in layouts(&rgb, &gray, w, block, &mut rng) {
+                let packed: Vec<u8> = if c == 1 {
+                    gray.iter().flat_map(|&g| [g; 3]).collect()
+                } else {
+                    rgb.clone()
+                };
+                let mut want = vec![0; h2 * w2 * 3];
+                resize_rgb_with(&packed, (h, w), &mut want, (h2, w2), filter, Backend::Scalar).unwrap();
+                let rows = row_slices(&blocks, w, c);
+                let sources = if blocks.len() == 1 && block == h {
+                    vec![
+                        Source::packed(&blocks[0][..h * w * c], c, (h, w)).unwrap(),
+                        Source::rows(&rows, c, (h, w)).unwrap(),
+                    ]
+                } else {
+                    vec![Source::rows(&rows, c, (h, w)).unwrap()]
+                };
+                for src in sources {
+                    for backend in backends() {
+                        let mut got = vec![0; want.len()];
+                        resize_source_with(src, &mut got, (h2, w2), filter, backend).unwrap();
+                        assert_eq!(
+                            got, want,
+                            "{filter:?} c={c} ({h}, {w}) -> ({h2}, {w2}) block {block} on {backend:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sources_refuse_what_does_not_fit() {
+        let px = [0u8; 24];
+        assert!(Source::packed(&px, 2, (2, 3)).is_err());
+        assert!(Source::packed(&px[1..], 4, (2, 3)).is_err());
+        assert!(Source::packed(&px, 4, (0, 3)).is_err());
+        let rows = [&px[..12], &px[12..23]];
+        assert!(Source::rows(&rows, 4, (2, 3)).is_err());
+        assert!(Source::rows(&rows[..1], 4, (2, 3)).is_err());
+        assert!(Source::rows(&[&px[..12], &px[12..]], 4, (2, 3)).is_ok());
     }
 }

@@ -24,7 +24,7 @@
 //! port) to 10.6 ms, -> 336x336 from 23 ms to 6.2 ms.
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{check_buffers, separable, Backend, Coeffs, Kernel};
+use crate::resize::{check_buffers, separable, Backend, Coeffs, Kernel, Source, Taps};
 
 /// Channels of the interleaved images handled here.
 const CHANNELS: usize = 3;
@@ -309,14 +309,61 @@ pub fn resize_torch_rgb_with(
     backend: Backend,
 ) -> Result<(), TransformError> {
     check_buffers(src, src_size, dst, dst_size)?;
+    resize_torch_source_with(
+        Source::packed(src, CHANNELS, src_size)?,
+        dst,
+        dst_size,
+        mode,
+        antialias,
+        backend,
+    )
+}
+
+/// [`resize_torch_rgb`] from any [`Source`] (RGBX or grayscale, packed or row by row):
+/// the same bytes as resizing its packed RGB pixels.
+///
+/// # Errors
+/// As [`resize_torch_rgb`].
+pub fn resize_torch_source(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    mode: TorchMode,
+    antialias: bool,
+) -> Result<(), TransformError> {
+    resize_torch_source_with(src, dst, dst_size, mode, antialias, Backend::Auto)
+}
+
+/// [`resize_torch_source`] on a chosen [`Backend`].
+///
+/// # Errors
+/// As [`resize_torch_rgb_with`].
+pub fn resize_torch_source_with(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    mode: TorchMode,
+    antialias: bool,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    let src_size = src.size();
     let (in_h, in_w) = src_size;
     let (out_h, out_w) = dst_size;
+    let len = checked_rgb_len(dst_size)?;
+    if dst.len() != len {
+        return Err(crate::error::invalid(
+            "dst",
+            format!("{len} bytes for {out_h}x{out_w}x3"),
+            format!("{} bytes", dst.len()),
+        ));
+    }
     let kernel = Kernel::select(backend)?;
     if src_size == dst_size {
-        dst.copy_from_slice(src);
+        src.write_rgb(dst);
         return Ok(());
     }
     if mode == TorchMode::NearestExact {
+        let src = src.to_rgb()?;
         let rows = nearest_exact_indices(in_h, out_h);
         let cols = nearest_exact_indices(in_w, out_w);
         for (row, &sy) in dst.chunks_exact_mut(out_w * CHANNELS).zip(&rows) {
@@ -328,19 +375,35 @@ pub fn resize_torch_rgb_with(
         return Ok(());
     }
     // The horizontal pass runs first; an axis whose size is unchanged is skipped.
-    let horizontal = (in_w != out_w)
-        .then(|| axis_coeffs("dst_size", in_w, out_w, mode, antialias))
-        .transpose()?;
-    let vertical = (in_h != out_h)
-        .then(|| axis_coeffs("dst_size", in_h, out_h, mode, antialias))
-        .transpose()?;
-    if horizontal.is_some() && vertical.is_some() {
+    if in_w != out_w && in_h != out_h {
         // The intermediate holds `in_h` rows of the output width.
         in_h.checked_mul(out_w * CHANNELS)
             .ok_or_else(|| overflow("dst_size", "intermediate buffer size"))?;
     }
-    separable(kernel, src, src_size, dst, horizontal, vertical, false);
-    Ok(())
+    let make = |n: usize, n2: usize| axis_coeffs("dst_size", n, n2, mode, antialias);
+    separable(
+        kernel,
+        src,
+        dst,
+        dst_size,
+        Taps::Torch(mode, antialias),
+        &make,
+        false,
+    )
+}
+
+/// Bytes of a non-empty RGB image of `(height, width)`.
+fn checked_rgb_len((h, w): (usize, usize)) -> Result<usize, TransformError> {
+    if h == 0 || w == 0 {
+        return Err(crate::error::invalid(
+            "dst_size",
+            "nonzero height and width",
+            format!("({h}, {w})"),
+        ));
+    }
+    h.checked_mul(w)
+        .and_then(|n| n.checked_mul(CHANNELS))
+        .ok_or_else(|| overflow("dst_size", "the output byte count"))
 }
 
 #[cfg(test)]
@@ -520,6 +583,34 @@ mod tests {
                 let mut got = vec![0; want.len()];
                 resize_torch_rgb_with(&src, (h, w), &mut got, (h2, w2), mode, aa, backend).unwrap();
                 assert_eq!(got, want, "({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+            }
+            // RGBX, grayscale and Pillow's blocks of rows: the bytes of packed RGB.
+            if case % 3 == 0 {
+                let gray: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+                let block = 1 + rng.below(h);
+                for (c, blocks) in crate::resize::tests::layouts(&src, &gray, w, block, &mut rng) {
+                    let mut want = want.clone();
+                    if c == 1 {
+                        let packed: Vec<u8> = gray.iter().flat_map(|&g| [g; 3]).collect();
+                        resize_torch_rgb_with(
+                            &packed,
+                            (h, w),
+                            &mut want,
+                            (h2, w2),
+                            mode,
+                            aa,
+                            Backend::Scalar,
+                        )
+                        .unwrap();
+                    }
+                    let rows = crate::resize::tests::row_slices(&blocks, w, c);
+                    for &backend in &backends {
+                        let mut got = vec![0; want.len()];
+                        let source = Source::rows(&rows, c, (h, w)).unwrap();
+                        resize_torch_source_with(source, &mut got, (h2, w2), mode, aa, backend).unwrap();
+                        assert_eq!(got, want, "c={c} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+                    }
+                }
             }
         }
     }

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use crate::error::{invalid, TransformError};
+use crate::resize::Source;
 
 /// Pixels per block in the de-interleave loop. Fixed-size blocks let the compiler
 /// drop bounds checks and unroll the stride-3 gather; in the gateway profile this
@@ -130,6 +131,31 @@ impl<T: Copy> Normalize<T> {
 }
 
 impl<T: Copy> Normalize<T> {
+    /// [`Normalize::run`] from pixels of `channels` bytes: 3 (RGB), 4 (RGBX, the fourth
+    /// byte unread) or 1 (grayscale, its value in every channel).
+    fn run_pixels(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) {
+        let [tr, tg, tb] = &self.tables;
+        match channels {
+            3 => self.run(src, r, g, b),
+            4 => {
+                for (px, ((rv, gv), bv)) in src
+                    .chunks_exact(4)
+                    .zip(r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut()))
+                {
+                    *rv = tr[usize::from(px[0])];
+                    *gv = tg[usize::from(px[1])];
+                    *bv = tb[usize::from(px[2])];
+                }
+            }
+            _ => {
+                for (&v, ((rv, gv), bv)) in src.iter().zip(r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut())) {
+                    let v = usize::from(v);
+                    (*rv, *gv, *bv) = (tr[v], tg[v], tb[v]);
+                }
+            }
+        }
+    }
+
     /// Normalises `src` (interleaved RGB) into `dst` interleaved the same way, value by
     /// value. The caller guarantees the lengths match.
     fn run_interleaved(&self, src: &[u8], dst: &mut [T]) {
@@ -549,6 +575,58 @@ pub fn normalize_to_patches<T: Copy>(
             frames.len(),
         ));
     }
+    patches_by_band(frames.len(), size, patches, norm, dst, |f, rows, r, g, b| {
+        let (start, end) = (rows.start * w * 3, rows.end * w * 3);
+        norm.run(&frames[f][start..end], r, g, b);
+    })
+}
+
+/// [`normalize_to_patches`] of one still frame read where it is: RGB, Pillow's RGBX or
+/// grayscale, rows back to back or one by one (see [`Source`]); the same values as from its
+/// packed RGB pixels, without packing them first (a 12 MP Pillow image that needs no resize
+/// would otherwise be copied once more, 36 MB).
+///
+/// # Errors
+/// As [`normalize_to_patches`].
+pub fn normalize_source_to_patches<T: Copy>(
+    src: Source<'_>,
+    patches: Patches,
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<(), TransformError> {
+    let (h, w) = src.size();
+    let unit = checked_len("patches", &[patches.patch_size, patches.merge_size])?;
+    if unit == 0 || patches.temporal_patch_size == 0 || h % unit != 0 || w % unit != 0 {
+        return Err(invalid(
+            "size",
+            format!("sides that are multiples of patch_size * merge_size = {unit}"),
+            format!("({h}, {w})"),
+        ));
+    }
+    patches_by_band(1, (h, w), patches, norm, dst, |_, rows, r, g, b| {
+        let lines = r
+            .chunks_exact_mut(w)
+            .zip(g.chunks_exact_mut(w))
+            .zip(b.chunks_exact_mut(w));
+        for (y, ((r, g), b)) in rows.zip(lines) {
+            norm.run_pixels(src.row(y), src.channels(), r, g, b);
+        }
+    })
+}
+
+/// The band loop of [`normalize_to_patches`] for `frames` frames of `size` (its checks done
+/// by the caller): `fill(frame, rows, r, g, b)` normalises image rows `rows` of a frame into
+/// three planes of `rows.len() * width` values.
+fn patches_by_band<T: Copy>(
+    frames: usize,
+    (h, w): (usize, usize),
+    patches: Patches,
+    norm: &Normalize<T>,
+    dst: &mut [T],
+    fill: impl Fn(usize, std::ops::Range<usize>, &mut [T], &mut [T], &mut [T]),
+) -> Result<(), TransformError> {
+    let (p, m) = (patches.patch_size, patches.merge_size);
+    let unit = p * m;
     let (gh, gw) = (h / p, w / p);
     let row_len = patches.row_len()?;
     check_out(dst, checked_len("size", &[gh, gw, row_len])?)?;
@@ -556,13 +634,13 @@ pub fn normalize_to_patches<T: Copy>(
     // as whole rows into planar scratch (the long runs the block loop is fast on; 1.3 MB per
     // frame for a 4032-wide image, so it stays in cache), then each patch row is gathered.
     let band_len = unit * w;
-    let mut planes = vec![norm.black()[0]; frames.len() * 3 * band_len];
+    let mut planes = vec![norm.black()[0]; frames * 3 * band_len];
     let band_rows = (gw / m) * m * m;
     for (bh, band_out) in dst.chunks_exact_mut(band_rows * row_len).enumerate() {
-        for (frame, scratch) in frames.iter().zip(planes.chunks_exact_mut(3 * band_len)) {
+        for (f, scratch) in planes.chunks_exact_mut(3 * band_len).enumerate() {
             let (r, gb) = scratch.split_at_mut(band_len);
             let (g, b) = gb.split_at_mut(band_len);
-            norm.run(&frame[bh * band_len * 3..(bh + 1) * band_len * 3], r, g, b);
+            fill(f, bh * unit..(bh + 1) * unit, r, g, b);
         }
         // Fixed-size copies for the patch sizes models use: a memcpy call per 14-value
         // line cost more than the copy (13.9 ms against 8.8 ms for a 1920x1080 image).
@@ -933,6 +1011,26 @@ mod tests {
             let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len().unwrap()];
             normalize_to_patches(&[&src], (h, w), p, &norm, &mut dst).unwrap();
             assert_eq!(dst, naive_patches(&[&src], (h, w), p, &norm), "{p:?} {h}x{w}");
+            // Read in place: RGBX (random X bytes), grayscale, and rows one by one.
+            let rgbx: Vec<u8> = src
+                .chunks_exact(3)
+                .enumerate()
+                .flat_map(|(i, px)| [px[0], px[1], px[2], (i * 89) as u8])
+                .collect();
+            let gray: Vec<u8> = src.iter().step_by(3).copied().collect();
+            let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v; 3]).collect();
+            for (pixels, c, want) in [(&src, 3, &src), (&rgbx, 4, &src), (&gray, 1, &gray_rgb)] {
+                let want = naive_patches(&[want], (h, w), p, &norm);
+                let rows: Vec<&[u8]> = pixels.chunks_exact(w * c).collect();
+                for source in [
+                    Source::packed(pixels, c, (h, w)).unwrap(),
+                    Source::rows(&rows, c, (h, w)).unwrap(),
+                ] {
+                    let mut got = vec![f32::NAN; want.len()];
+                    normalize_source_to_patches(source, p, &norm, &mut got).unwrap();
+                    assert_eq!(got, want, "{p:?} {h}x{w} c={c}");
+                }
+            }
             // A video's temporal group: one frame per time slot.
             let frames: Vec<Vec<u8>> = (0..p.temporal_patch_size)
                 .map(|i| pattern(h * w * 3 + 7 * i)[7 * i..].to_vec())

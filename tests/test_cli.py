@@ -477,6 +477,20 @@ def test_bench_batch_rows_report_thread_scaling():
     )
 
 
+def test_bench_floor_fixed_and_scaling_rows():
+    rows = [i for i in bench.model_rows(HF, ((36, 48),), ["llava-hf/llava-1.5-7b-hf"], 0)]
+    rows = [r for r in rows if isinstance(r, bench.Row)]
+    assert rows and all(sorted(r.relative) == ["array", "floor"] for r in rows)
+    assert all(t > 0 for r in rows for t in r.relative.values())
+    line = rows[0].format(bench.MODEL_COLUMNS, bench.RELATIVE_COLUMNS)
+    assert re.search(r"[0-9.]+x\s+[0-9.]+\s+[0-9.]+x$", line), line
+    fixed = [r for r in bench.fixed_rows(budget=0) if isinstance(r, bench.Row)]
+    assert [r.size for r in fixed] == [size for _, size, _ in bench.FIXED_CELLS]
+    items = list(bench.scaling_rows([(24, 32), (30, 40), (60, 80)], rounds=3))
+    assert [r.case for r in items[:2]] == [f"Qwen2-VL-7B x3 PIL+bytes, {n} thr" for n in (1, 2)]
+    assert re.search(r"t1/t2 over 3 interleaved rounds: median [0-9.]+x, quartiles", items[-1])
+
+
 def test_batch_sizes_span_the_range():
     sizes = bench.batch_sizes()
     assert len(sizes) == 16 and sizes[0] == (240, 320) and sizes[-1] == (3024, 4032)

@@ -130,6 +130,30 @@ def test_multi_block_pil_image_falls_back_to_one_copy():
     assert np.array_equal(pil_to_rgb(gray, 8), want)
 
 
+def test_pil_rows_are_read_in_place_in_one_block_or_several():
+    """Batches read a PIL image's rows through ``getim()``: equal to ``np.asarray`` through
+    every model path a first resize takes, in one Pillow block and in several."""
+    from mmfast.image import pil_source, pillow_rows_readable
+    from mmfast.processors import ImageProcessor
+
+    assert pillow_rows_readable()
+    rng = np.random.default_rng(0)
+    llava = ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+    qwen = ImageProcessor.from_pretrained("Qwen/Qwen2.5-VL-7B-Instruct")
+    for h, w in ((5, 7), (61, 83), (2100, 2100)):  # the last: 17.6 MB of RGBX, two blocks
+        array = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        for im in (Image.fromarray(array), Image.fromarray(array).convert("L")):
+            source = pil_source(im)
+            assert len(source) == 3 and source[1] == (h, w)
+            want = np.asarray(im.convert("RGB"))
+            assert np.array_equal(mmfast._native.rgb_from_pillow(source), want)
+            for proc in (llava, qwen):
+                for backend in ("pil", "torchvision"):
+                    got = proc(im, threads=2, backend=backend)["pixel_values"]
+                    ref = proc(want, threads=2, backend=backend)["pixel_values"]
+                    assert np.array_equal(got, ref), (h, w, im.mode, backend)
+
+
 def png_chunk(kind: bytes, data: bytes) -> bytes:
     body = kind + data
     return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))

@@ -1095,3 +1095,26 @@ def test_uint8_channel_last_rows_with_per_channel_constants(model_id: str) -> No
             raw.pixel_values, raw.pixel_lut, raw.get("pixel_rows_mask"), channels_last=True
         )
         assert same_bits(back, want.pixel_values)
+
+
+def test_pooled_outputs_are_rewritten_and_keep_their_zero_padding():
+    """Large outputs go back to a pool when freed and serve the next output of a fitting
+    size: a reused buffer holds the last call's values, so what no job writes (a sample's
+    padding tiles) must still come out zero, and everything else the new values."""
+    proc = mmfast.ImageProcessor.from_pretrained("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    rng = np.random.default_rng(0)
+    big = rng.integers(0, 256, (600, 800, 3), dtype=np.uint8)
+    small = rng.integers(0, 256, (90, 120, 3), dtype=np.uint8)
+    want = proc([[big], [small]])["pixel_values"].copy()
+    assert (want == 0).any() and want.nbytes >= 1 << 20
+    for _ in range(3):
+        full = proc([[big], [big]])
+        assert full["pixel_values"].shape == want.shape and (full["pixel_values"] != 0).all()
+        address = full["pixel_values"].ctypes.data
+        del full  # its memory goes back to the pool
+        got = proc([[big], [small]])
+        assert type(got["pixel_values"].base).__name__ == "PooledOutput"
+        assert got["pixel_values"].ctypes.data == address  # the same memory, reused
+        np.testing.assert_array_equal(got["pixel_values"], want)
+        got["pixel_values"][...] = 1.0  # writable, and its own memory
+        assert not np.shares_memory(got["pixel_values"], want)

@@ -1,19 +1,27 @@
 from collections.abc import Sequence
+from typing import final
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "PooledOutput",
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
     "pad_and_normalize_to_tensor",
     "resize",
     "resize_float",
     "rgb_from_arrow",
+    "rgb_from_pillow",
     "run_batch",
     "serialize_pixel_values",
     "warmup",
 ]
+
+@final
+class PooledOutput:
+    """The ``base`` of a large output array: its memory, given back to mmfast's pool of
+    output buffers once the array is freed."""
 
 def deinterleave_rgb_to_planes(
     image: NDArray[np.uint8],
@@ -33,6 +41,7 @@ def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.fl
 def rgb_from_arrow(
     capsules: tuple[object, object], size: tuple[int, int], orientation: int
 ) -> NDArray[np.uint8]: ...
+def rgb_from_pillow(image: tuple[object, tuple[int, int], object]) -> NDArray[np.uint8]: ...
 def resize(
     image: NDArray[np.uint8],
     size: tuple[int, int],
@@ -46,7 +55,11 @@ def resize_float(
     one_thread: bool = False,
 ) -> NDArray[np.float32]: ...
 def run_batch(
-    images: Sequence[NDArray[np.uint8] | tuple[object, object, tuple[int, int]]],
+    images: Sequence[
+        NDArray[np.uint8]
+        | tuple[object, object, tuple[int, int]]
+        | tuple[object, tuple[int, int], object]
+    ],
     jobs: Sequence[
         tuple[
             int,

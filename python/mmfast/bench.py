@@ -16,6 +16,14 @@ otherwise. The alternatives are what a user would otherwise run:
 * ``models``, ``jpeg``, ``batch``: transformers' PIL-backend processors (``return_tensors="np"``)
   and, when torch and torchvision import, its torchvision backend (``return_tensors="pt"``,
   ``torch.set_num_threads(1)``), built from the same config as mmfast's processor.
+* ``models`` and ``fixed`` also print mmfast's own time against two of its own: the same
+  pixels given as a uint8 array (``mmfast/array``: what a PIL image costs beyond its pixels)
+  and the cell's **floor**, mmfast's exact resizes for that cell plus writing an
+  output-sized buffer (``mmfast/floor``: the work no processor of that cell can skip). These
+  are timed interleaved, call by call, so that a busy machine slows all of them alike.
+* ``fixed``: the fixed cost of a call, on small images through LLaVA-1.5 and SigLIP.
+* ``scaling``: a 16-image batch of mixed PIL images and JPEG bytes on 2 threads against 1,
+  as the median and spread of interleaved runs.
 * ``video``: ``transformers.video_utils.load_video(path, backend="pyav")`` on a 60 s 640x360
   H.264 clip made with PyAV in the run (cached in the temp directory), and, end to end,
   that reader plus transformers' Qwen2-VL video processor (torchvision). Skipped, with a note,
@@ -30,6 +38,7 @@ import importlib
 import importlib.util
 import io
 import itertools
+import math
 import os
 import platform
 import tempfile
@@ -38,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -189,20 +198,30 @@ def median_seconds(
 @dataclass(frozen=True)
 class Row:
     """One case at one size (``None``: a batch of mixed sizes): our time and each
-    alternative's time."""
+    alternative's time; ``relative``: times of mmfast's own baselines (the cell's floor, the
+    same pixels as an array), printed as mmfast's time over theirs."""
 
     case: str
     size: tuple[int, int] | None
     ours: float
     others: dict[str, float]
+    relative: dict[str, float] = field(default_factory=dict)
 
-    def format(self, columns: list[str]) -> str:
+    def format(self, columns: list[str], relative: Sequence[str] = ()) -> str:
         size = f"{self.size[1]:>5}x{self.size[0]:<5}" if self.size else f"{'mixed':^11}"
         cells = [f"{self.case:<28}", size, f"{self.ours * 1e3:9.2f}"]
         for name in columns:
             t = self.others.get(name)
             width = _width(name)
             cells.append(f"{t * 1e3:{width}.2f} {t / self.ours:7.2f}x" if t else " " * (width + 9))
+        for name in relative:
+            t = self.relative.get(name)
+            width = _width(name)
+            cells.append(
+                f"{t * 1e3:{width}.3f} {self.ours / t:{len(name) + 7}.2f}x"
+                if t
+                else " " * (width + len(name) + 9)
+            )
         return "  ".join(cells).rstrip()
 
 
@@ -210,12 +229,74 @@ def _width(column: str) -> int:
     return max(9, len(column) + 3)
 
 
-def header(columns: list[str]) -> str:
+def header(columns: list[str], relative: Sequence[str] = ()) -> str:
     """The column titles matching :meth:`Row.format`."""
     return "  ".join(
         [f"{'case':<28}", f"{'size (WxH)':<11}", f"{'mmfast ms':>9}"]
         + [f"{name + ' ms':>{_width(name)}} {'ratio':>8}" for name in columns]
+        + [
+            f"{name + ' ms':>{_width(name)}} {'mmfast/' + name:>{len(name) + 8}}"
+            for name in relative
+        ]
     )
+
+
+def interleaved_medians(
+    fns: Sequence[Callable[[], object]], budget: float = 0.5, max_runs: int = 41, min_runs: int = 3
+) -> list[float]:
+    """Median wall time of each of ``fns``, called in turn (one call of each per round, after
+    a warm-up round) for about ``budget`` seconds: on a busy machine a slow stretch slows
+    every function alike, so their ratios hold where separate medians would drift."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    start = time.perf_counter()
+    while len(times[0]) < min_runs or (
+        len(times[0]) < max_runs and time.perf_counter() - start < budget
+    ):
+        for fn, record in zip(fns, times, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            record.append(time.perf_counter() - t0)
+    return [float(np.median(t)) for t in times]
+
+
+def floor_fn(
+    proc: ImageProcessor, size: tuple[int, int], backend: str | None = None
+) -> Callable[[], object]:
+    """The floor of one cell: mmfast's own exact resizes of the cell's plan for an image of
+    ``size`` (each view's, from a source of the size it reads), then writing a buffer the
+    size of the output (``np.ones``, allocation included, as the processor allocates its
+    output)."""
+    config = proc.config if backend is None else proc.with_backend(backend)
+    plan = config.plan(*size)
+    resizes = []
+    sizes: list[tuple[int, int]] = []
+    for view in plan.views:
+        src = size if view.source is None else sizes[view.source]
+        if view.crop is not None:
+            src = (view.crop.height, view.crop.width)
+        if view.resize is not None and view.resize.size != src:
+            pixels = synthetic_photo(*src)
+            kernel = view.resize.kernel
+            resizes.append(
+                partial(_native.resize, pixels, view.resize.size, view.resize.resample, kernel)
+            )
+            src = view.resize.size
+        if view.pad is not None:
+            src = view.pad.size
+        sizes.append(src)
+    # The pixels: the largest output (the others are a few sizes or token counts).
+    count = max(math.prod(shape) for shape in plan.output_shapes.values())
+    # The default output dtype: uint8 where HF returns the pixels, else float32.
+    dtype = np.uint8 if config.tables(plan).dtype == np.uint8 else np.float32
+
+    def floor() -> object:
+        for run in resizes:
+            run()
+        return np.ones(count, dtype)
+
+    return floor
 
 
 def synthetic_photo(height: int, width: int, seed: int = 0) -> NDArray[np.uint8]:
@@ -448,22 +529,51 @@ def model_rows(
             for size, pil in images.items():
                 min_runs = 2 if size[0] * size[1] > 4_000_000 else 3
                 name = short_name(model_id)
+                array = np.asarray(pil)
                 if hf_pil is not None or hf_torch is None:
                     others = {}
                     if hf_pil is not None:
                         hf = _bind(hf_pil, pil, "np")
                         others["HF PIL"] = median_seconds(hf, budget, min_runs=min_runs)
-                    ours = median_seconds(partial(proc, pil, threads=1), budget)
-                    yield Row(name, size, ours, others)
+                    ours, relative = _against_floor(proc, pil, array, None, budget)
+                    yield Row(name, size, ours, others, relative)
                 if hf_torch is not None:
                     hf = _bind(hf_torch, pil, "pt")
-                    tv = partial(proc, pil, threads=1, backend="torchvision")
+                    ours, relative = _against_floor(proc, pil, array, "torchvision", budget)
                     yield Row(
                         f"{name} tv",
                         size,
-                        median_seconds(tv, budget),
+                        ours,
                         {"HF torchvision": median_seconds(hf, budget, min_runs=min_runs)},
+                        relative,
                     )
+
+
+RELATIVE_COLUMNS = ["array", "floor"]
+
+
+def _against_floor(
+    proc: ImageProcessor,
+    pil: Image.Image,
+    array: NDArray[np.uint8],
+    backend: str | None,
+    budget: float,
+) -> tuple[float, dict[str, float]]:
+    """mmfast's time on ``pil`` (one thread, ``backend``, None: the processor's), and,
+    interleaved with it, its time on the same pixels as an array and the cell's floor
+    (:func:`floor_fn`)."""
+    try:
+        floor: Callable[[], object] | None = floor_fn(proc, (pil.height, pil.width), backend)
+    except (AttributeError, TypeError, ValueError):  # a plan the floor cannot replay
+        floor = None
+    fns: list[Callable[[], object]] = [
+        partial(proc, pil, threads=1, backend=backend),
+        partial(proc, array, threads=1, backend=backend),
+    ]
+    if floor is not None:
+        fns.append(floor)
+    times = interleaved_medians(fns, budget)
+    return times[0], dict(zip(RELATIVE_COLUMNS, times[1:], strict=False))
 
 
 def _bind(hf: Any, images: object, tensors: str) -> Callable[[], object]:
@@ -512,6 +622,66 @@ def jpeg_rows(
         (h, w),
         median_seconds(partial(proc, data, threads=1), budget),
         others,
+    )
+
+
+# The fixed-cost cells: (model, (height, width), goal in ms on one thread).
+FIXED_CELLS = (
+    ("llava-hf/llava-1.5-7b-hf", (48, 64), 0.2),
+    ("google/siglip-so400m-patch14-384", (48, 64), 0.2),
+    ("llava-hf/llava-1.5-7b-hf", (480, 640), 0.6),
+)
+
+
+def fixed_rows(budget: float = 0.5) -> Iterator[Item]:
+    """What one call costs beyond its work: small images through LLaVA-1.5 and SigLIP on one
+    thread, given as a PIL image (the row's time) and as an array, against the cell's floor
+    (:func:`floor_fn`), all interleaved, with the issue's goal for the call."""
+    for model_id, size, goal in FIXED_CELLS:
+        proc = ImageProcessor.from_pretrained(model_id)
+        pil = _pil(size)
+        ours, relative = _against_floor(proc, pil, np.asarray(pil), None, 2 * budget)
+        yield Row(f"{short_name(model_id)[:16]} goal {goal} ms", size, ours, {}, relative)
+
+
+def scaling_rows(
+    sizes: Sequence[tuple[int, int]] | None = None,
+    model_id: str = BATCH_MODEL,
+    rounds: int = 9,
+) -> Iterator[Item]:
+    """One call on a batch of mixed inputs (even positions PIL images, odd ones JPEG bytes,
+    :func:`batch_sizes`) on 1 and on 2 threads, the two interleaved for ``rounds`` rounds:
+    the median of each, and the median and spread of the per-round speed-ups."""
+    sizes = batch_sizes() if sizes is None else list(sizes)
+    batch: list[Image.Image | bytes] = []
+    for i, size in enumerate(sizes):
+        im = _pil(size, seed=i)
+        if i % 2:
+            buffer = io.BytesIO()
+            im.save(buffer, "JPEG", quality=90)
+            batch.append(buffer.getvalue())
+        else:
+            batch.append(im)
+    proc = ImageProcessor.from_pretrained(model_id)
+    one, two = partial(proc, batch, threads=1), partial(proc, batch, threads=2)
+    one(), two()
+    t1: list[float] = []
+    t2: list[float] = []
+    for _ in range(rounds):
+        for fn, record in ((one, t1), (two, t2)):
+            t0 = time.perf_counter()
+            fn()
+            record.append(time.perf_counter() - t0)
+    label = f"{short_name(model_id)} x{len(batch)} PIL+bytes"
+    yield Row(f"{label}, 1 thr", None, float(np.median(t1)), {})
+    yield Row(f"{label}, 2 thr", None, float(np.median(t2)), {"1 thread": float(np.median(t1))})
+    speedups = np.array(t1) / np.array(t2)
+    q1, q3 = np.percentile(speedups, [25, 75])
+    yield (
+        f"  t1/t2 over {rounds} interleaved rounds: median {np.median(speedups):.2f}x, "
+        f"quartiles {q1:.2f}-{q3:.2f}x, range {speedups.min():.2f}-{speedups.max():.2f}x "
+        f"(goal 1.8x on a quiet machine; {os.cpu_count()} logical CPUs, load average "
+        f"{os.getloadavg()[0]:.1f})"
     )
 
 
@@ -873,13 +1043,15 @@ def run(
     print_fn("times: median of several calls after a warm-up (2 for slow transformers calls)")
     rows: list[Row] = []
 
-    def section(title: str, columns: list[str], items: Iterator[Item]) -> None:
+    def section(
+        title: str, columns: list[str], items: Iterator[Item], relative: Sequence[str] = ()
+    ) -> None:
         print_fn("")
         print_fn(f"## {title}")
-        print_fn(header(columns))
+        print_fn(header(columns, relative))
         for item in items:
             if isinstance(item, Row):
-                print_fn(item.format(columns))
+                print_fn(item.format(columns, relative))
                 rows.append(item)
             else:
                 print_fn(item)
@@ -918,9 +1090,31 @@ def run(
             )
         elif name == "models":
             section(
-                "models: proc(pil_image, threads=1) vs transformers' processors, one thread",
+                "models: proc(pil_image, threads=1) vs transformers' processors, one thread; "
+                "mmfast/array: the PIL image against its pixels as an array (goal <= 1.2x); "
+                "mmfast/floor: against the cell's own resizes plus writing the output "
+                "(goal <= 1.5x)",
                 MODEL_COLUMNS,
                 _with_notes(model_rows(backends, sizes, budget=budget), backends),
+                RELATIVE_COLUMNS,
+            )
+        elif name == "fixed":
+            section(
+                "fixed: the fixed cost of a call, proc(pil_image, threads=1), against the same "
+                "pixels as an array and the cell's floor (interleaved)",
+                [],
+                fixed_rows(budget),
+                RELATIVE_COLUMNS,
+            )
+        elif name == "scaling":
+            section(
+                "scaling: one call on 16 mixed PIL images and JPEG bytes, 2 threads vs 1, "
+                "interleaved",
+                ["1 thread"],
+                scaling_rows(
+                    [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else None,
+                    rounds=3 if quick else 9,
+                ),
             )
         elif name == "jpeg":
             items: Iterator[Item]

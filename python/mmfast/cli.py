@@ -27,8 +27,10 @@ BENCH_SECTIONS = (
     "decode",
     "pil",
     "models",
+    "fixed",
     "jpeg",
     "batch",
+    "scaling",
     "serving",
     "video",
 )

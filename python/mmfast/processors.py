@@ -33,6 +33,7 @@ from mmfast.image import (
     DEFAULT_MAX_PIXELS,
     ArrowSource,
     ImageSource,
+    PillowRows,
     array_to_rgb,
     checkerboard_rgb,
     decode_image,
@@ -223,7 +224,7 @@ class BatchFeature(Mapping[str, Any]):
         return f"BatchFeature({items})"
 
 
-BatchInput = NDArray[np.uint8] | ArrowSource
+BatchInput = NDArray[np.uint8] | ArrowSource | PillowRows
 # An image's place in a call: its index in a flat list, or (sample, index) in a nested one.
 Position = int | tuple[int, int]
 ON_ERROR: tuple[str, ...] = ("raise", "skip")
