@@ -3,6 +3,7 @@ and output comparisons."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Mapping
@@ -132,7 +133,10 @@ class Override:
 
     @property
     def reference(self) -> dict[str, Any]:
-        return self.ours if self.theirs is None else self.theirs
+        """The reference's overrides, a fresh copy each time: some transformers classes'
+        ``__init__`` edit the dicts they are given (HunyuanOCR's ``size``), which would
+        change the case for the tests after it."""
+        return copy.deepcopy(self.ours if self.theirs is None else self.theirs)
 
 
 def hf_load_image(path: Path) -> Image.Image:

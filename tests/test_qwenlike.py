@@ -159,15 +159,16 @@ def test_ernie_deprecated_names_select_the_family(suffix: str, tmp_path: Path) -
 
 def test_kimi_k25_model_type_selects_transformers_class(tmp_path: Path) -> None:
     """Without auto_map (a config saved by transformers, or a bare model type), AutoImageProcessor
-    picks Kimi_K25ImageProcessor, which has no PIL class; its settings are transformers' own
+    picks Kimi_K25ImageProcessor, which has no PIL class (so the backend defaults to
+    torchvision, and backend="pil" is refused); its settings are transformers' own
     (media_proc_cfg is not read)."""
     data = {"media_proc_cfg": {"in_patch_limit": 64}, "max_patches": 100}
     (tmp_path / "preprocessor_config.json").write_text(json.dumps(data))
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "kimi_k25"}))
     with pytest.raises(MmfastError, match="no pil class"):
-        models.load_config(tmp_path)
-    config = models.load_config(tmp_path, backend="torchvision")
-    assert isinstance(config, models.KimiK25ImageConfig)
+        models.load_config(tmp_path, backend="pil")
+    config = models.load_config(tmp_path)
+    assert isinstance(config, models.KimiK25ImageConfig) and config.backend == "torchvision"
     assert (config.max_patches, config.max_size_per_side, config.merge_size) == (100, 512, 2)
     with pytest.raises(MmfastError, match="max_height and max_width"):
         models.load_config(

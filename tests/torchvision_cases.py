@@ -152,7 +152,7 @@ def hf_torchvision(case: Case) -> tuple[dict[str, Any], bool]:
     assert family.hf_torchvision is not None
     module, name = family.hf_torchvision.rsplit(".", 1)
     cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
-    reference = copy.deepcopy(dict(case.override.reference))  # __init__ may edit its dicts
+    reference = case.override.reference
     processor = cls.from_dict(builtin_dict(case.model.model_id) | reference)
     defaults = models.registry.builtin_processor_defaults(case.model.model_id, family)
     kwargs = {k: v for k, v in defaults.items() if k not in reference}
