@@ -467,7 +467,7 @@ def _feature(
                 data[key] = data[key].astype(dtype)
         data = _nested_map(_as_tensor, data)
     # Keys the class sets after its own conversion stay torch tensors (Step-3.7's local patches).
-    late = config.torch_outputs & data.keys()
+    late = config.tensor_keys & data.keys()
     data.update({key: _as_tensor(data[key]) for key in late})
     # transformers converts the arrays and leaves lists (Idefics3's rows and cols) as lists.
     feature_class = _feature_class(hf_class)

@@ -571,7 +571,7 @@ class ModelConfig:
     counted_outputs: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # Keys transformers returns as torch tensors whatever return_tensors asks: the class sets
     # them on its BatchFeature after converting it (mmfast.hf follows).
-    torch_outputs: ClassVar[frozenset[str]] = frozenset()
+    tensor_keys: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def pil_convert(self) -> str:

@@ -152,7 +152,7 @@ class Step3p7Config(ModelConfig):
         {"pixel_values_local": "num_local_patches", "patch_newline_masks": "num_local_patches"}
     )
     # _preprocess sets them on its BatchFeature after converting it: torch tensors always.
-    torch_outputs: ClassVar[frozenset[str]] = frozenset({"pixel_values_local"})
+    tensor_keys: ClassVar[frozenset[str]] = frozenset({"pixel_values_local"})
     # Its pixel outputs are tensors even with return_tensors=None (stacked by the class).
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"num_local_patches": "ints"})
 
