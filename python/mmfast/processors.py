@@ -961,7 +961,8 @@ def run_videos(
 ) -> BatchFeature:
     """The sampled frames of each clip ((T, H, W, 3) uint8 each) through ``config``, in one
     native call: its outputs, in HF's key order. ``image_rows`` of the result gives each
-    clip's entries along the pixels' first axis (for the "clips" layout, 1: its array)."""
+    clip's entries along the pixels' first axis (for the "clips" layout, 1: its array). Float
+    resizes follow torch's thread count, as for images (:func:`torch_one_thread`)."""
     if dtype == "uint8" and not config.raw_pixels:
         raise MmfastError(
             f"dtype: 'uint8' cannot give {config.video_processor_type}'s outputs (they are "
