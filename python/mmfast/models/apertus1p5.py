@@ -176,11 +176,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         max_pixels=size.get("max_pixels"),
         spatial_factor=cfg.positive_int("spatial_factor", 16),
         resample=torch_resample(cfg, BICUBIC),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         do_pad=cfg.flag("do_pad", True),
     )
 

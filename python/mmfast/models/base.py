@@ -352,6 +352,16 @@ class Normalization:
     image_mean: RGB
     image_std: RGB
 
+    def fields(self) -> dict[str, Any]:
+        """The five settings as the config fields of the same names."""
+        return {
+            "do_rescale": self.do_rescale,
+            "rescale_factor": self.rescale_factor,
+            "do_normalize": self.do_normalize,
+            "image_mean": self.image_mean,
+            "image_std": self.image_std,
+        }
+
     def effective(self) -> tuple[float, RGB, RGB]:
         """(factor, mean, std) with disabled steps turned into identities."""
         factor = self.rescale_factor if self.do_rescale else 1.0

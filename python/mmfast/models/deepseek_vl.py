@@ -271,11 +271,7 @@ def deepseek_fields(cfg: Fields) -> dict[str, Any]:
         "min_size": cfg.int_in("min_size", 14, -MAX_INT, MAX_INT),
         "resample": cfg.resample(BICUBIC),
         "do_pad": cfg.flag("do_pad", True),
-        "do_rescale": norm.do_rescale,
-        "rescale_factor": norm.rescale_factor,
-        "do_normalize": norm.do_normalize,
-        "image_mean": norm.image_mean,
-        "image_std": norm.image_std,
+        **norm.fields(),
     }
 
 

@@ -231,11 +231,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         min_pixels=cfg.int_in("min_pixels", 512 * 512, 0, MAX_INT),
         max_pixels=cfg.positive_int("max_pixels", 1024 * 1024),
         spatial_factor=cfg.positive_int("spatial_factor", 8),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         do_pad=True if do_pad is None else bool(do_pad),
     )
 

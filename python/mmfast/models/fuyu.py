@@ -290,11 +290,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         resample=cfg.resample(BILINEAR),
         do_pad=do_pad,
         padding_value=cfg.number("padding_value", 1.0),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         patch_size=(patch["height"], patch["width"]),
     )
 

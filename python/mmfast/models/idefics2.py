@@ -294,11 +294,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         size=MappingProxyType(size),
         resample=cfg.resample(BILINEAR),
         do_image_splitting=cfg.flag("do_image_splitting", False),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         do_pad=cfg.flag("do_pad", True),
         image_seq_len=processor.positive_int("image_seq_len", 64),
     )

@@ -177,11 +177,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         image_processor_type=processor_type,
         do_convert_rgb=cfg.convert_rgb(),
         resample=refuse_box_and_hamming(cfg, cfg.resample(LANCZOS)),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         side=height,
         rescale_image_frac=frac,
         # A file's null is kept (no cap); a missing value is the class's 2048.

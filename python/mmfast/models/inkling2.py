@@ -120,11 +120,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         model_id=source.model_id,
         image_processor_type=processor_type,
         do_convert_rgb=cfg.convert_rgb(),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         patch=square_side(cfg, 40),
     )
 

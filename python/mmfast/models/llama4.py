@@ -358,11 +358,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         do_convert_rgb=cfg.convert_rgb(),
         tile_size=size["height"],
         resample=resample,
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         max_patches=cfg.positive_int("max_patches", 16, MAX_TILES),
         resize_to_max_canvas=cfg.flag("resize_to_max_canvas", False),
         # Llama4Processor.__init__ defaults, which the Scout checkpoint keeps.

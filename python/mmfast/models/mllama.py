@@ -257,11 +257,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         do_convert_rgb=cfg.convert_rgb(),
         tile_size=size["height"],
         resample=cfg.resample(BILINEAR),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         max_image_tiles=cfg.positive_int("max_image_tiles", 4, MAX_TILES),
     )
 

@@ -314,11 +314,7 @@ def _build(
         resample=resample,
         patch_size=cfg.positive_int("patch_size", 14),
         dynamic_hd=cfg.positive_int("dynamic_hd", 36, MAX_DYNAMIC_HD),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
     )
 
 

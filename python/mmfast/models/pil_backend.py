@@ -111,11 +111,7 @@ def pil_backend_fields(
         "resample": cfg.resample(resample),
         "do_center_crop": center_crop,
         "crop_size": (crop.get("height", 0), crop.get("width", 0)),
-        "do_rescale": norm.do_rescale,
-        "rescale_factor": norm.rescale_factor,
-        "do_normalize": norm.do_normalize,
-        "image_mean": norm.image_mean,
-        "image_std": norm.image_std,
+        **norm.fields(),
     }
 
 

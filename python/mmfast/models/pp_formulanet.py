@@ -180,11 +180,7 @@ def _build(
         resample=cfg.resample(BILINEAR),
         do_thumbnail=cfg.flag("do_thumbnail", True),
         do_pad=cfg.flag("do_pad", True),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
     )
 
 

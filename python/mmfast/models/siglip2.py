@@ -230,11 +230,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         do_convert_rgb=cfg.flag("do_convert_rgb", False),
         do_resize=cfg.flag("do_resize", True),
         resample=cfg.resample(BILINEAR),
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 16),
         max_num_patches=cfg.positive_int("max_num_patches", 256),
     )

@@ -321,11 +321,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         patch_size=cfg.positive_int("patch_size", 504),
         max_image_size=instance.positive_int("max_image_size", 3024),
         resample=resample,
-        do_rescale=norm.do_rescale,
-        rescale_factor=norm.rescale_factor,
-        do_normalize=norm.do_normalize,
-        image_mean=norm.image_mean,
-        image_std=norm.image_std,
+        **norm.fields(),
         vision_patch_size=cfg.positive_int("vision_patch_size", 14, MAX_INT),
         downsampler_stride=cfg.positive_int("downsampler_stride", 4, MAX_INT),
     )
