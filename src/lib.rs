@@ -7,6 +7,7 @@
 pub mod alloc;
 pub mod error;
 pub mod image;
+mod lookup;
 pub mod pipeline;
 pub mod resize;
 #[cfg(test)]

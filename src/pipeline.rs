@@ -17,7 +17,7 @@ use crate::resize::{resize_rgb, resize_source, Filter, Source};
 use crate::torch_float::{resize_float_rgb, resize_mapped_planes, FloatMode};
 use crate::torch_resize::{resize_torch_rgb, resize_torch_source, TorchMode};
 use crate::transforms::{
-    checked_len, crop_and_normalize, normalize_into_canvas, normalize_source_to_patches,
+    checked_len, crop_source_and_normalize, normalize_into_canvas, normalize_source_to_patches,
     normalize_to_hwc_patches, normalize_to_patches, normalize_to_strip, Normalize, Patches, Window,
 };
 use crate::workers;
@@ -122,7 +122,7 @@ pub enum Layout {
 
 /// An element type of [`run_batch`]'s output: float32 values, or bit patterns and indices
 /// that only table lookups produce (bfloat16 or float16 bits as `u16`, `u8` pixels).
-pub trait Element: Copy + Send + Sync {
+pub trait Element: bytemuck::Pod + Send + Sync {
     /// The float32 tables and output of a layout that computes on the normalised values
     /// ([`Layout::Resized`]); `None` for element types other than `f32`.
     fn as_float32<'a>(
@@ -398,13 +398,7 @@ impl Job {
             (None, _) => Ok(()),
             (Some(Layout::Patches(p)), [dst]) => normalize_to_patches(frames, size, *p, norm, dst),
             (Some(Layout::Windows(windows)), [dst]) => {
-                let mut rest = &mut **dst;
-                for window in windows {
-                    let (head, tail) = rest.split_at_mut(3 * window.height * window.width);
-                    crop_and_normalize(pixels, size, *window, norm, head)?;
-                    rest = tail;
-                }
-                Ok(())
+                crop_windows(Source::packed(pixels, 3, size)?, windows, norm, dst)
             }
             (Some(Layout::HwcPatches { patch_size, windows }), [dst]) => {
                 normalize_to_hwc_patches(pixels, size, windows, *patch_size, norm, dst)
@@ -662,10 +656,16 @@ fn run_image<T: Element>(
             && job.frames.is_empty()
             && rgb.is_none()
             && input.as_rgb().is_none()
-            && matches!(job.layout, Some(Layout::Patches(_)));
+            && matches!(job.layout, Some(Layout::Patches(_) | Layout::Windows(_)));
         if in_place {
-            if let (Some(Layout::Patches(p)), [dst]) = (&job.layout, &mut slot[..]) {
-                normalize_source_to_patches(input, *p, &norms[job.table], dst)?;
+            match (&job.layout, &mut slot[..]) {
+                (Some(Layout::Patches(p)), [dst]) => {
+                    normalize_source_to_patches(input, *p, &norms[job.table], dst)?;
+                }
+                (Some(Layout::Windows(windows)), [dst]) => {
+                    crop_windows(input, windows, &norms[job.table], dst)?;
+                }
+                (_, dst) => return Err(invalid("out", "one output range", dst.len())),
             }
         } else if !slot.is_empty() {
             if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
@@ -705,6 +705,22 @@ fn run_image<T: Element>(
             };
             pixels.insert(j, kept);
         }
+    }
+    Ok(())
+}
+
+/// [`Layout::Windows`]: each of `windows` of `src`, normalised, back to back in `dst`.
+fn crop_windows<T: Element>(
+    src: Source<'_>,
+    windows: &[Window],
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<(), TransformError> {
+    let mut rest = dst;
+    for window in windows {
+        let (head, tail) = rest.split_at_mut(3 * window.height * window.width);
+        crop_source_and_normalize(src, *window, norm, head)?;
+        rest = tail;
     }
     Ok(())
 }
@@ -1154,7 +1170,7 @@ mod tests {
     fn value(src: &[u8], w: usize, (y, x, c): (usize, usize, usize), norm: &Normalize<f32>) -> f32 {
         let mut one = [0f32; 3];
         let px = &src[(y * w + x) * 3..(y * w + x + 1) * 3];
-        crop_and_normalize(px, (1, 1), window(0, 0, 1, 1), norm, &mut one).unwrap();
+        crate::transforms::crop_and_normalize(px, (1, 1), window(0, 0, 1, 1), norm, &mut one).unwrap();
         one[c]
     }
 

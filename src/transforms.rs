@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use crate::error::{invalid, TransformError};
+use crate::lookup::Lookup;
 use crate::resize::Source;
 
 /// Pixels per block in the de-interleave loop. Fixed-size blocks let the compiler
@@ -28,6 +29,8 @@ pub struct Normalize<T = f32> {
     /// The value of positions outside the pixels (a window reaching past them): the
     /// normalised value of black unless the caller names another.
     outside: [T; 3],
+    /// The same tables for the vector lookup, where the CPU has it.
+    lookup: Option<Lookup>,
 }
 
 impl Normalize<f32> {
@@ -61,17 +64,21 @@ impl Normalize<f32> {
                 *entry = (v - m) / s;
             }
         }
-        let outside = [tables[0][0], tables[1][0], tables[2][0]];
-        Ok(Self { tables, outside })
+        Ok(Self::from_tables(tables))
     }
 }
 
-impl<T: Copy> Normalize<T> {
+impl<T: bytemuck::Pod> Normalize<T> {
     /// Tables computed elsewhere: `tables[c][x]` is the output for value `x` in channel `c`.
     #[must_use]
     pub fn from_tables(tables: [[T; 256]; 3]) -> Self {
         let outside = [tables[0][0], tables[1][0], tables[2][0]];
-        Self { tables, outside }
+        let lookup = Lookup::new(&tables);
+        Self {
+            tables,
+            outside,
+            lookup,
+        }
     }
 
     /// The tables: `tables()[c][x]` is the output for value `x` in channel `c`.
@@ -104,6 +111,8 @@ impl<T: Copy> Normalize<T> {
     /// Normalises `src` (interleaved RGB, 3 bytes per pixel) into three planar runs of
     /// `src.len() / 3` values each. The caller guarantees the lengths match.
     fn run(&self, src: &[u8], r: &mut [T], g: &mut [T], b: &mut [T]) {
+        let done = self.lookup.as_ref().map_or(0, |l| l.run(src, 3, r, g, b));
+        let (src, r, g, b) = (&src[3 * done..], &mut r[done..], &mut g[done..], &mut b[done..]);
         let [tr, tg, tb] = &self.tables;
         let blocks = src.chunks_exact(3 * BLOCK);
         let tail = blocks.remainder();
@@ -128,15 +137,22 @@ impl<T: Copy> Normalize<T> {
             *bv = tb[usize::from(px[2])];
         }
     }
-}
 
-impl<T: Copy> Normalize<T> {
     /// [`Normalize::run`] from pixels of `channels` bytes: 3 (RGB), 4 (RGBX, the fourth
     /// byte unread) or 1 (grayscale, its value in every channel).
     fn run_pixels(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) {
+        if channels == 3 {
+            return self.run(src, r, g, b);
+        }
+        let done = self.lookup.as_ref().map_or(0, |l| l.run(src, channels, r, g, b));
+        let (src, r, g, b) = (
+            &src[channels * done..],
+            &mut r[done..],
+            &mut g[done..],
+            &mut b[done..],
+        );
         let [tr, tg, tb] = &self.tables;
         match channels {
-            3 => self.run(src, r, g, b),
             4 => {
                 for (px, ((rv, gv), bv)) in src
                     .chunks_exact(4)
@@ -229,7 +245,7 @@ fn check_out<T>(dst: &[T], len: usize) -> Result<(), TransformError> {
 /// deinterleave_rgb_to_planes(&[1, 2, 3, 4, 5, 6], (1, 2), &norm, &mut planes).unwrap();
 /// assert_eq!(planes, [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 /// ```
-pub fn deinterleave_rgb_to_planes<T: Copy>(
+pub fn deinterleave_rgb_to_planes<T: bytemuck::Pod>(
     src: &[u8],
     size: (usize, usize),
     norm: &Normalize<T>,
@@ -253,7 +269,7 @@ pub fn deinterleave_rgb_to_planes<T: Copy>(
 /// # Errors
 /// An empty image, a canvas smaller than the image on either axis, or lengths that do
 /// not match.
-pub fn pad_and_normalize_to_tensor<T: Copy>(
+pub fn pad_and_normalize_to_tensor<T: bytemuck::Pod>(
     src: &[u8],
     size: (usize, usize),
     canvas: (usize, usize),
@@ -314,7 +330,7 @@ fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
 ///
 /// # Errors
 /// An empty image or window, or lengths that do not match.
-pub fn crop_and_normalize<T: Copy>(
+pub fn crop_and_normalize<T: bytemuck::Pod>(
     src: &[u8],
     size: (usize, usize),
     window: Window,
@@ -322,7 +338,23 @@ pub fn crop_and_normalize<T: Copy>(
     dst: &mut [T],
 ) -> Result<(), TransformError> {
     check_image(src, size)?;
-    let (h, w) = size;
+    crop_source_and_normalize(Source::packed(src, 3, size)?, window, norm, dst)
+}
+
+/// [`crop_and_normalize`] of an image read where it is: RGB, Pillow's RGBX or grayscale,
+/// rows back to back or one by one (see [`Source`]); the same values as from its packed RGB
+/// pixels.
+///
+/// # Errors
+/// As [`crop_and_normalize`].
+pub fn crop_source_and_normalize<T: bytemuck::Pod>(
+    src: Source<'_>,
+    window: Window,
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<(), TransformError> {
+    let (h, w) = src.size();
+    let c = src.channels();
     let (wh, ww) = (window.height, window.width);
     if wh == 0 || ww == 0 {
         return Err(invalid("window", "a non-empty window", format!("({wh}, {ww})")));
@@ -347,10 +379,11 @@ pub fn crop_and_normalize<T: Copy>(
         }
         let sy = (window.top + y as isize) as usize;
         let sx = (window.left + cols_in.start as isize) as usize;
-        let px = &src[(sy * w + sx) * 3..(sy * w + sx + cols_in.len()) * 3];
+        let px = &src.row(sy)[sx * c..(sx + cols_in.len()) * c];
         let cols = cols_in.clone();
-        norm.run(
+        norm.run_pixels(
             px,
+            c,
             &mut r_row[cols.clone()],
             &mut g_row[cols.clone()],
             &mut b_row[cols],
@@ -375,7 +408,7 @@ pub fn crop_and_normalize<T: Copy>(
 ///
 /// # Errors
 /// A window that is not a whole number of patches, or lengths that do not match.
-pub fn normalize_to_hwc_patches<T: Copy>(
+pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
     src: &[u8],
     size: (usize, usize),
     windows: &[Window],
@@ -441,7 +474,7 @@ pub fn normalize_to_hwc_patches<T: Copy>(
 ///
 /// # Errors
 /// An empty image, or slices that do not match it.
-pub fn normalize_into_canvas<T: Copy>(
+pub fn normalize_into_canvas<T: bytemuck::Pod>(
     src: &[u8],
     size: (usize, usize),
     norm: &Normalize<T>,
@@ -470,7 +503,7 @@ pub fn normalize_into_canvas<T: Copy>(
 ///
 /// # Errors
 /// Sides that are not multiples of `patch_size`, or slices that do not match.
-pub fn normalize_to_strip<T: Copy>(
+pub fn normalize_to_strip<T: bytemuck::Pod>(
     src: &[u8],
     size: (usize, usize),
     patch_size: usize,
@@ -544,7 +577,7 @@ impl Patches {
 /// # Errors
 /// Sides that are not multiples of `patch_size * merge_size`, a frame count other than 1 or
 /// `temporal_patch_size`, or lengths that do not match.
-pub fn normalize_to_patches<T: Copy>(
+pub fn normalize_to_patches<T: bytemuck::Pod>(
     frames: &[&[u8]],
     size: (usize, usize),
     patches: Patches,
@@ -588,7 +621,7 @@ pub fn normalize_to_patches<T: Copy>(
 ///
 /// # Errors
 /// As [`normalize_to_patches`].
-pub fn normalize_source_to_patches<T: Copy>(
+pub fn normalize_source_to_patches<T: bytemuck::Pod>(
     src: Source<'_>,
     patches: Patches,
     norm: &Normalize<T>,
@@ -617,7 +650,7 @@ pub fn normalize_source_to_patches<T: Copy>(
 /// The band loop of [`normalize_to_patches`] for `frames` frames of `size` (its checks done
 /// by the caller): `fill(frame, rows, r, g, b)` normalises image rows `rows` of a frame into
 /// three planes of `rows.len() * width` values.
-fn patches_by_band<T: Copy>(
+fn patches_by_band<T: bytemuck::Pod>(
     frames: usize,
     (h, w): (usize, usize),
     patches: Patches,
@@ -662,7 +695,7 @@ fn copy_array<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
 /// Patch rows of one band from its planar scratch (per frame, `3 * p * m` rows of `w`
 /// values each), copying each `p`-value line with `copy_line`. One frame's scratch fills
 /// every time slot; otherwise slot `i` reads frame `i`'s.
-fn gather_band<T: Copy>(
+fn gather_band<T: bytemuck::Pod>(
     planes: &[T],
     w: usize,
     patches: Patches,
@@ -681,20 +714,14 @@ fn gather_band<T: Copy>(
         // Row k of the band is patch (mh, mw) of merge group bw, both row-major.
         let (bw, within) = (k / (m * m), k % (m * m));
         let (y0, x0) = ((within / m) * p, (bw * m + within % m) * p);
-        // Channel c, time i lives at row[(c * t + i) * p * p..][..p * p].
+        // Channel c, time i lives at row[(c * t + i) * p * p..][..p * p]; a still image's
+        // one frame fills every time slot, each line written to all of them at once.
         for (c, channel) in row.chunks_exact_mut(t * p * p).enumerate() {
-            for (i, slot) in channel.chunks_exact_mut(p * p).enumerate().take(frames) {
-                let plane = &planes[(i * 3 + c) * band_len..][..band_len];
+            for (i, slot) in channel.chunks_exact_mut(p * p).enumerate() {
+                let plane = &planes[((i % frames) * 3 + c) * band_len..][..band_len];
                 for (y, line) in slot.chunks_exact_mut(p).enumerate() {
                     let at = (y0 + y) * w + x0;
                     copy_line(line, &plane[at..at + p]);
-                }
-            }
-            if frames == 1 {
-                // A still image: its one frame repeated in every time slot.
-                let (first, copies) = channel.split_at_mut(p * p);
-                for copy in copies.chunks_exact_mut(p * p) {
-                    copy.copy_from_slice(first);
                 }
             }
         }

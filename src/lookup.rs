@@ -1,0 +1,282 @@
+//! Table lookups of interleaved pixels into planes, 64 pixels at a time with AVX-512 VBMI.
+//!
+//! [`crate::transforms::Normalize`] maps every byte of a pixel to its channel's table entry
+//! (a float32, a bfloat16 bit pattern or a byte). One scalar load per value bounds that loop;
+//! here the tables are held as byte planes (byte `k` of each of a channel's 256 entries) so
+//! that `vpermi2b` looks up 64 values' byte `k` at once, and the bytes are interleaved back
+//! into values by unpacks. The lookup copies table entries, so it gives the scalar loop's
+//! bits whatever the tables hold.
+
+/// A channel's table as byte planes: `planes[k][x]` is byte `k` (little-endian) of entry `x`.
+type Planes = [[u8; 256]; 4];
+
+/// Tables of `width`-byte values (1, 2 or 4) prepared for [`Lookup::run`], on a CPU with
+/// AVX-512 VBMI.
+#[derive(Clone, Debug)]
+pub(crate) struct Lookup {
+    width: usize,
+    channels: [Planes; 3],
+}
+
+impl Lookup {
+    /// `tables` prepared for the vector lookup, or `None` when this CPU lacks AVX-512 VBMI
+    /// (or `T` is wider than 4 bytes).
+    pub(crate) fn new<T: bytemuck::Pod>(tables: &[[T; 256]; 3]) -> Option<Lookup> {
+        let width = size_of::<T>();
+        if !matches!(width, 1 | 2 | 4) || !vbmi::detected() {
+            return None;
+        }
+        let mut channels = [[[0u8; 256]; 4]; 3];
+        for (planes, table) in channels.iter_mut().zip(tables) {
+            for (x, entry) in table.iter().enumerate() {
+                for (k, &byte) in bytemuck::bytes_of(entry).iter().enumerate() {
+                    planes[k][x] = byte;
+                }
+            }
+        }
+        Some(Lookup { width, channels })
+    }
+
+    /// Looks up the first `64 * n` pixels of `src` (`channels` bytes a pixel: 3 for RGB, 4
+    /// for RGBX whose fourth byte is unread, 1 for grayscale, its value in every channel)
+    /// into `r`, `g` and `b`, for the largest `n` that `src` and the planes hold. Returns
+    /// the number of pixels written; the caller finishes the rest.
+    pub(crate) fn run<T: bytemuck::Pod>(
+        &self,
+        src: &[u8],
+        channels: usize,
+        r: &mut [T],
+        g: &mut [T],
+        b: &mut [T],
+    ) -> usize {
+        assert_eq!(
+            size_of::<T>(),
+            self.width,
+            "tables and planes of one element type"
+        );
+        assert!(matches!(channels, 1 | 3 | 4), "1, 3 or 4 bytes a pixel");
+        let blocks = (src.len() / (64 * channels)).min(r.len().min(g.len()).min(b.len()) / 64);
+        let outs = [r, g, b].map(|plane| bytemuck::cast_slice_mut::<T, u8>(plane).as_mut_ptr());
+        // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; `blocks` blocks of
+        // 64 pixels lie inside `src` and each plane, as computed above.
+        unsafe { vbmi::run(self, src.as_ptr(), channels, outs, blocks) };
+        64 * blocks
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vbmi {
+    use std::arch::x86_64::{
+        __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_movepi8_mask, _mm512_permutex2var_epi8,
+        _mm512_permutexvar_epi8, _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8,
+        _mm512_unpacklo_epi16, _mm512_unpacklo_epi8,
+    };
+
+    use super::Lookup;
+
+    pub(super) fn detected() -> bool {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vbmi")
+    }
+
+    /// The output index of lane `p` of a looked-up vector once [`store`]'s unpacks, which
+    /// work within 128-bit lanes, have interleaved its bytes into `width`-byte values.
+    const fn order(p: usize, width: usize) -> usize {
+        let (lane, within) = (p / 16, p % 16);
+        match width {
+            4 => 16 * (within / 4) + 4 * lane + within % 4,
+            2 => 32 * (within / 8) + 8 * lane + within % 8,
+            _ => p,
+        }
+    }
+
+    /// For channel `c` of pixels of `channels` bytes: the source byte each lane reads (so
+    /// that lane `p` holds the pixel [`order`] sends it to) and the lanes reading bytes
+    /// 128 and on.
+    fn gather(channels: usize, c: usize, width: usize) -> (__m512i, u64) {
+        let mut index = [0u8; 64];
+        let mut high = 0u64;
+        for (p, i) in index.iter_mut().enumerate() {
+            let at = channels * order(p, width) + if channels == 1 { 0 } else { c };
+            *i = at as u8;
+            high |= u64::from(at >= 128) << p;
+        }
+        // SAFETY: `index` is 64 bytes; unaligned loads are allowed.
+        (unsafe { _mm512_loadu_si512(index.as_ptr().cast()) }, high)
+    }
+
+    /// The 64 bytes of `planes` at `at..at + 64`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(planes: &[u8; 256], at: usize) -> __m512i {
+        // SAFETY: `at` is 0, 64, 128 or 192, so 64 bytes lie inside `planes`.
+        unsafe { _mm512_loadu_si512(planes.as_ptr().add(at).cast()) }
+    }
+
+    /// Byte `x` of the 256-byte `plane` for each byte `x` of `index`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn lookup(plane: &[u8; 256], index: __m512i) -> __m512i {
+        // SAFETY: the caller guarantees the CPU features.
+        unsafe {
+            let low = _mm512_permutex2var_epi8(load(plane, 0), index, load(plane, 64));
+            let high = _mm512_permutex2var_epi8(load(plane, 128), index, load(plane, 192));
+            _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
+        }
+    }
+
+    /// Looks up `index` in `planes` and writes the 64 values, `width` bytes each, to `out`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI, and `out` must hold `64 * width` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn store(planes: &super::Planes, width: usize, index: __m512i, out: *mut u8) {
+        // SAFETY: the caller guarantees the CPU features and the `64 * width` bytes written.
+        unsafe {
+            let byte = |k: usize| lookup(&planes[k], index);
+            match width {
+                4 => {
+                    let (b0, b1, b2, b3) = (byte(0), byte(1), byte(2), byte(3));
+                    let (lo01, hi01) = (_mm512_unpacklo_epi8(b0, b1), _mm512_unpackhi_epi8(b0, b1));
+                    let (lo23, hi23) = (_mm512_unpacklo_epi8(b2, b3), _mm512_unpackhi_epi8(b2, b3));
+                    _mm512_storeu_si512(out.cast(), _mm512_unpacklo_epi16(lo01, lo23));
+                    _mm512_storeu_si512(out.add(64).cast(), _mm512_unpackhi_epi16(lo01, lo23));
+                    _mm512_storeu_si512(out.add(128).cast(), _mm512_unpacklo_epi16(hi01, hi23));
+                    _mm512_storeu_si512(out.add(192).cast(), _mm512_unpackhi_epi16(hi01, hi23));
+                }
+                2 => {
+                    let (b0, b1) = (byte(0), byte(1));
+                    _mm512_storeu_si512(out.cast(), _mm512_unpacklo_epi8(b0, b1));
+                    _mm512_storeu_si512(out.add(64).cast(), _mm512_unpackhi_epi8(b0, b1));
+                }
+                _ => _mm512_storeu_si512(out.cast(), byte(0)),
+            }
+        }
+    }
+
+    /// [`Lookup::run`] on `blocks` blocks of 64 pixels.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI (a [`Lookup`] exists only then), `src`
+    /// must hold `64 * channels * blocks` bytes and each of `outs` `64 * width * blocks`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn run(
+        lookup: &Lookup,
+        src: *const u8,
+        channels: usize,
+        outs: [*mut u8; 3],
+        blocks: usize,
+    ) {
+        let width = lookup.width;
+        let gathers = [0, 1, 2].map(|c| gather(channels, c, width));
+        for block in 0..blocks {
+            // SAFETY: the caller guarantees the features and the lengths read and written.
+            unsafe {
+                let px = src.add(64 * channels * block);
+                let v = |k: usize| _mm512_loadu_si512(px.add(64 * k).cast());
+                let regs = match channels {
+                    4 => [v(0), v(1), v(2), v(3)],
+                    3 => [v(0), v(1), v(2), v(2)],
+                    _ => [v(0); 4],
+                };
+                for (c, &(index, high)) in gathers.iter().enumerate() {
+                    // Each lane's source byte: lanes of bytes 0-127 from the first two
+                    // registers, the others from the last one or two (RGB's third register
+                    // reads bytes 128-191 by the low six bits, `at - 128`).
+                    let values = match channels {
+                        1 => _mm512_permutexvar_epi8(index, regs[0]),
+                        3 => _mm512_mask_blend_epi8(
+                            high,
+                            _mm512_permutex2var_epi8(regs[0], index, regs[1]),
+                            _mm512_permutexvar_epi8(index, regs[2]),
+                        ),
+                        _ => _mm512_mask_blend_epi8(
+                            high,
+                            _mm512_permutex2var_epi8(regs[0], index, regs[1]),
+                            _mm512_permutex2var_epi8(regs[2], index, regs[3]),
+                        ),
+                    };
+                    store(
+                        &lookup.channels[c],
+                        width,
+                        values,
+                        outs[c].add(64 * width * block),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod vbmi {
+    use super::Lookup;
+
+    pub(super) fn detected() -> bool {
+        false
+    }
+
+    /// Never called: no [`Lookup`] exists off x86-64.
+    pub(super) unsafe fn run(_: &Lookup, _: *const u8, _: usize, _: [*mut u8; 3], _: usize) {
+        unreachable!("no Lookup off x86-64")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lookup;
+    use crate::testing::Rng;
+
+    /// Random tables of `T` and pixels of 1, 3 and 4 bytes, of lengths around the block
+    /// size: every value the lookup writes is its table's entry, and nothing past them.
+    fn check<T: bytemuck::Pod + PartialEq + std::fmt::Debug>(rng: &mut Rng) {
+        let mut tables = [[T::zeroed(); 256]; 3];
+        for table in &mut tables {
+            bytemuck::cast_slice_mut::<T, u8>(table).fill_with(|| rng.below(256) as u8);
+        }
+        let Some(lookup) = Lookup::new(&tables) else {
+            eprintln!("no AVX-512 VBMI here: the scalar loop runs alone");
+            return;
+        };
+        for channels in [1, 3, 4] {
+            for pixels in [0, 63, 64, 65, 128, 200, 640] {
+                let src: Vec<u8> = (0..pixels * channels).map(|_| rng.below(256) as u8).collect();
+                let mut planes = vec![vec![T::zeroed(); pixels]; 3];
+                let [r, g, b] = &mut planes[..] else {
+                    unreachable!()
+                };
+                let done = lookup.run(&src, channels, r, g, b);
+                assert_eq!(done, pixels / 64 * 64);
+                for (c, plane) in planes.iter().enumerate() {
+                    for (i, value) in plane.iter().enumerate() {
+                        let byte = src[i * channels + if channels == 1 { 0 } else { c }];
+                        let want = if i < done {
+                            tables[c][usize::from(byte)]
+                        } else {
+                            T::zeroed()
+                        };
+                        assert_eq!(
+                            *value, want,
+                            "channels {channels}, pixel {i} of {pixels}, channel {c}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_writes_table_entries_for_every_width() {
+        let mut rng = Rng(7);
+        for _ in 0..4 {
+            check::<u32>(&mut rng);
+            check::<u16>(&mut rng);
+            check::<u8>(&mut rng);
+        }
+    }
+}
