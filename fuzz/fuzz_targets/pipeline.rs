@@ -588,6 +588,7 @@ fuzz_target!(|plan: Plan| {
         .iter()
         .map(|i| Image {
             pixels: &i.pixels,
+            rows: None,
             channels: i.channels,
             size: i.size,
         })
