@@ -16,7 +16,13 @@ type Planes = [[u8; 256]; 4];
 pub(crate) struct Lookup {
     width: usize,
     channels: [Planes; 3],
+    /// For pixels of 1, 3 and 4 bytes, each channel's [`gather`]: made
+    /// once, as a row of an image is often the whole call.
+    gathers: [[Gather; 3]; 3],
 }
+
+/// The source byte each lane reads, and the lanes reading bytes 128 and on.
+type Gather = ([u8; 64], u64);
 
 impl Lookup {
     /// `tables` prepared for the vector lookup, or `None` when this CPU lacks AVX-512 VBMI
@@ -34,7 +40,12 @@ impl Lookup {
                 }
             }
         }
-        Some(Lookup { width, channels })
+        let gathers = [1, 3, 4].map(|bytes| [0, 1, 2].map(|c| gather(bytes, c, width)));
+        Some(Lookup {
+            width,
+            channels,
+            gathers,
+        })
     }
 
     /// Looks up the first `64 * n` pixels of `src` (`channels` bytes a pixel: 3 for RGB, 4
@@ -64,6 +75,31 @@ impl Lookup {
     }
 }
 
+/// The output index of lane `p` of a looked-up vector once `vbmi::store`'s unpacks, which
+/// work within 128-bit lanes, have interleaved its bytes into `width`-byte values.
+const fn order(p: usize, width: usize) -> usize {
+    let (lane, within) = (p / 16, p % 16);
+    match width {
+        4 => 16 * (within / 4) + 4 * lane + within % 4,
+        2 => 32 * (within / 8) + 8 * lane + within % 8,
+        _ => p,
+    }
+}
+
+/// For channel `c` of pixels of `channels` bytes: the source byte each lane reads (so
+/// that lane `p` holds the pixel [`order`] sends it to) and the lanes reading bytes
+/// 128 and on.
+fn gather(channels: usize, c: usize, width: usize) -> Gather {
+    let mut index = [0u8; 64];
+    let mut high = 0u64;
+    for (p, i) in index.iter_mut().enumerate() {
+        let at = channels * order(p, width) + if channels == 1 { 0 } else { c };
+        *i = at as u8;
+        high |= u64::from(at >= 128) << p;
+    }
+    (index, high)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vbmi {
     use std::arch::x86_64::{
@@ -78,32 +114,6 @@ mod vbmi {
         is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512vbmi")
-    }
-
-    /// The output index of lane `p` of a looked-up vector once [`store`]'s unpacks, which
-    /// work within 128-bit lanes, have interleaved its bytes into `width`-byte values.
-    const fn order(p: usize, width: usize) -> usize {
-        let (lane, within) = (p / 16, p % 16);
-        match width {
-            4 => 16 * (within / 4) + 4 * lane + within % 4,
-            2 => 32 * (within / 8) + 8 * lane + within % 8,
-            _ => p,
-        }
-    }
-
-    /// For channel `c` of pixels of `channels` bytes: the source byte each lane reads (so
-    /// that lane `p` holds the pixel [`order`] sends it to) and the lanes reading bytes
-    /// 128 and on.
-    fn gather(channels: usize, c: usize, width: usize) -> (__m512i, u64) {
-        let mut index = [0u8; 64];
-        let mut high = 0u64;
-        for (p, i) in index.iter_mut().enumerate() {
-            let at = channels * order(p, width) + if channels == 1 { 0 } else { c };
-            *i = at as u8;
-            high |= u64::from(at >= 128) << p;
-        }
-        // SAFETY: `index` is 64 bytes; unaligned loads are allowed.
-        (unsafe { _mm512_loadu_si512(index.as_ptr().cast()) }, high)
     }
 
     /// The 64 bytes of `planes` at `at..at + 64`.
@@ -173,7 +183,13 @@ mod vbmi {
         blocks: usize,
     ) {
         let width = lookup.width;
-        let gathers = [0, 1, 2].map(|c| gather(channels, c, width));
+        let gathers = lookup.gathers[match channels {
+            1 => 0,
+            3 => 1,
+            _ => 2,
+        }]
+        // SAFETY: each index is 64 bytes; unaligned loads are allowed.
+        .map(|(index, high)| (unsafe { _mm512_loadu_si512(index.as_ptr().cast()) }, high));
         for block in 0..blocks {
             // SAFETY: the caller guarantees the features and the lengths read and written.
             unsafe {

@@ -13,12 +13,14 @@ use std::sync::{Mutex, PoisonError};
 use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, Rect};
-use crate::resize::{resize_rgb, resize_source, Filter, Source};
+use crate::resize::{
+    self, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend, Filter, Source,
+};
 use crate::torch_float::{resize_float_rgb, resize_mapped_planes, FloatMode};
-use crate::torch_resize::{resize_torch_rgb, resize_torch_source, TorchMode};
+use crate::torch_resize::{resize_torch_rgb, resize_torch_source, resize_torch_source_part, TorchMode};
 use crate::transforms::{
     checked_len, crop_source_and_normalize, normalize_into_canvas, normalize_source_to_patches,
-    normalize_to_hwc_patches, normalize_to_patches, normalize_to_strip, Normalize, Patches, Window,
+    normalize_to_hwc_patches, normalize_to_patches, normalize_to_strip, overlap, Normalize, Patches, Window,
 };
 use crate::workers;
 
@@ -72,6 +74,33 @@ impl Resize {
             Resize::Pillow(filter, to) => resize_source(src, dst, to, filter),
             Resize::Torch(mode, antialias, to) => resize_torch_source(src, dst, to, mode, antialias),
             Resize::Keep | Resize::TorchFloat(..) => self.run(&src.to_rgb()?, src.size(), dst),
+        }
+    }
+
+    /// Whether [`Resize::run_part`] computes only the part's pixels (the separable
+    /// convolutions), rather than cropping them from the whole result.
+    fn computes_parts(self) -> bool {
+        match self {
+            Resize::Pillow(filter, _) => filter.convolution().is_some(),
+            Resize::Torch(mode, ..) => mode != TorchMode::NearestExact,
+            Resize::Keep | Resize::TorchFloat(..) => false,
+        }
+    }
+
+    /// `part` of [`Resize::run_source`]'s result into `dst`, which holds exactly `part`: the
+    /// same bytes as cropping the whole result. Pillow's and torchvision's uint8 resizes
+    /// compute only `part` along each axis they resize.
+    ///
+    /// # Errors
+    /// As [`Resize::run`], or a `part` outside the result.
+    pub fn run_part(self, src: Source<'_>, part: Rect, dst: &mut [u8]) -> Result<(), TransformError> {
+        match self {
+            Resize::Pillow(filter, to) => resize_source_part(src, dst, to, part, filter, Backend::Auto),
+            Resize::Torch(mode, antialias, to) => {
+                resize_torch_source_part(src, dst, to, part, mode, antialias, Backend::Auto)
+            }
+            Resize::Keep => whole_then_part(dst, src.size(), part, |full| self.run_source(src, full)),
+            Resize::TorchFloat(.., to) => whole_then_part(dst, to, part, |full| self.run_source(src, full)),
         }
     }
 }
@@ -343,10 +372,17 @@ impl Job {
     }
 
     /// Crop, resize and pad `src`: `None` when nothing changes it (the caller then reads
-    /// `src` packed to RGB).
-    fn prepare(&self, src: Source<'_>) -> Result<Option<Owned>, TransformError> {
+    /// `src` packed to RGB). Unless `whole`, a resize that ends the job may compute only the
+    /// part its windows read; the second value is where those pixels start in the job's
+    /// (height, width) ((0, 0) for all of them).
+    fn prepare(
+        &self,
+        src: Source<'_>,
+        whole: bool,
+    ) -> Result<(Option<Owned>, (usize, usize)), TransformError> {
         let mut size = src.size();
         let mut owned: Option<Vec<u8>> = None;
+        let mut origin = (0, 0);
         if let Some(rect) = self.crop {
             if (rect.height, rect.width) != size {
                 let mut out = zeroed("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
@@ -357,12 +393,18 @@ impl Job {
         match self.resize {
             // Pillow and torchvision return the input unchanged for an unchanged size.
             Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) if to != size => {
-                let mut out = zeroed("jobs", checked_len("jobs", &[to.0, to.1, 3])?)?;
+                let part = match self.read_part(size, to) {
+                    Some(part) if !whole && self.pad.is_none() && self.resize.computes_parts() => part,
+                    _ => resize::whole(to),
+                };
+                let mut out = zeroed("jobs", checked_len("jobs", &[part.height, part.width, 3])?)?;
                 match &owned {
-                    Some(pixels) => self.resize.run(pixels, size, &mut out)?,
-                    None => self.resize.run_source(src, &mut out)?,
+                    Some(pixels) => self
+                        .resize
+                        .run_part(Source::packed(pixels, 3, size)?, part, &mut out)?,
+                    None => self.resize.run_part(src, part, &mut out)?,
                 }
-                (owned, size) = (Some(out), to);
+                (owned, size, origin) = (Some(out), (part.height, part.width), (part.top, part.left));
             }
             _ => {}
         }
@@ -381,15 +423,50 @@ impl Job {
                 (owned, size) = (Some(out), canvas);
             }
         }
-        Ok(owned.map(|v| (v, size)))
+        Ok((owned.map(|v| (v, size)), origin))
     }
 
-    /// Writes this job's layout of `pixels` (HWC RGB of `size`) into its output ranges
-    /// `dst` (see [`Job::segments`]).
+    /// The smallest part of a resize from `from` to `to` that holds every pixel this job's
+    /// windows read, spanning each axis the resize keeps (see [`resize::part_fits`]);
+    /// `None` for other layouts or windows that read nothing.
+    fn read_part(&self, from: (usize, usize), to: (usize, usize)) -> Option<Rect> {
+        let Some(Layout::Windows(windows)) = &self.layout else {
+            return None;
+        };
+        let ([from_h, from_w], [to_h, to_w]) = ([from.0, from.1], [to.0, to.1]);
+        // The image rows (or columns) the windows read along one axis.
+        let span = |kept: bool, len: usize, window: fn(&Window) -> (isize, usize)| {
+            if kept {
+                return Some(0..len);
+            }
+            windows
+                .iter()
+                .map(|w| {
+                    let (start, count) = window(w);
+                    let inside = overlap(start, count, len);
+                    let first = (start + inside.start as isize) as usize;
+                    first..first + inside.len()
+                })
+                .filter(|r| !r.is_empty())
+                .reduce(|a, b| a.start.min(b.start)..a.end.max(b.end))
+        };
+        let rows = span(from_h == to_h, to_h, |w| (w.top, w.height))?;
+        let cols = span(from_w == to_w, to_w, |w| (w.left, w.width))?;
+        Some(Rect {
+            top: rows.start,
+            left: cols.start,
+            height: rows.len(),
+            width: cols.len(),
+        })
+    }
+
+    /// Writes this job's layout of `pixels` (HWC RGB of `size`, starting at `origin` of the
+    /// job's pixels, see [`Job::prepare`]) into its output ranges `dst` (see [`Job::segments`]).
     fn write<T: Element>(
         &self,
         frames: &[&[u8]],
         size: (usize, usize),
+        origin: (usize, usize),
         norm: &Normalize<T>,
         dst: &mut [&mut [T]],
     ) -> Result<(), TransformError> {
@@ -398,7 +475,15 @@ impl Job {
             (None, _) => Ok(()),
             (Some(Layout::Patches(p)), [dst]) => normalize_to_patches(frames, size, *p, norm, dst),
             (Some(Layout::Windows(windows)), [dst]) => {
-                crop_windows(Source::packed(pixels, 3, size)?, windows, norm, dst)
+                let moved: Vec<Window> = windows
+                    .iter()
+                    .map(|w| Window {
+                        top: w.top - origin.0 as isize,
+                        left: w.left - origin.1 as isize,
+                        ..*w
+                    })
+                    .collect();
+                crop_windows(Source::packed(pixels, 3, size)?, &moved, norm, dst)
             }
             (Some(Layout::HwcPatches { patch_size, windows }), [dst]) => {
                 normalize_to_hwc_patches(pixels, size, windows, *patch_size, norm, dst)
@@ -636,8 +721,10 @@ fn run_image<T: Element>(
     let read_later: HashSet<usize> = group.iter().filter_map(|&(j, _)| jobs[j].source).collect();
     for (j, mut slot) in group {
         let job = &jobs[j];
-        let prepared = if job.source.is_none() {
-            job.prepare(input)?
+        // Pixels a later job reads are kept whole.
+        let whole = read_later.contains(&j);
+        let (prepared, origin) = if job.source.is_none() {
+            job.prepare(input, whole)?
         } else {
             if reads_input(&pixels, job.source) && rgb.is_none() {
                 rgb = Some(input.to_rgb()?);
@@ -647,7 +734,7 @@ fn run_image<T: Element>(
                 (rgb.as_deref().unwrap_or_default(), image.size),
                 job.source,
             );
-            job.prepare(Source::packed(src, 3, size)?)?
+            job.prepare(Source::packed(src, 3, size)?, whole)?
         };
         // Patch rows of the unchanged input read it where it is (a Pillow image at a size the
         // model keeps needs no packed copy).
@@ -684,7 +771,7 @@ fn run_image<T: Element>(
             let mut others = Vec::with_capacity(job.frames.len());
             for &f in &job.frames {
                 let frame = images[f].source()?;
-                others.push(match job.prepare(frame)? {
+                others.push(match job.prepare(frame, true)?.0 {
                     Some((v, _)) => Cow::Owned(v),
                     None => frame.to_rgb()?,
                 });
@@ -692,7 +779,7 @@ fn run_image<T: Element>(
             let frames: Vec<&[u8]> = std::iter::once(first)
                 .chain(others.iter().map(|f| &**f))
                 .collect();
-            job.write(&frames, size, &norms[job.table], &mut slot)?;
+            job.write(&frames, size, origin, &norms[job.table], &mut slot)?;
         }
         if read_later.contains(&j) {
             if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
@@ -801,11 +888,13 @@ mod tests {
     /// Runs one job alone on its own pixels: what the batch must reproduce.
     fn alone(src: &[u8], size: (usize, usize), job: &Job, norm: &Normalize<f32>) -> Vec<f32> {
         let (pixels, psize) = job
-            .prepare(Source::packed(src, 3, size).unwrap())
+            .prepare(Source::packed(src, 3, size).unwrap(), true)
             .unwrap()
+            .0
             .unwrap_or_else(|| (src.to_vec(), size));
         let mut out = vec![f32::NAN; output_len(job, psize)];
-        job.write(&[&pixels], psize, norm, &mut [&mut out[..]]).unwrap();
+        job.write(&[&pixels], psize, (0, 0), norm, &mut [&mut out[..]])
+            .unwrap();
         out
     }
 
@@ -1251,8 +1340,9 @@ mod tests {
             )
         };
         let (pixels, size) = canvas
-            .prepare(Source::packed(&src, 3, (30, 41)).unwrap())
+            .prepare(Source::packed(&src, 3, (30, 41)).unwrap(), true)
             .unwrap()
+            .0
             .unwrap();
         assert_eq!(size, (24, 32));
         let mut want = vec![0f32; 3 * 64];

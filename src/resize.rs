@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::alloc::zeroed;
 use crate::error::{invalid, TransformError};
+use crate::image::{crop_rgb, Rect};
 use crate::workers;
 
 /// The pixels a resize reads: `size` = (height, width) HWC rows of `channels` bytes a
@@ -244,7 +245,7 @@ impl Filter {
 
     /// Support radius at scale 1 and weight function, or `None` for nearest
     /// neighbour, which Pillow does not treat as a convolution.
-    fn convolution(self) -> Option<(f64, Weight)> {
+    pub(crate) fn convolution(self) -> Option<(f64, Weight)> {
         match self {
             Filter::Nearest => None,
             Filter::Box => Some((0.5, box_weight)),
@@ -332,28 +333,114 @@ pub fn resize_source_with(
     filter: Filter,
     backend: Backend,
 ) -> Result<(), TransformError> {
-    let len = rgb_len("dst_size", dst_size)?;
+    resize_source_part(src, dst, dst_size, whole(dst_size), filter, backend)
+}
+
+/// `part` of [`resize_source_with`]'s result (of `dst_size`) into `dst`, which holds
+/// exactly `part`: the same bytes as cropping the whole result. The two passes compute only
+/// `part`'s pixels along each axis they resize.
+///
+/// # Errors
+/// As [`resize_rgb_with`], or a `part` outside `dst_size`.
+pub(crate) fn resize_source_part(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    part: Rect,
+    filter: Filter,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    check_part(dst, dst_size, part)?;
+    let kernel = Kernel::select(backend)?;
+    let src_size = src.size();
+    match filter.convolution() {
+        Some((support, weight)) if src_size != dst_size && part_fits(src_size, dst_size, part) => {
+            convolve(kernel, src, dst, dst_size, part, filter, support, weight)
+        }
+        convolution => whole_then_part(dst, dst_size, part, |full| match convolution {
+            // Image.resize returns a copy before any filter runs.
+            _ if src_size == dst_size => {
+                src.write_rgb(full);
+                Ok(())
+            }
+            None => {
+                nearest(&src.to_rgb()?, src_size, full, dst_size);
+                Ok(())
+            }
+            Some((support, weight)) => convolve(
+                kernel,
+                src,
+                full,
+                dst_size,
+                whole(dst_size),
+                filter,
+                support,
+                weight,
+            ),
+        }),
+    }
+}
+
+/// All of an image of `size` = (height, width).
+pub(crate) fn whole((height, width): (usize, usize)) -> Rect {
+    Rect {
+        top: 0,
+        left: 0,
+        height,
+        width,
+    }
+}
+
+/// Checks that `part` is a non-empty part of an image of `size` and `dst` holds exactly its
+/// RGB pixels.
+pub(crate) fn check_part(dst: &[u8], size: (usize, usize), part: Rect) -> Result<(), TransformError> {
+    rgb_len("dst_size", size)?;
+    let inside = part.height > 0
+        && part.width > 0
+        && part.top.checked_add(part.height).is_some_and(|b| b <= size.0)
+        && part.left.checked_add(part.width).is_some_and(|r| r <= size.1);
+    if !inside {
+        return Err(invalid(
+            "part",
+            format!("a part of an image of size {size:?}"),
+            format!("{part:?}"),
+        ));
+    }
+    let len = rgb_len("part", (part.height, part.width))?;
     if dst.len() != len {
         return Err(invalid(
             "dst",
-            format!("{len} bytes for {}x{}x3", dst_size.0, dst_size.1),
+            format!("{len} bytes for {}x{}x3", part.height, part.width),
             format!("{} bytes", dst.len()),
         ));
     }
-    let kernel = Kernel::select(backend)?;
-    let src_size = src.size();
-    if src_size == dst_size {
-        // Image.resize returns a copy before any filter runs.
-        src.write_rgb(dst);
-        return Ok(());
-    }
-    match filter.convolution() {
-        None => nearest(&src.to_rgb()?, src_size, dst, dst_size),
-        Some((support, weight)) => {
-            convolve(kernel, src, dst, dst_size, filter, support, weight)?;
-        }
-    }
     Ok(())
+}
+
+/// Whether [`separable`] computes `part` of a resize from `from` to `to` by itself: an
+/// axis whose size is unchanged has no pass that could skip outputs, so `part` must span it.
+pub(crate) fn part_fits(from: (usize, usize), to: (usize, usize), part: Rect) -> bool {
+    (to.0 != from.0 || (part.top == 0 && part.height == to.0))
+        && (to.1 != from.1 || (part.left == 0 && part.width == to.1))
+}
+
+/// `part` of the whole image `run` writes (of `size`, into the buffer it is given): in
+/// place when `part` is all of it, else through a buffer of the whole.
+///
+/// # Errors
+/// What `run` returns, or [`TransformError::OutOfMemory`].
+pub(crate) fn whole_then_part(
+    dst: &mut [u8],
+    size: (usize, usize),
+    part: Rect,
+    run: impl FnOnce(&mut [u8]) -> Result<(), TransformError>,
+) -> Result<(), TransformError> {
+    if part == whole(size) {
+        return run(dst);
+    }
+    let mut full = zeroed("dst_size", rgb_len("dst_size", size)?)?;
+    run(&mut full)?;
+    crop_rgb(&full, size, part, dst)
 }
 
 /// Checks that `src` and `dst` are non-empty RGB images of exactly their sizes.
@@ -577,6 +664,21 @@ impl Coeffs {
         (self.first[i], &self.k[self.offsets[i]..self.offsets[i + 1]])
     }
 
+    /// The table of outputs `outputs` only (output `i` of the part is output
+    /// `outputs.start + i` here).
+    fn part(&self, outputs: Range<usize>) -> Coeffs {
+        let taps = self.offsets[outputs.start]..self.offsets[outputs.end];
+        Coeffs {
+            first: self.first[outputs.clone()].to_vec(),
+            offsets: self.offsets[outputs.start..=outputs.end]
+                .iter()
+                .map(|o| o - taps.start)
+                .collect(),
+            k: self.k[taps].to_vec(),
+            precision: self.precision,
+        }
+    }
+
     /// Input indices read by any output; both ends are monotone in the output.
     fn input_span(&self) -> Range<usize> {
         let last = self.out_len() - 1;
@@ -587,11 +689,13 @@ impl Coeffs {
 /// Two-pass convolution in Pillow's order: usually horizontal over only the
 /// source rows the vertical pass reads, then vertical; vertical then
 /// horizontal when the height shrinks much more than the width.
+#[allow(clippy::too_many_arguments)]
 fn convolve(
     kernel: Kernel,
     src: Source<'_>,
     dst: &mut [u8],
     (h2, w2): (usize, usize),
+    part: Rect,
     filter: Filter,
     support: f64,
     weight: Weight,
@@ -608,6 +712,7 @@ fn convolve(
         src,
         dst,
         (h2, w2),
+        part,
         Taps::Pillow(filter),
         &make,
         vertical_first,
@@ -630,8 +735,11 @@ const CACHED_TABLES: usize = 16;
 /// Recently built tables by what they were built from, oldest first.
 type Cache<K, V> = Mutex<Vec<(K, Arc<V>)>>;
 
-static HORIZONTAL_TABLES: Cache<(Kernel, Taps, usize, usize), Horizontal> = Mutex::new(Vec::new());
-static VERTICAL_TABLES: Cache<(Taps, usize, usize), Coeffs> = Mutex::new(Vec::new());
+/// A table's key: what it was built from, its two sizes and the outputs it keeps.
+type Key<K> = (K, Taps, usize, usize, (usize, usize));
+
+static HORIZONTAL_TABLES: Cache<Key<Kernel>, Horizontal> = Mutex::new(Vec::new());
+static VERTICAL_TABLES: Cache<Key<()>, Coeffs> = Mutex::new(Vec::new());
 
 /// The table for `key` from `cache`, made by `make` (outside the lock) if absent; the
 /// oldest entry goes when the cache is full.
@@ -653,10 +761,13 @@ fn cached<K: Copy + PartialEq, V>(
     Ok(table)
 }
 
-/// Runs two separable passes from `src` into `dst` of `(h2, w2)`, each with the table
-/// `make(in, out)` builds for its axis (kept for later resizes of the same sizes and
-/// `taps`); an axis whose size is unchanged is skipped (both: a copy of `src`).
+/// Runs two separable passes from `src` into `dst`, `part` of the `(h2, w2)` resize,
+/// each with the table `make(in, out)` builds for its axis (kept for later resizes of the
+/// same sizes, part and `taps`); an axis whose size is unchanged is skipped (both: a copy
+/// of `src`), and `part` must then span it.
 ///
+/// Every output pixel depends only on its own taps, so `part` holds the bytes the whole
+/// resize has there: a centre crop of the result costs only its own pixels.
 /// The horizontal pass runs first unless `vertical_first`; it then covers
 /// only the source rows the vertical pass reads, which changes no byte. It reads RGB and
 /// RGBX rows in place; any other first pass reads `src` packed to RGB first.
@@ -664,25 +775,38 @@ fn cached<K: Copy + PartialEq, V>(
 /// # Errors
 /// What `make` returns, or [`TransformError::OutOfMemory`] when a buffer cannot be
 /// allocated.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn separable(
     kernel: Kernel,
     src: Source<'_>,
     dst: &mut [u8],
-    (h2, w2): (usize, usize),
+    (full_h, full_w): (usize, usize),
+    part: Rect,
     taps: Taps,
     make: &dyn Fn(usize, usize) -> Result<Coeffs, TransformError>,
     vertical_first: bool,
 ) -> Result<(), TransformError> {
     let (h, w) = src.size();
-    let horizontal = (w2 != w)
+    let (rows, cols) = (
+        part.top..part.top + part.height,
+        part.left..part.left + part.width,
+    );
+    debug_assert!(rows.end <= full_h && cols.end <= full_w);
+    debug_assert!((full_w != w || cols == (0..w)) && (full_h != h || rows == (0..h)));
+    let (h2, w2) = (rows.len(), cols.len());
+    let horizontal = (full_w != w)
         .then(|| {
-            cached(&HORIZONTAL_TABLES, (kernel, taps, w, w2), || {
-                Ok(Horizontal::new(kernel, make(w, w2)?))
+            let key = (kernel, taps, w, full_w, (cols.start, cols.end));
+            cached(&HORIZONTAL_TABLES, key, || {
+                Ok(Horizontal::new(kernel, make(w, full_w)?.part(cols.clone())))
             })
         })
         .transpose()?;
-    let vertical = (h2 != h)
-        .then(|| cached(&VERTICAL_TABLES, (taps, h, h2), || make(h, h2)))
+    let vertical = (full_h != h)
+        .then(|| {
+            let key = ((), taps, h, full_h, (rows.start, rows.end));
+            cached(&VERTICAL_TABLES, key, || Ok(make(h, full_h)?.part(rows.clone())))
+        })
         .transpose()?;
     let horizontal_first = horizontal.is_some() && !(vertical.is_some() && vertical_first);
     let packed: Cow<'_, [u8]>;
@@ -1314,6 +1438,7 @@ mod avx2 {
 pub(crate) mod tests {
     use super::{resize_rgb, resize_rgb_with, resize_source_with, Backend, Filter, Kernel, Source};
     use crate::error::TransformError;
+    use crate::image::Rect;
     use crate::testing::Rng;
 
     /// `rgb` (rows of width `w`) in every layout a [`Source`] reads, with its fourth or only channel:
@@ -1484,8 +1609,39 @@ pub(crate) mod tests {
                 let mut got = vec![0; want.len()];
                 resize_rgb_with(&src, (h, w), &mut got, (h2, w2), filter, backend).unwrap();
                 assert_eq!(got, want, "{filter:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+                let part = random_part((h2, w2), &mut rng);
+                let source = Source::packed(&src, 3, (h, w)).unwrap();
+                check_part(&want, (h2, w2), part, |got| {
+                    super::resize_source_part(source, got, (h2, w2), part, filter, backend)
+                });
             }
         }
+    }
+
+    /// A random non-empty part of an image of `size`.
+    pub(crate) fn random_part((h, w): (usize, usize), rng: &mut Rng) -> Rect {
+        let (top, left) = (rng.below(h), rng.below(w));
+        Rect {
+            top,
+            left,
+            height: 1 + rng.below(h - top),
+            width: 1 + rng.below(w - left),
+        }
+    }
+
+    /// `run` writes `part` of the resize whose whole result is `want` (of `size`): the
+    /// bytes of `want` there.
+    pub(crate) fn check_part(
+        want: &[u8],
+        size: (usize, usize),
+        part: Rect,
+        run: impl FnOnce(&mut [u8]) -> Result<(), TransformError>,
+    ) {
+        let mut cropped = vec![0; part.height * part.width * 3];
+        crate::image::crop_rgb(want, size, part, &mut cropped).unwrap();
+        let mut got = vec![0; cropped.len()];
+        run(&mut got).unwrap();
+        assert_eq!(got, cropped, "{part:?} of {size:?}");
     }
 
     #[test]

@@ -24,7 +24,11 @@
 //! port) to 10.6 ms, -> 336x336 from 23 ms to 6.2 ms.
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{check_buffers, separable, Backend, Coeffs, Kernel, Source, Taps};
+use crate::image::Rect;
+use crate::resize::{
+    check_buffers, check_part, part_fits, separable, whole, whole_then_part, Backend, Coeffs, Kernel, Source,
+    Taps,
+};
 
 /// Channels of the interleaved images handled here.
 const CHANNELS: usize = 3;
@@ -346,33 +350,58 @@ pub fn resize_torch_source_with(
     antialias: bool,
     backend: Backend,
 ) -> Result<(), TransformError> {
+    checked_rgb_len(dst_size)?;
+    resize_torch_source_part(src, dst, dst_size, whole(dst_size), mode, antialias, backend)
+}
+
+/// `part` of [`resize_torch_source_with`]'s result (of `dst_size`) into `dst`, which holds
+/// exactly `part`: the same bytes as cropping the whole result (see
+/// [`crate::resize::resize_source_part`]).
+///
+/// # Errors
+/// As [`resize_torch_rgb_with`], or a `part` outside `dst_size`.
+pub(crate) fn resize_torch_source_part(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    part: Rect,
+    mode: TorchMode,
+    antialias: bool,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    check_part(dst, dst_size, part)?;
     let src_size = src.size();
     let (in_h, in_w) = src_size;
     let (out_h, out_w) = dst_size;
-    let len = checked_rgb_len(dst_size)?;
-    if dst.len() != len {
-        return Err(crate::error::invalid(
-            "dst",
-            format!("{len} bytes for {out_h}x{out_w}x3"),
-            format!("{} bytes", dst.len()),
-        ));
-    }
     let kernel = Kernel::select(backend)?;
-    if src_size == dst_size {
-        src.write_rgb(dst);
-        return Ok(());
-    }
-    if mode == TorchMode::NearestExact {
-        let src = src.to_rgb()?;
-        let rows = nearest_exact_indices(in_h, out_h);
-        let cols = nearest_exact_indices(in_w, out_w);
-        for (row, &sy) in dst.chunks_exact_mut(out_w * CHANNELS).zip(&rows) {
-            let line = &src[sy * in_w * CHANNELS..(sy + 1) * in_w * CHANNELS];
-            for (px, &sx) in row.chunks_exact_mut(CHANNELS).zip(&cols) {
-                px.copy_from_slice(&line[sx * CHANNELS..(sx + 1) * CHANNELS]);
+    if src_size == dst_size || mode == TorchMode::NearestExact || !part_fits(src_size, dst_size, part) {
+        return whole_then_part(dst, dst_size, part, |full| {
+            if src_size == dst_size {
+                src.write_rgb(full);
+                return Ok(());
             }
-        }
-        return Ok(());
+            if mode != TorchMode::NearestExact {
+                return resize_torch_source_part(
+                    src,
+                    full,
+                    dst_size,
+                    whole(dst_size),
+                    mode,
+                    antialias,
+                    backend,
+                );
+            }
+            let src = src.to_rgb()?;
+            let rows = nearest_exact_indices(in_h, out_h);
+            let cols = nearest_exact_indices(in_w, out_w);
+            for (row, &sy) in full.chunks_exact_mut(out_w * CHANNELS).zip(&rows) {
+                let line = &src[sy * in_w * CHANNELS..(sy + 1) * in_w * CHANNELS];
+                for (px, &sx) in row.chunks_exact_mut(CHANNELS).zip(&cols) {
+                    px.copy_from_slice(&line[sx * CHANNELS..(sx + 1) * CHANNELS]);
+                }
+            }
+            Ok(())
+        });
     }
     // The horizontal pass runs first; an axis whose size is unchanged is skipped.
     if in_w != out_w && in_h != out_h {
@@ -386,6 +415,7 @@ pub fn resize_torch_source_with(
         src,
         dst,
         dst_size,
+        part,
         Taps::Torch(mode, antialias),
         &make,
         false,
@@ -409,6 +439,7 @@ fn checked_rgb_len((h, w): (usize, usize)) -> Result<usize, TransformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resize::tests::{check_part, random_part};
     use crate::testing::Rng;
 
     fn run(src: &[u8], s: (usize, usize), d: (usize, usize)) -> Vec<u8> {
@@ -583,6 +614,11 @@ mod tests {
                 let mut got = vec![0; want.len()];
                 resize_torch_rgb_with(&src, (h, w), &mut got, (h2, w2), mode, aa, backend).unwrap();
                 assert_eq!(got, want, "({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+                let part = random_part((h2, w2), &mut rng);
+                let source = Source::packed(&src, 3, (h, w)).unwrap();
+                check_part(&want, (h2, w2), part, |got| {
+                    resize_torch_source_part(source, got, (h2, w2), part, mode, aa, backend)
+                });
             }
             // RGBX, grayscale and Pillow's blocks of rows: the bytes of packed RGB.
             if case % 3 == 0 {

@@ -309,7 +309,7 @@ pub struct Window {
 }
 
 /// The part of `0..len` that `start..start + count` overlaps, relative to `start`.
-fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
+pub(crate) fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
     let shift = start.unsigned_abs();
     let (lo, hi) = if start < 0 {
         (shift, len.saturating_add(shift))
