@@ -1043,12 +1043,13 @@ fn nearest(src: &[u8], (h, w): (usize, usize), dst: &mut [u8], (h2, w2): (usize,
 mod avx2 {
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi32, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
-        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi32,
-        _mm256_packus_epi16, _mm256_permute2x128_si256, _mm256_set1_epi32, _mm256_setr_epi16,
-        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sra_epi32,
-        _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpacklo_epi8, _mm_add_epi32, _mm_cvtsi128_si32,
-        _mm_cvtsi32_si128, _mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16, _mm_setr_epi8,
-        _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128, _mm_unpacklo_epi32,
+        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_mullo_epi32,
+        _mm256_packs_epi32, _mm256_packus_epi16, _mm256_permute2x128_si256, _mm256_permutevar8x32_epi32,
+        _mm256_set1_epi32, _mm256_setr_epi16, _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256,
+        _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sra_epi32, _mm256_storeu_si256, _mm256_unpackhi_epi8,
+        _mm256_unpacklo_epi8, _mm_add_epi32, _mm_cvtsi128_si32, _mm_cvtsi32_si128, _mm_loadu_si128,
+        _mm_packs_epi32, _mm_packus_epi16, _mm_setr_epi8, _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128,
+        _mm_unpacklo_epi32,
     };
     use std::ops::Range;
 
@@ -1338,6 +1339,24 @@ mod avx2 {
         out: &mut [u8],
     ) {
         let stride = width * 3;
+        if rows.is_empty() {
+            return;
+        }
+        // Rows of the band these outputs read (both ends grow with the output row).
+        let span = coeffs.taps(rows.start).0..{
+            let (first, k) = coeffs.taps(rows.end - 1);
+            first + k.len()
+        };
+        if stride >= 32
+            && rows.len() > span.len()
+            && !whole(&coeffs.k)
+            && span.len() * stride <= WIDE_BYTES / 4
+        {
+            let band = &band[(span.start - band_first) * stride..(span.end - band_first) * stride];
+            // SAFETY: the caller guarantees AVX2.
+            unsafe { vertical_rows_wide(band, span.start, width, coeffs, rows, out) };
+            return;
+        }
         let rounding = _mm256_set1_epi32(coeffs.rounding());
         // A register shift count: each table has its own precision.
         let shift = _mm_cvtsi32_si128(coeffs.precision() as i32);
@@ -1425,6 +1444,62 @@ mod avx2 {
                 let dst = &mut out_row[at..at + 32];
                 // SAFETY: `dst` is exactly 32 bytes.
                 unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), v) };
+                if at + 32 == stride {
+                    break;
+                }
+                x += 32;
+            }
+        }
+    }
+
+    /// Most bytes [`vertical_rows_wide`] widens at once (as `i32`, four bytes each).
+    const WIDE_BYTES: usize = 8 << 20;
+
+    /// [`vertical_rows`] of an enlarging pass whose taps need the split (Pillow's): the
+    /// band rows (`band`, the first being row `band_first`) are widened to `i32` once, as each
+    /// is read for several output rows, and every output is the wrapping `i32` sum of
+    /// `mullo` products, the scalar loop's own arithmetic, without the split's shuffles and
+    /// second multiply.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, rows of `width` pixels must be at least 32 bytes, and
+    /// `band` must hold every row the taps of `rows` read.
+    #[target_feature(enable = "avx2")]
+    unsafe fn vertical_rows_wide(
+        band: &[u8],
+        band_first: usize,
+        width: usize,
+        coeffs: &Coeffs,
+        rows: Range<usize>,
+        out: &mut [u8],
+    ) {
+        let stride = width * 3;
+        let wide: Vec<i32> = band.iter().map(|&b| i32::from(b)).collect();
+        let rounding = _mm256_set1_epi32(coeffs.rounding());
+        let shift = _mm_cvtsi32_si128(coeffs.precision() as i32);
+        // `packs` and `packus` work within 128-bit lanes: dwords back in order.
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
+            let (first, k) = coeffs.taps(y);
+            let lines = &wide[(first - band_first) * stride..][..k.len() * stride];
+            let mut x = 0;
+            loop {
+                // The last block overlaps the previous one; it rewrites identical bytes.
+                let at = x.min(stride - 32);
+                let mut sums = [rounding; 4];
+                for (line, &k) in lines.chunks_exact(stride).zip(k) {
+                    let k = _mm256_set1_epi32(k);
+                    for (i, sum) in sums.iter_mut().enumerate() {
+                        // SAFETY: `at + 32 <= stride`, the length of `line`.
+                        let p = unsafe { _mm256_loadu_si256(line.as_ptr().add(at + 8 * i).cast()) };
+                        *sum = _mm256_add_epi32(*sum, _mm256_mullo_epi32(p, k));
+                    }
+                }
+                let [a, b, c, d] = sums.map(|sum| _mm256_sra_epi32(sum, shift));
+                let v = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+                let v = _mm256_permutevar8x32_epi32(v, order);
+                // SAFETY: `at + 32 <= stride`, the length of `out_row`.
+                unsafe { _mm256_storeu_si256(out_row.as_mut_ptr().add(at).cast(), v) };
                 if at + 32 == stride {
                     break;
                 }
