@@ -288,8 +288,9 @@ def floor_fn(
         sizes.append(src)
     # The pixels: the largest output (the others are a few sizes or token counts).
     count = max(math.prod(shape) for shape in plan.output_shapes.values())
-    # The default output dtype: uint8 where HF returns the pixels, else float32.
-    dtype = np.uint8 if config.tables(plan).dtype == np.uint8 else np.float32
+    # The default output dtype, the tables': float32, bfloat16 bits (Llama 4) or uint8
+    # where HF returns the pixels.
+    dtype = config.tables(plan).dtype
 
     def floor() -> object:
         for run in resizes:

@@ -434,6 +434,8 @@ class ImageProcessor:
         self._reload = reload
         self._video_error: MmfastError | None = None
         self._configs: dict[str, ModelConfig] = {}
+        # with_backend's configs, each with the config it was made from.
+        self._backends: dict[str, tuple[ModelConfig, ModelConfig]] = {}
 
     @classmethod
     def from_pretrained(
@@ -617,9 +619,16 @@ class ImageProcessor:
         return await asyncio.to_thread(call, images, **kwargs)
 
     def with_backend(self, backend: str) -> ModelConfig:
-        """This processor's config matching transformers' ``backend`` class."""
-        family = registry.family_of(self.config.image_processor_type)
-        return with_backend(self.config, backend, family)
+        """This processor's config matching transformers' ``backend`` class (made once per
+        backend: a call naming its backend no longer rebuilds it)."""
+        made = self._backends.get(backend) if isinstance(backend, str) else None
+        if made is None or made[0] is not self.config:
+            family = registry.family_of(self.config.image_processor_type)
+            made = self._backends[backend] = (
+                self.config,
+                with_backend(self.config, backend, family),
+            )
+        return made[1]
 
     def sampled_frames(
         self,
