@@ -48,10 +48,10 @@ impl Lookup {
         })
     }
 
-    /// Looks up the first `64 * n` pixels of `src` (`channels` bytes a pixel: 3 for RGB, 4
-    /// for RGBX whose fourth byte is unread, 1 for grayscale, its value in every channel)
-    /// into `r`, `g` and `b`, for the largest `n` that `src` and the planes hold. Returns
-    /// the number of pixels written; the caller finishes the rest.
+    /// Looks up the pixels of `src` (`channels` bytes a pixel: 3 for RGB, 4 for RGBX whose
+    /// fourth byte is unread, 1 for grayscale, its value in every channel) into `r`, `g` and
+    /// `b`, as many as `src` and the three planes hold, 64 at a time and the rest through
+    /// masks. Returns the number of pixels written.
     pub(crate) fn run<T: bytemuck::Pod>(
         &self,
         src: &[u8],
@@ -66,12 +66,12 @@ impl Lookup {
             "tables and planes of one element type"
         );
         assert!(matches!(channels, 1 | 3 | 4), "1, 3 or 4 bytes a pixel");
-        let blocks = (src.len() / (64 * channels)).min(r.len().min(g.len()).min(b.len()) / 64);
+        let pixels = (src.len() / channels).min(r.len().min(g.len()).min(b.len()));
         let outs = [r, g, b].map(|plane| bytemuck::cast_slice_mut::<T, u8>(plane).as_mut_ptr());
-        // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; `blocks` blocks of
-        // 64 pixels lie inside `src` and each plane, as computed above.
-        unsafe { vbmi::run(self, src.as_ptr(), channels, outs, blocks) };
-        64 * blocks
+        // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; `pixels` pixels lie
+        // inside `src` and each plane, as computed above.
+        unsafe { vbmi::run(self, src.as_ptr(), channels, outs, pixels) };
+        pixels
     }
 }
 
@@ -103,9 +103,10 @@ fn gather(channels: usize, c: usize, width: usize) -> Gather {
 #[cfg(target_arch = "x86_64")]
 mod vbmi {
     use std::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_movepi8_mask, _mm512_permutex2var_epi8,
-        _mm512_permutexvar_epi8, _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8,
-        _mm512_unpacklo_epi16, _mm512_unpacklo_epi8,
+        __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_mask_storeu_epi8,
+        _mm512_maskz_loadu_epi8, _mm512_movepi8_mask, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
+        _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16,
+        _mm512_unpacklo_epi8,
     };
 
     use super::Lookup;
@@ -140,13 +141,46 @@ mod vbmi {
         }
     }
 
-    /// Looks up `index` in `planes` and writes the 64 values, `width` bytes each, to `out`.
+    /// The bits of the 64 bytes from `start` that lie below `end`.
+    fn mask(start: usize, end: usize) -> u64 {
+        match end.saturating_sub(start) {
+            n if n >= 64 => u64::MAX,
+            n => (1 << n) - 1,
+        }
+    }
+
+    /// Writes `v` to the 64 bytes at `out`, only those of `keep` when `MASKED`.
     ///
     /// # Safety
-    /// The CPU must support AVX-512F, BW and VBMI, and `out` must hold `64 * width` bytes.
+    /// The CPU must support AVX-512F and BW, and the bytes written must be writable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn put<const MASKED: bool>(out: *mut u8, keep: u64, v: __m512i) {
+        // SAFETY: the caller guarantees the features and the bytes written; masked-off
+        // bytes are neither written nor touched.
+        unsafe {
+            if MASKED {
+                _mm512_mask_storeu_epi8(out.cast(), keep, v);
+            } else {
+                _mm512_storeu_si512(out.cast(), v);
+            }
+        }
+    }
+
+    /// Looks up `index` in `planes` and writes the values, `width` bytes each, to `out`:
+    /// 64 of them, or the first `n` when `MASKED`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI, and `out` must hold the bytes written.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    unsafe fn store(planes: &super::Planes, width: usize, index: __m512i, out: *mut u8) {
-        // SAFETY: the caller guarantees the CPU features and the `64 * width` bytes written.
+    unsafe fn store<const MASKED: bool>(
+        planes: &super::Planes,
+        width: usize,
+        index: __m512i,
+        out: *mut u8,
+        n: usize,
+    ) {
+        let keep = |i: usize| mask(64 * i, n * width);
+        // SAFETY: the caller guarantees the CPU features and the bytes written.
         unsafe {
             let byte = |k: usize| lookup(&planes[k], index);
             match width {
@@ -154,76 +188,99 @@ mod vbmi {
                     let (b0, b1, b2, b3) = (byte(0), byte(1), byte(2), byte(3));
                     let (lo01, hi01) = (_mm512_unpacklo_epi8(b0, b1), _mm512_unpackhi_epi8(b0, b1));
                     let (lo23, hi23) = (_mm512_unpacklo_epi8(b2, b3), _mm512_unpackhi_epi8(b2, b3));
-                    _mm512_storeu_si512(out.cast(), _mm512_unpacklo_epi16(lo01, lo23));
-                    _mm512_storeu_si512(out.add(64).cast(), _mm512_unpackhi_epi16(lo01, lo23));
-                    _mm512_storeu_si512(out.add(128).cast(), _mm512_unpacklo_epi16(hi01, hi23));
-                    _mm512_storeu_si512(out.add(192).cast(), _mm512_unpackhi_epi16(hi01, hi23));
+                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi16(lo01, lo23));
+                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi16(lo01, lo23));
+                    put::<MASKED>(out.add(128), keep(2), _mm512_unpacklo_epi16(hi01, hi23));
+                    put::<MASKED>(out.add(192), keep(3), _mm512_unpackhi_epi16(hi01, hi23));
                 }
                 2 => {
                     let (b0, b1) = (byte(0), byte(1));
-                    _mm512_storeu_si512(out.cast(), _mm512_unpacklo_epi8(b0, b1));
-                    _mm512_storeu_si512(out.add(64).cast(), _mm512_unpackhi_epi8(b0, b1));
+                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi8(b0, b1));
+                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi8(b0, b1));
                 }
-                _ => _mm512_storeu_si512(out.cast(), byte(0)),
+                _ => put::<MASKED>(out, keep(0), byte(0)),
             }
         }
     }
 
-    /// [`Lookup::run`] on `blocks` blocks of 64 pixels.
+    /// [`Lookup::run`] on `pixels` pixels: blocks of 64, then the rest through masks.
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI (a [`Lookup`] exists only then), `src`
-    /// must hold `64 * channels * blocks` bytes and each of `outs` `64 * width * blocks`.
+    /// must hold `channels * pixels` bytes and each of `outs` `width * pixels`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub(super) unsafe fn run(
         lookup: &Lookup,
         src: *const u8,
         channels: usize,
         outs: [*mut u8; 3],
-        blocks: usize,
+        pixels: usize,
+    ) {
+        for block in 0..pixels / 64 {
+            // SAFETY: the caller guarantees the features and the lengths read and written.
+            unsafe { run_block::<false>(lookup, src, channels, outs, 64 * block, 64) };
+        }
+        let done = pixels / 64 * 64;
+        if done < pixels {
+            // SAFETY: as above; the masks keep loads and stores inside the last pixels.
+            unsafe { run_block::<true>(lookup, src, channels, outs, done, pixels - done) };
+        }
+    }
+
+    /// Pixels `at..at + n` (`n` = 64 unless `MASKED`) of [`run`].
+    ///
+    /// # Safety
+    /// As [`run`], for those pixels.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn run_block<const MASKED: bool>(
+        lookup: &Lookup,
+        src: *const u8,
+        channels: usize,
+        outs: [*mut u8; 3],
+        at: usize,
+        n: usize,
     ) {
         let width = lookup.width;
-        let gathers = lookup.gathers[match channels {
+        let gathers = &lookup.gathers[match channels {
             1 => 0,
             3 => 1,
             _ => 2,
-        }]
-        // SAFETY: each index is 64 bytes; unaligned loads are allowed.
-        .map(|(index, high)| (unsafe { _mm512_loadu_si512(index.as_ptr().cast()) }, high));
-        for block in 0..blocks {
-            // SAFETY: the caller guarantees the features and the lengths read and written.
-            unsafe {
-                let px = src.add(64 * channels * block);
-                let v = |k: usize| _mm512_loadu_si512(px.add(64 * k).cast());
-                let regs = match channels {
-                    4 => [v(0), v(1), v(2), v(3)],
-                    3 => [v(0), v(1), v(2), v(2)],
-                    _ => [v(0); 4],
-                };
-                for (c, &(index, high)) in gathers.iter().enumerate() {
-                    // Each lane's source byte: lanes of bytes 0-127 from the first two
-                    // registers, the others from the last one or two (RGB's third register
-                    // reads bytes 128-191 by the low six bits, `at - 128`).
-                    let values = match channels {
-                        1 => _mm512_permutexvar_epi8(index, regs[0]),
-                        3 => _mm512_mask_blend_epi8(
-                            high,
-                            _mm512_permutex2var_epi8(regs[0], index, regs[1]),
-                            _mm512_permutexvar_epi8(index, regs[2]),
-                        ),
-                        _ => _mm512_mask_blend_epi8(
-                            high,
-                            _mm512_permutex2var_epi8(regs[0], index, regs[1]),
-                            _mm512_permutex2var_epi8(regs[2], index, regs[3]),
-                        ),
-                    };
-                    store(
-                        &lookup.channels[c],
-                        width,
-                        values,
-                        outs[c].add(64 * width * block),
-                    );
+        }];
+        // SAFETY: the caller guarantees the features and the lengths read and written; a
+        // masked load touches only the bytes of its mask.
+        unsafe {
+            let px = src.add(channels * at);
+            let v = |k: usize| {
+                if MASKED {
+                    _mm512_maskz_loadu_epi8(mask(64 * k, n * channels), px.add(64 * k).cast())
+                } else {
+                    _mm512_loadu_si512(px.add(64 * k).cast())
                 }
+            };
+            let regs = match channels {
+                4 => [v(0), v(1), v(2), v(3)],
+                3 => [v(0), v(1), v(2), v(2)],
+                _ => [v(0); 4],
+            };
+            for (c, (index, high)) in gathers.iter().enumerate() {
+                let index = _mm512_loadu_si512(index.as_ptr().cast());
+                // Each lane's source byte: lanes of bytes 0-127 from the first two
+                // registers, the others from the last one or two (RGB's third register
+                // reads bytes 128-191 by the low six bits, `at - 128`).
+                let values = match channels {
+                    1 => _mm512_permutexvar_epi8(index, regs[0]),
+                    3 => _mm512_mask_blend_epi8(
+                        *high,
+                        _mm512_permutex2var_epi8(regs[0], index, regs[1]),
+                        _mm512_permutexvar_epi8(index, regs[2]),
+                    ),
+                    _ => _mm512_mask_blend_epi8(
+                        *high,
+                        _mm512_permutex2var_epi8(regs[0], index, regs[1]),
+                        _mm512_permutex2var_epi8(regs[2], index, regs[3]),
+                    ),
+                };
+                store::<MASKED>(&lookup.channels[c], width, values, outs[c].add(width * at), n);
             }
         }
     }
@@ -249,7 +306,8 @@ mod tests {
     use crate::testing::Rng;
 
     /// Random tables of `T` and pixels of 1, 3 and 4 bytes, of lengths around the block
-    /// size: every value the lookup writes is its table's entry, and nothing past them.
+    /// size, into planes longer than the pixels: every value the lookup writes is its
+    /// table's entry, and nothing past them changes.
     fn check<T: bytemuck::Pod + PartialEq + std::fmt::Debug>(rng: &mut Rng) {
         let mut tables = [[T::zeroed(); 256]; 3];
         for table in &mut tables {
@@ -260,21 +318,18 @@ mod tests {
             return;
         };
         for channels in [1, 3, 4] {
-            for pixels in [0, 63, 64, 65, 128, 200, 640] {
+            for pixels in [0, 1, 5, 21, 63, 64, 65, 128, 200, 640] {
                 let src: Vec<u8> = (0..pixels * channels).map(|_| rng.below(256) as u8).collect();
-                let mut planes = vec![vec![T::zeroed(); pixels]; 3];
+                let mut planes = vec![vec![T::zeroed(); pixels + 70]; 3];
                 let [r, g, b] = &mut planes[..] else {
                     unreachable!()
                 };
-                let done = lookup.run(&src, channels, r, g, b);
-                assert_eq!(done, pixels / 64 * 64);
+                assert_eq!(lookup.run(&src, channels, r, g, b), pixels);
                 for (c, plane) in planes.iter().enumerate() {
                     for (i, value) in plane.iter().enumerate() {
-                        let byte = src[i * channels + if channels == 1 { 0 } else { c }];
-                        let want = if i < done {
-                            tables[c][usize::from(byte)]
-                        } else {
-                            T::zeroed()
+                        let want = match src.get(i * channels + if channels == 1 { 0 } else { c }) {
+                            Some(&byte) if i < pixels => tables[c][usize::from(byte)],
+                            _ => T::zeroed(),
                         };
                         assert_eq!(
                             *value, want,
