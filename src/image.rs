@@ -161,6 +161,17 @@ pub struct Rect {
     pub width: usize,
 }
 
+impl Rect {
+    /// Whether the rectangle is non-empty and lies inside an image of `size` = (height, width).
+    #[must_use]
+    pub fn fits(&self, (h, w): (usize, usize)) -> bool {
+        self.height > 0
+            && self.width > 0
+            && self.top.checked_add(self.height).is_some_and(|b| b <= h)
+            && self.left.checked_add(self.width).is_some_and(|r| r <= w)
+    }
+}
+
 /// `rect` of an HWC RGB image of `size` = (height, width), copied into `dst`
 /// (`3 * rect.height * rect.width` bytes, HWC RGB).
 ///
@@ -171,11 +182,7 @@ pub fn crop_rgb(src: &[u8], size: (usize, usize), rect: Rect, dst: &mut [u8]) ->
     if src.len() != checked_len("image", &[h, w, 3])? {
         return Err(invalid("image", format!("{} bytes", h * w * 3), src.len()));
     }
-    let inside = rect.height > 0
-        && rect.width > 0
-        && rect.top.checked_add(rect.height).is_some_and(|b| b <= h)
-        && rect.left.checked_add(rect.width).is_some_and(|r| r <= w);
-    if !inside {
+    if !rect.fits(size) {
         return Err(invalid(
             "crop",
             format!("a non-empty window inside ({h}, {w})"),

@@ -271,11 +271,7 @@ impl Job {
     pub fn pixel_size(&self, source: (usize, usize)) -> Result<(usize, usize), TransformError> {
         let mut size = source;
         if let Some(rect) = self.crop {
-            let inside = rect.height > 0
-                && rect.width > 0
-                && rect.top.checked_add(rect.height).is_some_and(|b| b <= size.0)
-                && rect.left.checked_add(rect.width).is_some_and(|r| r <= size.1);
-            if !inside {
+            if !rect.fits(size) {
                 return Err(invalid(
                     "jobs",
                     format!("a crop inside the source of size {size:?}"),

@@ -395,11 +395,7 @@ pub(crate) fn whole((height, width): (usize, usize)) -> Rect {
 /// RGB pixels.
 pub(crate) fn check_part(dst: &[u8], size: (usize, usize), part: Rect) -> Result<(), TransformError> {
     rgb_len("dst_size", size)?;
-    let inside = part.height > 0
-        && part.width > 0
-        && part.top.checked_add(part.height).is_some_and(|b| b <= size.0)
-        && part.left.checked_add(part.width).is_some_and(|r| r <= size.1);
-    if !inside {
+    if !part.fits(size) {
         return Err(invalid(
             "part",
             format!("a part of an image of size {size:?}"),
