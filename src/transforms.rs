@@ -851,6 +851,35 @@ mod tests {
         }
     }
 
+    /// The scalar loops, which run where the CPU has no AVX-512 VBMI, against the tables on
+    /// pixels of 1, 3 and 4 bytes and lengths around both block sizes.
+    #[test]
+    fn scalar_loops_write_the_table_entries() {
+        let mut norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
+        norm.lookup = None;
+        for channels in [1, 3, 4] {
+            for n in [0, 1, 7, 8, 9, 63, 64, 65, 130] {
+                let src = pattern(n * channels);
+                let mut planes = vec![vec![f32::NAN; n]; 3];
+                let [r, g, b] = &mut planes[..] else {
+                    unreachable!()
+                };
+                norm.run_pixels(&src, channels, r, g, b);
+                for (c, plane) in planes.iter().enumerate() {
+                    for (i, v) in plane.iter().enumerate() {
+                        let x = src[i * channels + if channels == 1 { 0 } else { c }];
+                        let want = norm.tables()[c][usize::from(x)];
+                        assert_eq!(
+                            v.to_bits(),
+                            want.to_bits(),
+                            "channels {channels}, {i} of {n}, c {c}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn deinterleave_block_tails_for_widths_1_to_17() {
         let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
