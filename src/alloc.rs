@@ -109,8 +109,11 @@ pooled!(u8, U8);
 
 /// Outputs under this size are not pooled: the allocator serves them cheaply.
 pub const POOL_MIN_BYTES: usize = 1 << 20;
-/// At most this many freed outputs are kept ...
-const POOL_BUFFERS: usize = 4;
+/// Scratch buffers (see [`scratch`]) under this size are not pooled.
+const SCRATCH_MIN_BYTES: usize = 64 << 10;
+/// At most this many freed outputs and scratch buffers are kept (a call's output and the
+/// two buffers of each of its resizes) ...
+const POOL_BUFFERS: usize = 8;
 /// ... holding at most this many bytes.
 const POOL_BYTES: usize = 256 << 20;
 
@@ -147,7 +150,27 @@ fn with_pool<R>(f: impl FnOnce(&mut Vec<Buffer>) -> R) -> Option<R> {
 /// # Errors
 /// As [`zeroed`].
 pub fn output<T: Pooled>(arg: &'static str, len: usize) -> Result<(Vec<T>, bool), TransformError> {
-    if len.saturating_mul(size_of::<T>()) >= POOL_MIN_BYTES {
+    take(arg, len, POOL_MIN_BYTES)
+}
+
+/// A buffer of `len` bytes for pixels that its user writes in full before reading any (a
+/// resize's output or band): a freed one from the pool when one fits, still holding its
+/// old bytes, else a zeroed one. Reusing it saves the `memset` (or the page faults) a
+/// fresh allocation costs on every call; give it back with [`recycle`].
+///
+/// # Errors
+/// As [`zeroed`].
+pub fn scratch(arg: &'static str, len: usize) -> Result<Vec<u8>, TransformError> {
+    take(arg, len, SCRATCH_MIN_BYTES).map(|(values, _)| values)
+}
+
+/// [`output`] with buffers of `min_bytes` or more taken from the pool.
+fn take<T: Pooled>(
+    arg: &'static str,
+    len: usize,
+    min_bytes: usize,
+) -> Result<(Vec<T>, bool), TransformError> {
+    if len.saturating_mul(size_of::<T>()) >= min_bytes {
         let fits = |b: &mut Buffer| {
             T::from_buffer(b).is_some_and(|v| v.capacity() >= len && v.capacity() - len <= len / 4)
         };
@@ -166,11 +189,11 @@ pub fn output<T: Pooled>(arg: &'static str, len: usize) -> Result<(Vec<T>, bool)
     Ok((zeroed(arg, len)?, true))
 }
 
-/// Gives a freed output back to the pool (dropped instead when it is small, the pool is
-/// busy, or it would hold too much; the oldest buffers go first).
+/// Gives a freed output or scratch buffer back to the pool (dropped instead when it is
+/// small, the pool is busy, or it would hold too much; the oldest buffers go first).
 pub fn recycle(buffer: Buffer) {
     let bytes = buffer.bytes();
-    if !(POOL_MIN_BYTES..=POOL_BYTES).contains(&bytes) {
+    if !(SCRATCH_MIN_BYTES..=POOL_BYTES).contains(&bytes) {
         return;
     }
     let evicted = with_pool(|pool| {

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
-use crate::alloc::zeroed;
+use crate::alloc::{recycle, scratch, zeroed, Buffer};
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, Rect};
 use crate::resize::{
@@ -393,7 +393,8 @@ impl Job {
                     Some(part) if !whole && self.pad.is_none() && self.resize.computes_parts() => part,
                     _ => resize::whole(to),
                 };
-                let mut out = zeroed("jobs", checked_len("jobs", &[part.height, part.width, 3])?)?;
+                // Written in full by the resize before anything reads it.
+                let mut out = scratch("jobs", checked_len("jobs", &[part.height, part.width, 3])?)?;
                 match &owned {
                     Some(pixels) => self
                         .resize
@@ -787,6 +788,10 @@ fn run_image<T: Element>(
                 (None, Some(k)) => Pixels::Same(k),
             };
             pixels.insert(j, kept);
+        } else if let Some((v, _)) = prepared {
+            // The pool serves the next call's buffers of this size: only `scratch` buffers
+            // (written in full before they are read) are ever taken from it.
+            recycle(Buffer::U8(v));
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::alloc::zeroed;
+use crate::alloc::{recycle, scratch, zeroed, Buffer};
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, Rect};
 use crate::workers;
@@ -829,17 +829,19 @@ pub(crate) fn separable(
         (None, Some(vertical)) => vertical_pass(vertical, rgb(), 0, w, dst),
         (Some(plan), None) => horizontal_pass(plan, &src, 0..h, dst),
         (Some(plan), Some(vertical)) if vertical_first => {
-            let mut band = zeroed("dst_size", h2 * w * 3)?;
+            // Every band byte is written by the first pass before the second reads it.
+            let mut band = scratch("dst_size", h2 * w * 3)?;
             vertical_pass(vertical, rgb(), 0, w, &mut band);
-            let band = Source::packed(&band, 3, (h2, w))?;
-            horizontal_pass(plan, &band, 0..h2, dst);
+            horizontal_pass(plan, &Source::packed(&band, 3, (h2, w))?, 0..h2, dst);
+            recycle(Buffer::U8(band));
         }
         (Some(plan), Some(vertical)) => {
             let band_rows = vertical.input_span();
-            let mut band = zeroed("dst_size", band_rows.len() * w2 * 3)?;
+            let mut band = scratch("dst_size", band_rows.len() * w2 * 3)?;
             let band_first = band_rows.start;
             horizontal_pass(plan, &src, band_rows, &mut band);
             vertical_pass(vertical, &band, band_first, w2, dst);
+            recycle(Buffer::U8(band));
         }
     }
     Ok(())
