@@ -146,11 +146,7 @@ impl<'a> Source<'a> {
             let row = self.row(y);
             match self.channels {
                 3 => out.copy_from_slice(row),
-                4 => {
-                    for (o, p) in out.chunks_exact_mut(3).zip(row.chunks_exact(4)) {
-                        o.copy_from_slice(&p[..3]);
-                    }
-                }
+                4 => pack_rgbx(row, out),
                 _ => {
                     for (o, &p) in out.chunks_exact_mut(3).zip(row) {
                         o.fill(p);
@@ -171,6 +167,23 @@ impl<'a> Source<'a> {
         let mut out = zeroed("image", self.size.0 * self.size.1 * 3)?;
         self.write_rgb(&mut out);
         Ok(Cow::Owned(out))
+    }
+}
+
+/// RGBX pixels → packed RGB (`out` holds three bytes for each four of `row`), eight
+/// pixels a shuffle where the CPU has AVX2.
+fn pack_rgbx(row: &[u8], out: &mut [u8]) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if let Some(Kernel::Avx2) = Kernel::avx2() {
+        // SAFETY: AVX2 was detected.
+        done = unsafe { avx2::pack_rgbx(row, out) };
+    }
+    for (o, p) in out[3 * done..]
+        .chunks_exact_mut(3)
+        .zip(row[4 * done..].chunks_exact(4))
+    {
+        o.copy_from_slice(&p[..3]);
     }
 }
 
@@ -1448,6 +1461,37 @@ mod avx2 {
                 x += 32;
             }
         }
+    }
+
+    /// [`super::pack_rgbx`] for whole blocks of eight pixels while a 32-byte store fits in
+    /// `out`; returns the pixels packed.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pack_rgbx(row: &[u8], out: &mut [u8]) -> usize {
+        let z = -1;
+        // Per 128-bit lane: bytes 0-2, 4-6, 8-10, 12-14 first, then nothing.
+        let compact = _mm256_setr_epi8(
+            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z, //
+            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z,
+        );
+        // The two lanes' twelve bytes side by side.
+        let join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
+        let pixels = (row.len() / 4).min(out.len() / 3);
+        let mut x = 0;
+        // Each store writes 32 bytes, 8 past the block's 24: the next block rewrites them.
+        while x + 8 <= pixels && 3 * x + 32 <= out.len() {
+            // SAFETY: pixels x..x + 8 are 32 bytes inside `row`, and 32 bytes from 3x lie
+            // inside `out`, as the loop checks.
+            unsafe {
+                let v = _mm256_loadu_si256(row.as_ptr().add(4 * x).cast());
+                let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, compact), join);
+                _mm256_storeu_si256(out.as_mut_ptr().add(3 * x).cast(), v);
+            }
+            x += 8;
+        }
+        x
     }
 
     /// Most bytes [`vertical_rows_wide`] widens at once (as `i32`, four bytes each).
