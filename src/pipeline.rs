@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::alloc::{recycle, scratch, zeroed, Buffer};
 use crate::error::{invalid, TransformError};
-use crate::image::{crop_rgb, pad_rgb, Rect};
+use crate::image::{pad_rgb, Rect};
 use crate::resize::{
     self, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend, Filter, Source,
 };
@@ -75,6 +75,11 @@ impl Resize {
             Resize::Torch(mode, antialias, to) => resize_torch_source(src, dst, to, mode, antialias),
             Resize::Keep | Resize::TorchFloat(..) => self.run(&src.to_rgb()?, src.size(), dst),
         }
+    }
+
+    /// Whether [`Resize::run_source`] reads packed RGB pixels (a copy of any other source).
+    fn reads_packed(self) -> bool {
+        matches!(self, Resize::TorchFloat(..))
     }
 
     /// Whether [`Resize::run_part`] computes only the part's pixels (the separable
@@ -271,13 +276,7 @@ impl Job {
     pub fn pixel_size(&self, source: (usize, usize)) -> Result<(usize, usize), TransformError> {
         let mut size = source;
         if let Some(rect) = self.crop {
-            if !rect.fits(size) {
-                return Err(invalid(
-                    "jobs",
-                    format!("a crop inside the source of size {size:?}"),
-                    format!("{rect:?}"),
-                ));
-            }
+            check_crop(rect, size)?;
             size = (rect.height, rect.width);
         }
         if let Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) = self.resize {
@@ -381,8 +380,9 @@ impl Job {
         let mut origin = (0, 0);
         if let Some(rect) = self.crop {
             if (rect.height, rect.width) != size {
-                let mut out = zeroed("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
-                crop_rgb(&src.to_rgb()?, size, rect, &mut out)?;
+                check_crop(rect, size)?;
+                let mut out = scratch("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
+                src.write_rgb_part(rect, &mut out);
                 (owned, size) = (Some(out), (rect.height, rect.width));
             }
         }
@@ -421,6 +421,12 @@ impl Job {
             }
         }
         Ok((owned.map(|v| (v, size)), origin))
+    }
+
+    /// Whether this job reads its source as packed RGB (an uncropped float resize): the
+    /// image's jobs then share one packed copy of a Pillow image instead of one each.
+    fn reads_packed(&self) -> bool {
+        self.crop.is_none() && self.resize.reads_packed()
     }
 
     /// The smallest part of a resize from `from` to `to` that holds every pixel this job's
@@ -720,7 +726,8 @@ fn run_image<T: Element>(
         let job = &jobs[j];
         // Pixels a later job reads are kept whole.
         let whole = read_later.contains(&j);
-        let (prepared, origin) = if job.source.is_none() {
+        let (prepared, origin) = if job.source.is_none() && !(job.reads_packed() && input.as_rgb().is_none())
+        {
             job.prepare(input, whole)?
         } else {
             if reads_input(&pixels, job.source) && rgb.is_none() {
@@ -795,6 +802,18 @@ fn run_image<T: Element>(
         }
     }
     Ok(())
+}
+
+/// A job's crop `rect` lies inside its source of `size`.
+fn check_crop(rect: Rect, size: (usize, usize)) -> Result<(), TransformError> {
+    if rect.fits(size) {
+        return Ok(());
+    }
+    Err(invalid(
+        "jobs",
+        format!("a crop inside the source of size {size:?}"),
+        format!("{rect:?}"),
+    ))
 }
 
 /// [`Layout::Windows`]: each of `windows` of `src`, normalised, back to back in `dst`.
@@ -1032,7 +1051,7 @@ mod tests {
         };
         let jobs = [first.clone(), second.clone(), third.clone()];
         let mut cropped = vec![0; 30 * 21 * 3];
-        crop_rgb(&src, (40, 60), rect, &mut cropped).unwrap();
+        crate::image::crop_rgb(&src, (40, 60), rect, &mut cropped).unwrap();
         let mut resized = vec![0; 25 * 17 * 3];
         resize_rgb(&cropped, (30, 21), &mut resized, (25, 17), Filter::Lanczos).unwrap();
         let mut padded = vec![0; 32 * 20 * 3];

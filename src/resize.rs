@@ -140,11 +140,24 @@ impl<'a> Source<'a> {
     /// # Panics
     /// When `dst` has another length.
     pub fn write_rgb(&self, dst: &mut [u8]) {
-        let (h, w) = self.size;
-        assert_eq!(dst.len(), h * w * 3, "dst holds the packed RGB pixels");
-        for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
-            let row = self.row(y);
-            match self.channels {
+        self.write_rgb_part(whole(self.size), dst);
+    }
+
+    /// [`Source::write_rgb`] of the pixels of `part` only (a crop read where it is).
+    ///
+    /// # Panics
+    /// When `part` does not fit the image or `dst` does not hold its packed RGB pixels.
+    pub fn write_rgb_part(&self, part: Rect, dst: &mut [u8]) {
+        assert!(part.fits(self.size), "{part:?} inside {:?}", self.size);
+        assert_eq!(
+            dst.len(),
+            part.height * part.width * 3,
+            "dst holds the packed RGB pixels"
+        );
+        let c = self.channels;
+        for (y, out) in dst.chunks_exact_mut(part.width * 3).enumerate() {
+            let row = &self.row(part.top + y)[part.left * c..(part.left + part.width) * c];
+            match c {
                 3 => out.copy_from_slice(row),
                 4 => pack_rgbx(row, out),
                 _ => {
