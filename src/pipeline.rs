@@ -14,9 +14,9 @@ use crate::alloc::{recycle, scratch, zeroed, Buffer};
 use crate::error::{invalid, TransformError};
 use crate::image::{pad_rgb, Rect};
 use crate::resize::{
-    self, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend, Filter, Source,
+    self, check_part, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend, Filter, Source,
 };
-use crate::torch_float::{resize_float_rgb, resize_mapped_planes, FloatMode};
+use crate::torch_float::{resize_float_rgb, resize_float_source, resize_mapped_planes, FloatMode};
 use crate::torch_resize::{resize_torch_rgb, resize_torch_source, resize_torch_source_part, TorchMode};
 use crate::transforms::{
     checked_len, crop_source_and_normalize, normalize_into_canvas, normalize_source_to_patches,
@@ -64,22 +64,18 @@ impl Resize {
         }
     }
 
-    /// [`Resize::run`] from any [`Source`]: Pillow's and torchvision's uint8 resizes read
-    /// RGBX rows in place (see [`Source`]); the others read the packed RGB pixels.
+    /// [`Resize::run`] from any [`Source`], read where it is (RGBX and grayscale rows
+    /// included, see [`Source`]).
     ///
     /// # Errors
     /// As [`Resize::run`].
     pub fn run_source(self, src: Source<'_>, dst: &mut [u8]) -> Result<(), TransformError> {
         match self {
+            Resize::Keep => self.run_part(src, resize::whole(src.size()), dst),
             Resize::Pillow(filter, to) => resize_source(src, dst, to, filter),
             Resize::Torch(mode, antialias, to) => resize_torch_source(src, dst, to, mode, antialias),
-            Resize::Keep | Resize::TorchFloat(..) => self.run(&src.to_rgb()?, src.size(), dst),
+            Resize::TorchFloat(mode, one_thread, to) => resize_float_source(src, dst, to, mode, one_thread),
         }
-    }
-
-    /// Whether [`Resize::run_source`] reads packed RGB pixels (a copy of any other source).
-    fn reads_packed(self) -> bool {
-        matches!(self, Resize::TorchFloat(..))
     }
 
     /// Whether [`Resize::run_part`] computes only the part's pixels (the separable
@@ -104,7 +100,11 @@ impl Resize {
             Resize::Torch(mode, antialias, to) => {
                 resize_torch_source_part(src, dst, to, part, mode, antialias, Backend::Auto)
             }
-            Resize::Keep => whole_then_part(dst, src.size(), part, |full| self.run_source(src, full)),
+            Resize::Keep => {
+                check_part(dst, src.size(), part)?;
+                src.write_rgb_part(part, dst);
+                Ok(())
+            }
             Resize::TorchFloat(.., to) => whole_then_part(dst, to, part, |full| self.run_source(src, full)),
         }
     }
@@ -423,12 +423,6 @@ impl Job {
         Ok((owned.map(|v| (v, size)), origin))
     }
 
-    /// Whether this job reads its source as packed RGB (an uncropped float resize): the
-    /// image's jobs then share one packed copy of a Pillow image instead of one each.
-    fn reads_packed(&self) -> bool {
-        self.crop.is_none() && self.resize.reads_packed()
-    }
-
     /// The smallest part of a resize from `from` to `to` that holds every pixel this job's
     /// windows read, spanning each axis the resize keeps (see [`resize::part_fits`]);
     /// `None` for other layouts or windows that read nothing.
@@ -491,7 +485,9 @@ impl Job {
             (Some(Layout::HwcPatches { patch_size, windows }), [dst]) => {
                 normalize_to_hwc_patches(pixels, size, windows, *patch_size, norm, dst)
             }
-            (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(pixels, size, norm, dst),
+            (Some(Layout::Canvas { .. }), dst) => {
+                normalize_into_canvas(Source::packed(pixels, 3, size)?, norm, dst)
+            }
             (Some(Layout::Strip { patch_size, .. }), dst) => {
                 normalize_to_strip(pixels, size, *patch_size, norm, dst)
             }
@@ -726,8 +722,7 @@ fn run_image<T: Element>(
         let job = &jobs[j];
         // Pixels a later job reads are kept whole.
         let whole = read_later.contains(&j);
-        let (prepared, origin) = if job.source.is_none() && !(job.reads_packed() && input.as_rgb().is_none())
-        {
+        let (prepared, origin) = if job.source.is_none() {
             job.prepare(input, whole)?
         } else {
             if reads_input(&pixels, job.source) && rgb.is_none() {
@@ -740,16 +735,20 @@ fn run_image<T: Element>(
             );
             job.prepare(Source::packed(src, 3, size)?, whole)?
         };
-        // Patch rows of the unchanged input read it where it is (a Pillow image at a size the
-        // model keeps needs no packed copy).
+        // Patch rows, windows and canvases of the unchanged input read it where it is (a
+        // Pillow image at a size the model keeps needs no packed copy).
         let in_place = prepared.is_none()
             && job.source.is_none()
             && job.frames.is_empty()
             && rgb.is_none()
             && input.as_rgb().is_none()
-            && matches!(job.layout, Some(Layout::Patches(_) | Layout::Windows(_)));
+            && matches!(
+                job.layout,
+                Some(Layout::Patches(_) | Layout::Windows(_) | Layout::Canvas { .. })
+            );
         if in_place {
             match (&job.layout, &mut slot[..]) {
+                (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(input, &norms[job.table], dst)?,
                 (Some(Layout::Patches(p)), [dst]) => {
                     normalize_source_to_patches(input, *p, &norms[job.table], dst)?;
                 }
@@ -1233,9 +1232,24 @@ mod tests {
         let mut chained = job(0, Resize::Keep, Layout::Windows(vec![window(2, 3, 8, 9)]), 0);
         chained.source = Some(0);
         let batches = [
-            // The input as it is: patch rows read RGBX and grayscale in place.
+            // The input as it is: patch rows and canvases read RGBX and grayscale in place.
             vec![job(0, Resize::Keep, Layout::Patches(PATCHES), 0)],
+            vec![job(
+                0,
+                Resize::Keep,
+                Layout::Canvas {
+                    row: 44,
+                    plane: 32 * 44,
+                },
+                0,
+            )],
             vec![job(0, pillow, Layout::Patches(PATCHES), 0)],
+            vec![job(
+                0,
+                Resize::TorchFloat(FloatMode::Bilinear, true, (20, 30)),
+                Layout::Windows(vec![window(0, 0, 20, 30)]),
+                0,
+            )],
             vec![job(0, torch, Layout::Windows(vec![window(0, 0, 12, 17)]), 0)],
             vec![cropped],
             vec![padded],

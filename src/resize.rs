@@ -27,7 +27,8 @@ use crate::workers;
 ///
 /// The horizontal pass reads RGB and RGBX rows where they are, so a Pillow image costs no
 /// packing copy when its resize starts with that pass; every other pass reads packed RGB
-/// and gets a copy first.
+/// and gets a copy first. torch's float resizes ([`crate::torch_float`]) read every layout
+/// where it is.
 #[derive(Clone, Copy, Debug)]
 pub struct Source<'a> {
     rows: Rows<'a>,

@@ -52,7 +52,7 @@ use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{by_bands, check_buffers, Backend};
+use crate::resize::{by_bands, check_buffers, Backend, Source};
 use crate::torch_resize::nearest_exact_indices;
 use crate::transforms::checked_len;
 use crate::workers;
@@ -197,7 +197,8 @@ fn chain<const N: usize>(v: &[f32; N], w: &[f32; N]) -> f32 {
 
 /// Float32 values of an image, by (row, column, channel).
 trait Values: Sync {
-    fn get(&self, y: usize, x: usize, c: usize) -> f32;
+    /// Row `y`'s values: `row(y)(x, c)`.
+    fn row(&self, y: usize) -> impl Fn(usize, usize) -> f32 + '_;
 
     /// The image width.
     fn width(&self) -> usize;
@@ -206,34 +207,43 @@ trait Values: Sync {
     fn line(&self, y: usize, line: &mut [f32]);
 }
 
-/// HWC u8 RGB, each byte mapped through its channel's table.
-struct Mapped<'a> {
-    pixels: &'a [u8],
-    width: usize,
+/// uint8 pixels of `C` bytes read where they are (RGB, Pillow's RGBX, or grayscale, whose
+/// one byte is every channel's), each byte mapped through its channel's table.
+struct Mapped<'a, const C: usize> {
+    src: Source<'a>,
     tables: &'a [[f32; 256]; CHANNELS],
 }
 
-impl Values for Mapped<'_> {
+/// The offset of channel `c`'s byte in a pixel of `C` bytes.
+#[inline(always)]
+const fn byte<const C: usize>(c: usize) -> usize {
+    if C == 1 {
+        0
+    } else {
+        c
+    }
+}
+
+impl<const C: usize> Values for Mapped<'_, C> {
     #[inline(always)]
-    fn get(&self, y: usize, x: usize, c: usize) -> f32 {
-        self.tables[c][usize::from(self.pixels[(y * self.width + x) * CHANNELS + c])]
+    fn row(&self, y: usize) -> impl Fn(usize, usize) -> f32 + '_ {
+        let pixels = self.src.row(y);
+        move |x, c| self.tables[c][usize::from(pixels[x * C + byte::<C>(c)])]
     }
 
     fn width(&self) -> usize {
-        self.width
+        self.src.size().1
     }
 
     #[inline(always)]
     fn line(&self, y: usize, line: &mut [f32]) {
-        let w = self.width;
-        let pixels = &self.pixels[y * w * CHANNELS..(y + 1) * w * CHANNELS];
-        let (r, gb) = line.split_at_mut(w);
-        let (g, b) = gb.split_at_mut(w);
+        let (r, gb) = line.split_at_mut(self.width());
+        let (g, b) = gb.split_at_mut(self.width());
         let [tr, tg, tb] = self.tables;
-        for (((px, r), g), b) in pixels.chunks_exact(CHANNELS).zip(r).zip(g).zip(b) {
+        for (((px, r), g), b) in self.src.row(y).chunks_exact(C).zip(r).zip(g).zip(b) {
             *r = tr[usize::from(px[0])];
-            *g = tg[usize::from(px[1])];
-            *b = tb[usize::from(px[2])];
+            *g = tg[usize::from(px[byte::<C>(1)])];
+            *b = tb[usize::from(px[byte::<C>(2)])];
         }
     }
 }
@@ -247,8 +257,8 @@ struct Planes<'a> {
 
 impl Values for Planes<'_> {
     #[inline(always)]
-    fn get(&self, y: usize, x: usize, c: usize) -> f32 {
-        self.data[(c * self.height + y) * self.width + x]
+    fn row(&self, y: usize) -> impl Fn(usize, usize) -> f32 + '_ {
+        move |x, c| self.data[(c * self.height + y) * self.width + x]
     }
 
     fn width(&self) -> usize {
@@ -304,9 +314,10 @@ impl Plan {
         match self {
             Plan::Nearest { rows: sy, cols: sx } => {
                 for oy in rows {
+                    let row = src.row(sy[oy]);
                     for (c, plane) in out.chunks_exact_mut(width).enumerate() {
                         for (o, &x) in plane.iter_mut().zip(sx) {
-                            *o = src.get(sy[oy], x, c);
+                            *o = row(x, c);
                         }
                     }
                     emit(oy, &out);
@@ -317,12 +328,13 @@ impl Plan {
             Plan::ChannelsLast { rows: ty, cols: tx } => {
                 for oy in rows {
                     let ([y0, y1], [h0, h1]) = (ty.index[oy], ty.weight[oy]);
+                    let (top, bottom) = (src.row(y0), src.row(y1));
                     for (ox, (&[x0, x1], &[w0, w1])) in tx.index.iter().zip(&tx.weight).enumerate() {
                         let (w00, w01, w10, w11) = (h0 * w0, h0 * w1, h1 * w0, h1 * w1);
                         for c in 0..CHANNELS {
-                            let sum = src.get(y0, x0, c).mul_add(w00, src.get(y0, x1, c) * w01);
-                            let sum = src.get(y1, x0, c).mul_add(w10, sum);
-                            out[c * width + ox] = src.get(y1, x1, c).mul_add(w11, sum);
+                            let sum = top(x0, c).mul_add(w00, top(x1, c) * w01);
+                            let sum = bottom(x0, c).mul_add(w10, sum);
+                            out[c * width + ox] = bottom(x1, c).mul_add(w11, sum);
                         }
                     }
                     emit(oy, &out);
@@ -472,6 +484,20 @@ fn check_size(arg: &'static str, (h, w): (usize, usize)) -> Result<usize, Transf
     checked_len(arg, &[CHANNELS, h, w])
 }
 
+/// Checks that an output of `len` `unit` (bytes or values) holds an image of `dst_size`.
+fn check_dst(len: usize, dst_size: (usize, usize), unit: &str) -> Result<(), TransformError> {
+    let want = check_size("dst_size", dst_size)?;
+    if len != want {
+        let (h, w) = dst_size;
+        return Err(invalid(
+            "dst",
+            format!("{want} {unit} for {h}x{w}x3"),
+            format!("{len} {unit}"),
+        ));
+    }
+    Ok(())
+}
+
 /// torch's `x.round().clamp(0, 255)` as a byte: rounding half to even commutes with a clamp
 /// to integer bounds, and adding then subtracting 2^23 rounds a float32 in `0..=255` half
 /// to even (one addition instead of a libm call on the scalar path).
@@ -519,22 +545,76 @@ pub fn resize_float_rgb_with(
     backend: Backend,
 ) -> Result<(), TransformError> {
     check_buffers(src, src_size, dst, dst_size)?;
+    resize_float_source_with(
+        Source::packed(src, CHANNELS, src_size)?,
+        dst,
+        dst_size,
+        mode,
+        one_thread,
+        backend,
+    )
+}
+
+/// [`resize_float_rgb`] of any [`Source`], read where it is: a Pillow image's RGBX or
+/// grayscale rows need no packed copy first.
+///
+/// # Errors
+///
+/// As [`resize_float_rgb`].
+pub fn resize_float_source(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+) -> Result<(), TransformError> {
+    resize_float_source_with(src, dst, dst_size, mode, one_thread, Backend::Auto)
+}
+
+/// [`resize_float_source`] on a chosen [`Backend`]; every backend gives the same bytes.
+///
+/// # Errors
+///
+/// As [`resize_float_rgb_with`].
+pub fn resize_float_source_with(
+    src: Source<'_>,
+    dst: &mut [u8],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+    backend: Backend,
+) -> Result<(), TransformError> {
+    check_dst(dst.len(), dst_size, "bytes")?;
     let path = Path::select(backend)?;
-    if src_size == dst_size {
-        dst.copy_from_slice(src);
+    if src.size() == dst_size {
+        src.write_rgb(dst);
         return Ok(());
     }
     let tables: [[f32; 256]; CHANNELS] = [std::array::from_fn(|x| x as f32); CHANNELS];
-    let values = Mapped {
-        pixels: src,
-        width: src_size.1,
-        tables: &tables,
-    };
-    let plan = Plan::new(mode, one_thread, src_size, dst_size);
-    let width = dst_size.1;
-    by_bands(0..dst_size.0, dst, width * CHANNELS, |rows, chunk| {
+    let plan = Plan::new(mode, one_thread, src.size(), dst_size);
+    let tables = &tables;
+    // The pixel size a constant in each loop: pixels are indexed without a multiply by a
+    // variable.
+    match src.channels() {
+        1 => rounded_bytes(&Mapped::<1> { src, tables }, &plan, path, dst, dst_size),
+        3 => rounded_bytes(&Mapped::<3> { src, tables }, &plan, path, dst, dst_size),
+        _ => rounded_bytes(&Mapped::<4> { src, tables }, &plan, path, dst, dst_size),
+    }
+    Ok(())
+}
+
+/// `values` resized by `plan` into HWC bytes `dst` of `dst_size`, each value rounded half
+/// to even and clamped, in row bands across the calling thread's team.
+fn rounded_bytes<V: Values>(
+    values: &V,
+    plan: &Plan,
+    path: Path,
+    dst: &mut [u8],
+    (height, width): (usize, usize),
+) {
+    by_bands(0..height, dst, width * CHANNELS, |rows, chunk| {
         let first = rows.start;
-        path.run(&plan, &values, width, rows, &mut |oy, planes| {
+        path.run(plan, values, width, rows, &mut |oy, planes| {
             let line = &mut chunk[(oy - first) * width * CHANNELS..][..width * CHANNELS];
             for (c, plane) in planes.chunks_exact(width).enumerate() {
                 for (px, &v) in line.chunks_exact_mut(CHANNELS).zip(plane) {
@@ -543,7 +623,6 @@ pub fn resize_float_rgb_with(
             }
         });
     });
-    Ok(())
 }
 
 /// HWC u8 RGB `src`, each byte mapped through its channel's table (`tables[c][x]`, the
@@ -605,9 +684,8 @@ pub fn resize_mapped_planes_with(
             format!("{} bytes", src.len()),
         ));
     }
-    let values = Mapped {
-        pixels: src,
-        width: src_size.1,
+    let values = Mapped::<CHANNELS> {
+        src: Source::packed(src, CHANNELS, src_size)?,
         tables,
     };
     resize_values(&values, src_size, dst, dst_size, (mode, one_thread), backend)
@@ -669,17 +747,17 @@ fn resize_values<V: Values>(
     (mode, one_thread): (FloatMode, bool),
     backend: Backend,
 ) -> Result<(), TransformError> {
-    let len = check_size("dst_size", dst_size)?;
-    if dst.len() != len {
-        return Err(invalid("dst", format!("{len} values"), dst.len()));
-    }
+    check_dst(dst.len(), dst_size, "values")?;
     let path = Path::select(backend)?;
     let (height, width) = dst_size;
     let plane = height * width;
     if src_size == dst_size {
         for (c, out) in dst.chunks_exact_mut(plane).enumerate() {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = values.get(i / width, i % width, c);
+            for (y, line) in out.chunks_exact_mut(width).enumerate() {
+                let row = values.row(y);
+                for (x, o) in line.iter_mut().enumerate() {
+                    *o = row(x, c);
+                }
             }
         }
         return Ok(());
@@ -993,12 +1071,35 @@ mod tests {
                     })
                     .collect()
             };
+            let one = case % 2 == 0;
             for &backend in &backends {
                 let mut got = vec![0u8; want.len()];
-                resize_float_rgb_with(&src, (h, w), &mut got, (h2, w2), mode, case % 2 == 0, backend)
-                    .unwrap();
+                resize_float_rgb_with(&src, (h, w), &mut got, (h2, w2), mode, one, backend).unwrap();
                 if (h, w) != (h2, w2) {
                     assert_eq!(got, want, "{mode:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}");
+                }
+            }
+            // RGBX, grayscale and Pillow's blocks of rows, read where they are: the bytes of
+            // their packed RGB pixels.
+            let gray: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+            let block = 1 + rng.below(h);
+            for (c, blocks) in crate::resize::tests::layouts(&src, &gray, w, block, &mut rng) {
+                let packed: Vec<u8> = if c == 1 {
+                    gray.iter().flat_map(|&g| [g; 3]).collect()
+                } else {
+                    src.clone()
+                };
+                let mut want = vec![0u8; h2 * w2 * 3];
+                resize_float_rgb(&packed, (h, w), &mut want, (h2, w2), mode, one).unwrap();
+                let rows = crate::resize::tests::row_slices(&blocks, w, c);
+                let source = Source::rows(&rows, c, (h, w)).unwrap();
+                for &backend in &backends {
+                    let mut got = vec![0u8; want.len()];
+                    resize_float_source_with(source, &mut got, (h2, w2), mode, one, backend).unwrap();
+                    assert_eq!(
+                        got, want,
+                        "c={c} {mode:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}"
+                    );
                 }
             }
         }

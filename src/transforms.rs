@@ -465,30 +465,29 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
     Ok(())
 }
 
-/// HWC u8 RGB of `size` → its normalised CHW planes written into a larger CHW canvas
-/// whose rows are `row` values apart and planes `plane` apart, image at the top-left.
+/// An image (RGB, Pillow's RGBX or grayscale rows, read where they are: see [`Source`]) →
+/// its normalised CHW planes written into a larger CHW canvas whose rows are `row` values
+/// apart and planes `plane` apart, image at the top-left.
 ///
 /// `dst` holds one slice per image row per channel, in order (channel, row), each `width`
 /// values long: the caller owns the canvas and leaves the rest as it is (Pixtral's and
 /// Idefics2's zero padding after normalising).
 ///
 /// # Errors
-/// An empty image, or slices that do not match it.
+/// Slices that do not match the image.
 pub fn normalize_into_canvas<T: bytemuck::Pod>(
-    src: &[u8],
-    size: (usize, usize),
+    src: Source<'_>,
     norm: &Normalize<T>,
     dst: &mut [&mut [T]],
 ) -> Result<(), TransformError> {
-    check_image(src, size)?;
-    let (h, w) = size;
+    let (h, w) = src.size();
     if dst.len() != 3 * h || dst.iter().any(|line| line.len() != w) {
         return Err(invalid("out", format!("{} rows of {w} values", 3 * h), dst.len()));
     }
     let (r, gb) = dst.split_at_mut(h);
     let (g, b) = gb.split_at_mut(h);
     for (y, ((r, g), b)) in r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut()).enumerate() {
-        norm.run(&src[y * w * 3..(y + 1) * w * 3], r, g, b);
+        norm.run_pixels(src.row(y), src.channels(), r, g, b);
     }
     Ok(())
 }
