@@ -172,7 +172,7 @@ def test_token_counts_match_transformers(row: Row, name: str) -> None:
         except (ValueError, RuntimeError, TypeError, NotImplementedError):
             continue
         proc = mmfast.ImageProcessor.from_pretrained(
-            row.model_id, backend="torchvision", **override.ours
+            row.model_id, backend="torchvision", **builtin_settings(row.model_id, **override.ours)
         )
         try:
             tokens = row.tokens(want, override.reference)
