@@ -126,6 +126,20 @@ impl<'a> Source<'a> {
         &self.tail(y)[..self.size.1 * self.channels]
     }
 
+    /// Rows `rows` back to back in one slice, when they lie so in memory (always for
+    /// packed pixels; for rows one by one, when each starts where the one before ends).
+    ///
+    /// # Panics
+    /// When `rows` reaches past the image's last row.
+    #[must_use]
+    pub fn run_of(&self, rows: Range<usize>) -> Option<&'a [u8]> {
+        let row_len = self.size.1 * self.channels;
+        let first = self.tail(rows.start);
+        let len = rows.len() * row_len;
+        let next_to = |y: usize| self.tail(y).as_ptr() == self.tail(y - 1)[row_len..].as_ptr();
+        (first.len() >= len && (rows.start + 1..rows.end).all(next_to)).then(|| &first[..len])
+    }
+
     /// The pixels, if they already are packed RGB.
     #[must_use]
     pub fn as_rgb(&self) -> Option<&'a [u8]> {
@@ -1814,6 +1828,23 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn runs_of_rows_are_only_rows_back_to_back() {
+        let px: Vec<u8> = (0..=255).collect();
+        let packed = Source::packed(&px[..240], 4, (10, 6)).unwrap();
+        assert_eq!(packed.run_of(2..5), Some(&px[48..120]));
+        // Blocks of rows 0-3 and 4-9: a run within a block, none across them.
+        let (a, b) = (&px[..96], px[100..].to_vec());
+        let rows: Vec<&[u8]> = (0..10)
+            .map(|y| if y < 4 { &a[y * 24..] } else { &b[(y - 4) * 24..] })
+            .collect();
+        let split = Source::rows(&rows, 4, (10, 6)).unwrap();
+        assert_eq!(split.run_of(1..4), Some(&px[24..96]));
+        assert_eq!(split.run_of(5..7), Some(&b[24..72]));
+        assert_eq!(split.run_of(3..5), None);
+        assert_eq!(split.run_of(4..4), Some(&b[..0]));
     }
 
     #[test]

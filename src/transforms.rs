@@ -636,6 +636,10 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod>(
         ));
     }
     patches_by_band(1, (h, w), patches, norm, dst, |_, rows, r, g, b| {
+        if let Some(run) = src.run_of(rows.clone()) {
+            norm.run_pixels(run, src.channels(), r, g, b);
+            return;
+        }
         let lines = r
             .chunks_exact_mut(w)
             .zip(g.chunks_exact_mut(w))
