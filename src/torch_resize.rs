@@ -350,7 +350,6 @@ pub fn resize_torch_source_with(
     antialias: bool,
     backend: Backend,
 ) -> Result<(), TransformError> {
-    checked_rgb_len(dst_size)?;
     resize_torch_source_part(src, dst, dst_size, whole(dst_size), mode, antialias, backend)
 }
 
@@ -420,20 +419,6 @@ pub(crate) fn resize_torch_source_part(
         &make,
         false,
     )
-}
-
-/// Bytes of a non-empty RGB image of `(height, width)`.
-fn checked_rgb_len((h, w): (usize, usize)) -> Result<usize, TransformError> {
-    if h == 0 || w == 0 {
-        return Err(crate::error::invalid(
-            "dst_size",
-            "nonzero height and width",
-            format!("({h}, {w})"),
-        ));
-    }
-    h.checked_mul(w)
-        .and_then(|n| n.checked_mul(CHANNELS))
-        .ok_or_else(|| overflow("dst_size", "the output byte count"))
 }
 
 #[cfg(test)]
