@@ -401,7 +401,10 @@ impl Job {
                         .run_part(Source::packed(pixels, 3, size)?, part, &mut out)?,
                     None => self.resize.run_part(src, part, &mut out)?,
                 }
-                (owned, size, origin) = (Some(out), (part.height, part.width), (part.top, part.left));
+                if let Some(cropped) = owned.replace(out) {
+                    recycle(Buffer::U8(cropped));
+                }
+                (size, origin) = ((part.height, part.width), (part.top, part.left));
             }
             _ => {}
         }
@@ -417,7 +420,10 @@ impl Job {
                     Some(pixels) => pad_rgb(pixels, size, canvas, at, fill, &mut out)?,
                     None => pad_rgb(&src.to_rgb()?, size, canvas, at, fill, &mut out)?,
                 }
-                (owned, size) = (Some(out), canvas);
+                if let Some(resized) = owned.replace(out) {
+                    recycle(Buffer::U8(resized));
+                }
+                size = canvas;
             }
         }
         Ok((owned.map(|v| (v, size)), origin))
