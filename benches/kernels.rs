@@ -1,5 +1,5 @@
 //! Criterion benches of the kernels: the seed kernels against plain scalar versions of
-//! the same work, the resizes against their scalar twin and the `image` crate.
+//! the same work, the resizes against their AVX2 and scalar twins and the `image` crate.
 //!
 //! Run with `make bench-rust` (`cargo bench --no-default-features`).
 
@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use image::imageops::{self, FilterType};
 use image::RgbImage;
 use mmfast::resize::{resize_rgb_with, Backend, Filter};
-use mmfast::torch_resize::{resize_torch_rgb, TorchMode};
+use mmfast::torch_resize::{resize_torch_rgb_with, TorchMode};
 use mmfast::transforms::{
     deinterleave_rgb_to_planes, f32_as_le_bytes, pad_and_normalize_to_tensor, Normalize,
 };
@@ -108,7 +108,7 @@ fn resize(c: &mut Criterion) {
         let src = image(h, w);
         let mut dst = vec![0u8; h2 * w2 * 3];
         let id = format!("{w}x{h}->{w2}x{h2}-{}", filter.name());
-        for (name, backend) in [("mmfast", Backend::Auto), ("mmfast-scalar", Backend::Scalar)] {
+        for (name, backend) in backends() {
             group.bench_function(BenchmarkId::new(name, &id), |b| {
                 b.iter(|| resize_rgb_with(&src, (h, w), &mut dst, (h2, w2), filter, backend).unwrap());
             });
@@ -118,17 +118,41 @@ fn resize(c: &mut Criterion) {
             b.iter(|| imageops::resize(&rgb, w2 as u32, h2 as u32, theirs));
         });
     }
-    // torchvision's resizes of a 12 MP photo: Llama 4's bilinear onto its 3x4-tile canvas,
-    // and the bicubic the torchvision backend uses for most models.
-    let src = image(3024, 4032);
-    let mut dst = vec![0u8; 1008 * 1344 * 3];
-    for (name, mode) in [("bilinear", TorchMode::Bilinear), ("bicubic", TorchMode::Bicubic)] {
-        group.bench_function(format!("torch-{name}-aa/4032x3024->1344x1008"), |b| {
-            b.iter(|| {
-                resize_torch_rgb(&src, (3024, 4032), &mut dst, (1008, 1344), mode, true).unwrap();
+    // torchvision's resizes: Llama 4's bilinear onto its 3x4-tile canvas of a 12 MP photo
+    // and onto 5x3 tiles of a 1080p frame, the bicubic the torchvision backend uses for
+    // most models, and Qwen2.5-VL's bicubic of a 640x480 image.
+    let cases = [
+        ((3024, 4032), (1008, 1344), TorchMode::Bilinear),
+        ((3024, 4032), (1008, 1344), TorchMode::Bicubic),
+        ((1080, 1920), (945, 1680), TorchMode::Bilinear),
+        ((480, 640), (476, 644), TorchMode::Bicubic),
+    ];
+    for ((h, w), (h2, w2), mode) in cases {
+        let src = image(h, w);
+        let mut dst = vec![0u8; h2 * w2 * 3];
+        let id = format!("torch-{mode:?}-aa/{w}x{h}->{w2}x{h2}");
+        for (name, backend) in backends() {
+            group.bench_function(BenchmarkId::new(name, &id), |b| {
+                b.iter(|| {
+                    resize_torch_rgb_with(&src, (h, w), &mut dst, (h2, w2), mode, true, backend).unwrap();
+                });
             });
-        });
+        }
     }
+}
+
+/// The resize backends compared that this CPU runs: the one `Auto` picks, its AVX2 twin (the
+/// same code where the CPU lacks AVX-512) and scalar.
+fn backends() -> Vec<(&'static str, Backend)> {
+    let runs = |backend| resize_rgb_with(&[0; 3], (1, 1), &mut [0; 3], (1, 1), Filter::Box, backend).is_ok();
+    [
+        ("mmfast", Backend::Auto),
+        ("mmfast-avx2", Backend::Avx2),
+        ("mmfast-scalar", Backend::Scalar),
+    ]
+    .into_iter()
+    .filter(|&(_, backend)| runs(backend))
+    .collect()
 }
 
 criterion_group! {

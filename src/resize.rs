@@ -298,8 +298,8 @@ impl Filter {
     }
 }
 
-/// Which implementation runs; `Auto` picks AVX2 when the CPU has it (detected
-/// at run time), else scalar.
+/// Which implementation runs; `Auto` picks AVX-512 (with AVX2) when the CPU has both, else
+/// AVX2 when it has that (detected at run time), else scalar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// The fastest backend this CPU supports.
@@ -308,6 +308,9 @@ pub enum Backend {
     Scalar,
     /// AVX2 on x86-64; an error where the CPU lacks it.
     Avx2,
+    /// AVX-512 (F, BW, VL and VBMI) and AVX2 on x86-64; an error where the CPU lacks
+    /// either.
+    Avx512,
 }
 
 /// Resize an HWC u8 RGB image (rows contiguous, 3 bytes per pixel) of
@@ -523,16 +526,35 @@ pub(crate) enum Kernel {
     /// Only ever constructed after AVX2 was detected on this CPU.
     #[cfg(target_arch = "x86_64")]
     Avx2,
+    /// The AVX-512 passes, with AVX2 for the rest; only ever constructed after both were
+    /// detected.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
 }
 
 impl Kernel {
     pub(crate) fn select(backend: Backend) -> Result<Kernel, TransformError> {
+        let unsupported = |name| {
+            invalid(
+                "backend",
+                "a backend this CPU supports",
+                format!("{name} on this CPU"),
+            )
+        };
         match backend {
             Backend::Scalar => Ok(Kernel::Scalar),
-            Backend::Auto => Ok(Kernel::avx2().unwrap_or(Kernel::Scalar)),
-            Backend::Avx2 => Kernel::avx2()
-                .ok_or_else(|| invalid("backend", "a backend this CPU supports", "Avx2 without AVX2")),
+            Backend::Auto => Ok(Kernel::avx512().or_else(Kernel::avx2).unwrap_or(Kernel::Scalar)),
+            Backend::Avx2 => Kernel::avx2().ok_or_else(|| unsupported("Avx2")),
+            Backend::Avx512 => Kernel::avx512().ok_or_else(|| unsupported("Avx512")),
         }
+    }
+
+    fn avx512() -> Option<Kernel> {
+        #[cfg(target_arch = "x86_64")]
+        if Kernel::avx2().is_some() && avx512::detected() {
+            return Some(Kernel::Avx512);
+        }
+        None
     }
 
     fn avx2() -> Option<Kernel> {
@@ -921,6 +943,8 @@ enum Horizontal {
     Scalar(Coeffs),
     #[cfg(target_arch = "x86_64")]
     Avx2(avx2::Horizontal),
+    #[cfg(target_arch = "x86_64")]
+    Avx512(avx512::Horizontal),
 }
 
 impl Horizontal {
@@ -932,6 +956,15 @@ impl Horizontal {
                 if coeffs.k.iter().all(|&k| avx2::splits(k)) {
                     // SAFETY: Kernel::Avx2 exists only once AVX2 was detected.
                     Horizontal::Avx2(unsafe { avx2::Horizontal::new(coeffs) })
+                } else {
+                    Horizontal::Scalar(coeffs)
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                if coeffs.k.iter().all(|&k| avx2::splits(k)) {
+                    // SAFETY: Kernel::Avx512 exists only once AVX-512 was detected.
+                    Horizontal::Avx512(unsafe { avx512::Horizontal::new(coeffs) })
                 } else {
                     Horizontal::Scalar(coeffs)
                 }
@@ -958,6 +991,9 @@ impl Horizontal {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: this variant is built only by `Kernel::Avx2`, i.e. with AVX2.
             Horizontal::Avx2(plan) => unsafe { plan.run(src, rows, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: this variant is built only by `Kernel::Avx512`, i.e. with AVX-512.
+            Horizontal::Avx512(plan) => unsafe { plan.run(src, rows, out) },
         }
     }
 }
@@ -974,6 +1010,202 @@ fn horizontal_pixel(row: &[u8], channels: usize, k: &[i32], coeffs: &Coeffs) -> 
         }
     }
     sum.map(|s| coeffs.clip8(s))
+}
+
+/// The integer vector operations of the SIMD vertical pass, on AVX2 (`__m256i`) and
+/// AVX-512 (`__m512i`) registers, so that one [`vertical_blocks`] serves both.
+///
+/// # Safety
+/// Every method needs its register's CPU features: AVX2, or AVX-512F and BW.
+#[cfg(target_arch = "x86_64")]
+trait Lanes: Copy {
+    /// Bytes a register holds.
+    const BYTES: usize;
+    unsafe fn splat(v: i32) -> Self;
+    unsafe fn load(at: *const u8) -> Self;
+    unsafe fn store(self, at: *mut u8);
+    /// Bytes interleaved with `b`'s, low then high half of each 128-bit lane.
+    unsafe fn unpack8(self, b: Self) -> (Self, Self);
+    unsafe fn madd16(self, k: Self) -> Self;
+    unsafe fn add32(self, b: Self) -> Self;
+    /// Shifted left by the low half of split taps.
+    unsafe fn shl_lo(self) -> Self;
+    unsafe fn sra32(self, shift: std::arch::x86_64::__m128i) -> Self;
+    /// Four registers of `i32` packed to bytes with saturation, within each 128-bit lane.
+    unsafe fn pack(s: [Self; 4]) -> Self;
+}
+
+/// Implements [`Lanes`] for a register type with the intrinsics of its width.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lanes {
+    ($v:ty, $features:literal, $bytes:literal, $splat:ident, $load:ident, $store:ident,
+     $lo:ident, $hi:ident, $madd:ident, $add:ident, $slli:ident, $sra:ident, $packs:ident, $packus:ident) => {
+        impl Lanes for $v {
+            const BYTES: usize = $bytes;
+            #[target_feature(enable = $features)]
+            unsafe fn splat(v: i32) -> Self {
+                std::arch::x86_64::$splat(v)
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn load(at: *const u8) -> Self {
+                // SAFETY: the caller guarantees the bytes are readable.
+                unsafe { std::arch::x86_64::$load(at.cast()) }
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn store(self, at: *mut u8) {
+                // SAFETY: the caller guarantees the bytes are writable.
+                unsafe { std::arch::x86_64::$store(at.cast(), self) }
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn unpack8(self, b: Self) -> (Self, Self) {
+                (
+                    std::arch::x86_64::$lo(self, b),
+                    std::arch::x86_64::$hi(self, b),
+                )
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn madd16(self, k: Self) -> Self {
+                std::arch::x86_64::$madd(self, k)
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn add32(self, b: Self) -> Self {
+                std::arch::x86_64::$add(self, b)
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn shl_lo(self) -> Self {
+                std::arch::x86_64::$slli::<{ avx2::LO_BITS as _ }>(self)
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn sra32(self, shift: std::arch::x86_64::__m128i) -> Self {
+                std::arch::x86_64::$sra(self, shift)
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn pack([a, b, c, d]: [Self; 4]) -> Self {
+                use std::arch::x86_64::{$packs, $packus};
+                $packus($packs(a, b), $packs(c, d))
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+lanes!(
+    std::arch::x86_64::__m256i,
+    "avx2",
+    32,
+    _mm256_set1_epi32,
+    _mm256_loadu_si256,
+    _mm256_storeu_si256,
+    _mm256_unpacklo_epi8,
+    _mm256_unpackhi_epi8,
+    _mm256_madd_epi16,
+    _mm256_add_epi32,
+    _mm256_slli_epi32,
+    _mm256_sra_epi32,
+    _mm256_packs_epi32,
+    _mm256_packus_epi16
+);
+#[cfg(target_arch = "x86_64")]
+lanes!(
+    std::arch::x86_64::__m512i,
+    "avx512f,avx512bw",
+    64,
+    _mm512_set1_epi32,
+    _mm512_loadu_si512,
+    _mm512_storeu_si512,
+    _mm512_unpacklo_epi8,
+    _mm512_unpackhi_epi8,
+    _mm512_madd_epi16,
+    _mm512_add_epi32,
+    _mm512_slli_epi32,
+    _mm512_sra_epi32,
+    _mm512_packs_epi32,
+    _mm512_packus_epi16
+);
+
+/// The SIMD vertical pass on registers `V`, `V::BYTES` bytes of a row at a time: for each
+/// output row of `rows`, its taps as pairs of band rows (see [`avx2::row_pairs`]), each
+/// pair's bytes interleaved to 16-bit (a, b) pairs that `madd` multiplies by the two taps.
+/// The last block of a row overlaps the one before instead of falling back to scalar code
+/// (it rewrites identical bytes). Rows narrower than a register, or whose taps do not split,
+/// run the scalar row.
+///
+/// # Safety
+/// The CPU must support `V`'s features.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::inline_always)] // Inlined into each SIMD caller, so `V`'s methods inline here.
+unsafe fn vertical_blocks<V: Lanes>(
+    band: &[u8],
+    band_first: usize,
+    width: usize,
+    coeffs: &Coeffs,
+    rows: Range<usize>,
+    out: &mut [u8],
+) {
+    let stride = width * 3;
+    // SAFETY (every block below): the caller guarantees the CPU features; `at + V::BYTES`
+    // bytes lie inside each band row and `out_row`, all `stride` bytes long.
+    unsafe {
+        let rounding = V::splat(coeffs.rounding());
+        // A register shift count: each table has its own precision.
+        let shift = std::arch::x86_64::_mm_cvtsi32_si128(coeffs.precision() as i32);
+        let zero = V::splat(0);
+        let mut acc = Vec::new();
+        let mut pairs: Vec<(&[u8], &[u8], V, V)> = Vec::new();
+        for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
+            let (first, k) = coeffs.taps(y);
+            let first = first - band_first;
+            if stride < V::BYTES || !k.iter().all(|&k| avx2::splits(k)) {
+                acc.resize(stride, 0);
+                vertical_row(band, stride, first, k, coeffs, &mut acc, out_row);
+                continue;
+            }
+            let is_split = !avx2::whole(k);
+            pairs.clear();
+            pairs.extend(avx2::row_pairs(first, k).map(|(a, b, kh, kl)| {
+                let (a, b) = (
+                    &band[a * stride..(a + 1) * stride],
+                    &band[b * stride..(b + 1) * stride],
+                );
+                (a, b, V::splat(kh), V::splat(kl))
+            }));
+            let mut x = 0;
+            loop {
+                let at = x.min(stride - V::BYTES);
+                let mut hi = [zero; 4];
+                let mut lo = [zero; 4];
+                for &(ra, rb, kh, kl) in &pairs {
+                    let (a, b) = (V::load(ra.as_ptr().add(at)), V::load(rb.as_ptr().add(at)));
+                    // 16-bit (a, b) pairs of bytes 0-3, 4-7, 8-11 and 12-15 of each lane.
+                    let (ab_lo, ab_hi) = a.unpack8(b);
+                    let (q0, q1) = ab_lo.unpack8(zero);
+                    let (q2, q3) = ab_hi.unpack8(zero);
+                    for ((h, l), q) in hi.iter_mut().zip(&mut lo).zip([q0, q1, q2, q3]) {
+                        *h = h.add32(q.madd16(kh));
+                        if is_split {
+                            *l = l.add32(q.madd16(kl));
+                        }
+                    }
+                }
+                // Whole taps: the sum is `hi` alone.
+                let sums = [0, 1, 2, 3].map(|i| {
+                    let sum = if is_split {
+                        hi[i].shl_lo().add32(lo[i])
+                    } else {
+                        hi[i]
+                    };
+                    sum.add32(rounding).sra32(shift)
+                });
+                // Lane-wise packing undoes the lane-wise unpacking: the bytes come out in order.
+                V::pack(sums).store(out_row.as_mut_ptr().add(at));
+                if at + V::BYTES == stride {
+                    break;
+                }
+                x += V::BYTES;
+            }
+        }
+    }
 }
 
 /// Vertical pass for output rows `rows`, written to `out` (exactly
@@ -1000,6 +1232,9 @@ fn vertical_rows(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::Avx2 exists only once AVX2 was detected.
         Kernel::Avx2 => unsafe { avx2::vertical_rows(band, band_first, width, coeffs, rows, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx512 exists only once AVX2 and AVX-512 were detected.
+        Kernel::Avx512 => unsafe { avx512::vertical_rows(band, band_first, width, coeffs, rows, out) },
     }
 }
 
@@ -1085,33 +1320,32 @@ mod avx2 {
         _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_mullo_epi32,
         _mm256_packs_epi32, _mm256_packus_epi16, _mm256_permute2x128_si256, _mm256_permutevar8x32_epi32,
         _mm256_set1_epi32, _mm256_setr_epi16, _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256,
-        _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sra_epi32, _mm256_storeu_si256, _mm256_unpackhi_epi8,
-        _mm256_unpacklo_epi8, _mm_add_epi32, _mm_cvtsi128_si32, _mm_cvtsi32_si128, _mm_loadu_si128,
-        _mm_packs_epi32, _mm_packus_epi16, _mm_setr_epi8, _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128,
-        _mm_unpacklo_epi32,
+        _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sra_epi32, _mm256_storeu_si256, _mm_add_epi32,
+        _mm_cvtsi128_si32, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16,
+        _mm_setr_epi8, _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128, _mm_unpacklo_epi32,
     };
     use std::ops::Range;
 
-    use super::{horizontal_pixel, vertical_row, Coeffs, Source};
+    use super::{horizontal_pixel, vertical_blocks, Coeffs, Source};
 
-    const LO_BITS: i32 = 11;
+    pub(super) const LO_BITS: i32 = 11;
 
     /// Whether `k` splits into an `i16` high part and an 11-bit low part.
     pub(super) fn splits(k: i32) -> bool {
         i16::try_from(k >> LO_BITS).is_ok()
     }
 
-    fn split(k: i32) -> (i16, i16) {
+    pub(super) fn split(k: i32) -> (i16, i16) {
         ((k >> LO_BITS) as i16, (k & ((1 << LO_BITS) - 1)) as i16)
     }
 
     /// Whether every tap fits in `i16` and needs no split.
-    fn whole(k: &[i32]) -> bool {
+    pub(super) fn whole(k: &[i32]) -> bool {
         k.iter().all(|&k| i16::try_from(k).is_ok())
     }
 
     /// `k` as an `i16`, for tables where [`whole`] holds (0 otherwise, never used).
-    fn narrow(k: i32) -> i16 {
+    pub(super) fn narrow(k: i32) -> i16 {
         i16::try_from(k).unwrap_or(0)
     }
 
@@ -1364,6 +1598,44 @@ mod avx2 {
         }
     }
 
+    /// The rows of the band that output rows `rows` read, when [`vertical_rows_wide`] is the
+    /// pass for them: an enlarging split table (each band row read for several outputs) on
+    /// rows of at least 32 bytes, its widened rows at most [`WIDE_BYTES`].
+    pub(super) fn wide_span(coeffs: &Coeffs, rows: &Range<usize>, stride: usize) -> Option<Range<usize>> {
+        if rows.is_empty() {
+            return None;
+        }
+        // Both ends grow with the output row.
+        let span = coeffs.taps(rows.start).0..{
+            let (first, k) = coeffs.taps(rows.end - 1);
+            first + k.len()
+        };
+        (stride >= 32
+            && rows.len() > span.len()
+            && !whole(&coeffs.k)
+            && span.len() * stride <= WIDE_BYTES / 4)
+            .then_some(span)
+    }
+
+    /// The taps of one output row as pairs of band rows (a, b) and the packed 16-bit tap
+    /// pairs `madd_epi16` multiplies them by: (whole, 0), or the (hi, lo) halves of split
+    /// taps. `k` are the taps of rows `first..`; an odd last tap pairs with itself under a
+    /// zero tap.
+    pub(super) fn row_pairs(first: usize, k: &[i32]) -> impl Iterator<Item = (usize, usize, i32, i32)> + '_ {
+        let is_split = !whole(k);
+        k.chunks(2).enumerate().map(move |(j, two)| {
+            let a = first + 2 * j;
+            let (b, kb) = two.get(1).map_or((a, 0), |&kb| (a + 1, kb));
+            let (kh, kl) = if is_split {
+                let ((ha, la), (hb, lb)) = (split(two[0]), split(kb));
+                (pair(ha, hb), pair(la, lb))
+            } else {
+                (pair(narrow(two[0]), narrow(kb)), 0)
+            };
+            (a, b, kh, kl)
+        })
+    }
+
     /// AVX2 twin of [`super::vertical_rows`], 32 bytes of a row at a time.
     ///
     /// # Safety
@@ -1378,117 +1650,14 @@ mod avx2 {
         out: &mut [u8],
     ) {
         let stride = width * 3;
-        if rows.is_empty() {
-            return;
-        }
-        // Rows of the band these outputs read (both ends grow with the output row).
-        let span = coeffs.taps(rows.start).0..{
-            let (first, k) = coeffs.taps(rows.end - 1);
-            first + k.len()
-        };
-        if stride >= 32
-            && rows.len() > span.len()
-            && !whole(&coeffs.k)
-            && span.len() * stride <= WIDE_BYTES / 4
-        {
+        if let Some(span) = wide_span(coeffs, &rows, stride) {
             let band = &band[(span.start - band_first) * stride..(span.end - band_first) * stride];
             // SAFETY: the caller guarantees AVX2.
             unsafe { vertical_rows_wide(band, span.start, width, coeffs, rows, out) };
             return;
         }
-        let rounding = _mm256_set1_epi32(coeffs.rounding());
-        // A register shift count: each table has its own precision.
-        let shift = _mm_cvtsi32_si128(coeffs.precision() as i32);
-        let zero = _mm256_setzero_si256();
-        let mut acc = Vec::new();
-        let mut pairs: Vec<(&[u8], &[u8], __m256i, __m256i)> = Vec::new();
-        for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
-            let (first, k) = coeffs.taps(y);
-            let first = first - band_first;
-            if stride < 32 || !k.iter().all(|&k| splits(k)) {
-                acc.resize(stride, 0);
-                vertical_row(band, stride, first, k, coeffs, &mut acc, out_row);
-                continue;
-            }
-            let is_split = !whole(k);
-            pairs.clear();
-            for (j, two) in k.chunks(2).enumerate() {
-                let a = first + 2 * j;
-                // An odd last tap pairs with itself under a zero tap.
-                let (b, kb) = two.get(1).map_or((a, 0), |&kb| (a + 1, kb));
-                let (kh, kl) = if is_split {
-                    let ((ha, la), (hb, lb)) = (split(two[0]), split(kb));
-                    (pair(ha, hb), pair(la, lb))
-                } else {
-                    (pair(narrow(two[0]), narrow(kb)), 0)
-                };
-                pairs.push((
-                    &band[a * stride..(a + 1) * stride],
-                    &band[b * stride..(b + 1) * stride],
-                    _mm256_set1_epi32(kh),
-                    _mm256_set1_epi32(kl),
-                ));
-            }
-            let mut x = 0;
-            loop {
-                // The last block overlaps the previous one instead of falling
-                // back to scalar code; it rewrites identical bytes.
-                let at = x.min(stride - 32);
-                let mut hi = [zero; 4];
-                let mut lo = [zero; 4];
-                for &(ra, rb, kh, kl) in &pairs {
-                    // SAFETY: `at + 32 <= stride`, the length of both rows.
-                    let (a, b) = unsafe {
-                        (
-                            _mm256_loadu_si256(ra.as_ptr().add(at).cast()),
-                            _mm256_loadu_si256(rb.as_ptr().add(at).cast()),
-                        )
-                    };
-                    // 16-bit (a, b) pairs of bytes 0-3, 4-7, 8-11, 12-15 in
-                    // the low lane and 16 more in the high lane.
-                    let (ab_lo, ab_hi) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
-                    let quads = [
-                        _mm256_unpacklo_epi8(ab_lo, zero),
-                        _mm256_unpackhi_epi8(ab_lo, zero),
-                        _mm256_unpacklo_epi8(ab_hi, zero),
-                        _mm256_unpackhi_epi8(ab_hi, zero),
-                    ];
-                    if is_split {
-                        for ((h, l), q) in hi.iter_mut().zip(&mut lo).zip(quads) {
-                            *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
-                            *l = _mm256_add_epi32(*l, _mm256_madd_epi16(q, kl));
-                        }
-                    } else {
-                        for (h, q) in hi.iter_mut().zip(quads) {
-                            *h = _mm256_add_epi32(*h, _mm256_madd_epi16(q, kh));
-                        }
-                    }
-                }
-                let mut sums = [zero; 4];
-                for ((s, h), l) in sums.iter_mut().zip(hi).zip(lo) {
-                    // Whole taps: the sum is `hi` alone.
-                    let sum = if is_split {
-                        _mm256_add_epi32(_mm256_slli_epi32::<LO_BITS>(h), l)
-                    } else {
-                        h
-                    };
-                    *s = _mm256_sra_epi32(_mm256_add_epi32(sum, rounding), shift);
-                }
-                // Lane-wise packing undoes the lane-wise unpacking, so the
-                // bytes come out in order.
-                let v = _mm256_packus_epi16(
-                    _mm256_packs_epi32(sums[0], sums[1]),
-                    _mm256_packs_epi32(sums[2], sums[3]),
-                );
-                let dst = &mut out_row[at..at + 32];
-                // SAFETY: `dst` is exactly 32 bytes.
-                unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), v) };
-                if at + 32 == stride {
-                    break;
-                }
-                x += 32;
-            }
-        }
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { vertical_blocks::<__m256i>(band, band_first, width, coeffs, rows, out) };
     }
 
     /// [`super::pack_rgbx`] for whole blocks of eight pixels while a 32-byte store fits in
@@ -1574,6 +1743,356 @@ mod avx2 {
                     break;
                 }
                 x += 32;
+            }
+        }
+    }
+}
+
+/// Both passes with AVX-512 (F, BW, VL and VBMI), for the same bytes as the AVX2 passes.
+///
+/// The horizontal pass holds four outputs a vector, one per 128-bit lane, each lane with its
+/// own output's window, so a lane's sum is that output's whole sum: the cross-lane
+/// reduction the AVX2 pass runs for every four outputs is gone. Where the four windows of
+/// every block lie within 64 bytes (scales down to about 1/4), one load and two byte
+/// permutes fill all four lanes; otherwise each lane loads its own window. Loads that would
+/// pass the end of a row's memory run are masked, so no output falls back to scalar code.
+/// The vertical pass is the AVX2 one, 64 bytes at a time.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::{
+        __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
+        _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_inserti32x4, _mm512_loadu_si512,
+        _mm512_madd_epi16, _mm512_maskz_loadu_epi8, _mm512_maskz_permutexvar_epi8, _mm512_packs_epi32,
+        _mm512_packus_epi16, _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_setzero_si512,
+        _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm_cvtsi32_si128, _mm_loadu_si128,
+        _mm_maskz_loadu_epi8, _mm_setr_epi16, _mm_setr_epi8,
+    };
+    use std::ops::Range;
+
+    use super::avx2::{self, narrow, split, whole, wide_span, LO_BITS};
+    use super::{vertical_blocks, Coeffs, Source};
+
+    /// Whether this CPU has the AVX-512 subsets the pass uses.
+    pub(super) fn detected() -> bool {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512vbmi")
+    }
+
+    /// The taps of every block of four outputs of one table.
+    pub(super) struct Horizontal {
+        coeffs: Coeffs,
+        /// Groups of four taps per output (the most any output has; the rest zero).
+        groups: usize,
+        /// Taps split into (hi, lo) halves, else whole `i16` taps.
+        split: bool,
+        /// Each output's first tap (a source pixel index), the last one repeated up to a
+        /// multiple of four.
+        starts: Vec<usize>,
+        /// For 3- and 4-byte pixels, per block, the byte permutes (taps 0, 1 then 2, 3) that
+        /// take every lane's pairs from the 64 bytes at the block's first start; empty
+        /// where some block's windows lie further apart.
+        permutes: [Vec<__m512i>; 2],
+        /// Per block, per group: the tap pairs (0, 1) then (2, 3), each output's pair in its
+        /// lane, repeated for R, G and B with a zero fourth slot; split tables hold the high
+        /// halves, then the low halves.
+        vectors: Vec<__m512i>,
+    }
+
+    /// Byte offsets, in a window whose pixel 0 (of `c` bytes) is at byte `at`, of the low
+    /// bytes of its 16-bit pairs (t, t + 1) of R, G and B.
+    fn pair_bytes(c: usize, at: usize, t: usize) -> [usize; 6] {
+        let (a, b) = (at + t * c, at + (t + 1) * c);
+        [a, b, a + 1, b + 1, a + 2, b + 2]
+    }
+
+    /// Byte positions of a 64-byte vector that [`pair_bytes`] fills: the low byte of each
+    /// of the first six 16-bit slots of every lane. The rest are zero.
+    const PAIR_SLOTS: u64 = 0x0555_0555_0555_0555;
+
+    /// Where each byte of eight packed RGB outputs lies after `packus(packs(a, c), 0)` of
+    /// blocks `a` and `c`: lane `j` holds output `j`'s [R, G, B, 0] then output `4 + j`'s.
+    const PACKED_RGB: __m512i = {
+        let mut index = [0u8; 64];
+        let mut i = 0;
+        while i < 24 {
+            let (out, channel) = (i / 3, i % 3);
+            index[i] = (16 * (out % 4) + 4 * (out / 4) + channel) as u8;
+            i += 1;
+        }
+        // SAFETY: 64 bytes are a valid `__m512i`.
+        unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
+    };
+
+    /// Four 128-bit lanes, lane `j` being `lane(j)`.
+    #[target_feature(enable = "avx512f")]
+    fn lanes(lane: impl Fn(usize) -> __m128i) -> __m512i {
+        let v = _mm512_castsi128_si512(lane(0));
+        let v = _mm512_inserti32x4::<1>(v, lane(1));
+        let v = _mm512_inserti32x4::<2>(v, lane(2));
+        _mm512_inserti32x4::<3>(v, lane(3))
+    }
+
+    /// The shuffle of pairs (t, t + 1) from a window of `c`-byte pixels loaded into each lane.
+    #[target_feature(enable = "avx512f")]
+    fn lane_pairs(c: usize, t: usize) -> __m512i {
+        let z = -1;
+        let [p0, p1, p2, p3, p4, p5] = pair_bytes(c, 0, t).map(|i| i as i8);
+        _mm512_broadcast_i32x4(_mm_setr_epi8(
+            p0, z, p1, z, p2, z, p3, z, p4, z, p5, z, z, z, z, z,
+        ))
+    }
+
+    /// The 16 bytes at `off` of `run`, zero past its end.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VL.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn load16(run: &[u8], off: usize) -> __m128i {
+        let at = run.as_ptr().wrapping_add(off);
+        // SAFETY: in bounds, or masked to the bytes that are (masked-off bytes are not read).
+        unsafe {
+            if off + 16 <= run.len() {
+                _mm_loadu_si128(at.cast())
+            } else {
+                let keep = (1u32 << run.len().saturating_sub(off)) - 1;
+                _mm_maskz_loadu_epi8(keep as u16, at.cast())
+            }
+        }
+    }
+
+    /// The 64 bytes at `off` of `run`, zero past its end.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F and BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn load64(run: &[u8], off: usize) -> __m512i {
+        let at = run.as_ptr().wrapping_add(off);
+        // SAFETY: in bounds, or masked to the bytes that are.
+        unsafe {
+            if off + 64 <= run.len() {
+                _mm512_loadu_si512(at.cast())
+            } else {
+                let keep = u64::MAX
+                    .checked_shr((64 - run.len().saturating_sub(off)) as u32)
+                    .unwrap_or(0);
+                _mm512_maskz_loadu_epi8(keep, at.cast())
+            }
+        }
+    }
+
+    /// [`super::avx2::vertical_rows`] 64 bytes of a row at a time, on rows of at least 64
+    /// bytes; the AVX2 pass runs narrower rows and the enlarging split tables it widens.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and AVX-512F, BW, VL and VBMI.
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vbmi")]
+    pub(super) unsafe fn vertical_rows(
+        band: &[u8],
+        band_first: usize,
+        width: usize,
+        coeffs: &Coeffs,
+        rows: Range<usize>,
+        out: &mut [u8],
+    ) {
+        let stride = width * 3;
+        if stride < 64 || wide_span(coeffs, &rows, stride).is_some() {
+            // SAFETY: the caller guarantees AVX2.
+            unsafe { avx2::vertical_rows(band, band_first, width, coeffs, rows, out) };
+            return;
+        }
+        // SAFETY: the caller guarantees AVX-512F and BW.
+        unsafe { vertical_blocks::<__m512i>(band, band_first, width, coeffs, rows, out) };
+    }
+
+    impl Horizontal {
+        /// # Safety
+        /// The CPU must support AVX-512F and BW.
+        #[target_feature(enable = "avx512f,avx512bw")]
+        pub(super) unsafe fn new(coeffs: Coeffs) -> Horizontal {
+            let out_w = coeffs.out_len();
+            let groups = (0..out_w)
+                .map(|i| coeffs.taps(i).1.len().div_ceil(4))
+                .max()
+                .unwrap_or(0);
+            let split_taps = !whole(&coeffs.k);
+            let last = |x: usize| x.min(out_w.saturating_sub(1));
+            let starts: Vec<usize> = (0..out_w.div_ceil(4) * 4)
+                .map(|x| coeffs.taps(last(x)).0)
+                .collect();
+            let parts: &[fn(i32) -> i16] = if split_taps {
+                &[|k| split(k).0, |k| split(k).1]
+            } else {
+                &[narrow]
+            };
+            let mut vectors = Vec::with_capacity(starts.len() / 4 * groups * 2 * parts.len());
+            for block in (0..starts.len()).step_by(4) {
+                for g in 0..groups {
+                    for &part in parts {
+                        for t in [4 * g, 4 * g + 2] {
+                            vectors.push(lanes(|j| {
+                                let (_, k) = coeffs.taps(last(block + j));
+                                let [t0, t1] = [t, t + 1].map(|t| part(k.get(t).copied().unwrap_or(0)));
+                                _mm_setr_epi16(t0, t1, t0, t1, t0, t1, 0, 0)
+                            }));
+                        }
+                    }
+                }
+            }
+            let permutes = [3, 4].map(|c| {
+                // The last byte a permute reads is pair_bytes(c, (s3 - s0) * c, 2)[5].
+                if !starts.chunks_exact(4).all(|s| (s[3] - s[0] + 3) * c + 2 < 64) {
+                    return Vec::new();
+                }
+                let mut permutes = Vec::with_capacity(starts.len() / 2);
+                for s in starts.chunks_exact(4) {
+                    for t in [0, 2] {
+                        // Bytes outside PAIR_SLOTS are zeroed by the permute's mask.
+                        permutes.push(lanes(|j| {
+                            let [p0, p1, p2, p3, p4, p5] =
+                                pair_bytes(c, (s[j] - s[0]) * c, t).map(|i| i as i8);
+                            _mm_setr_epi8(p0, 0, p1, 0, p2, 0, p3, 0, p4, 0, p5, 0, 0, 0, 0, 0)
+                        }));
+                    }
+                }
+                permutes
+            });
+            Horizontal {
+                coeffs,
+                groups,
+                split: split_taps,
+                starts,
+                permutes,
+                vectors,
+            }
+        }
+
+        /// Resamples source rows `rows` of `src` (RGB or RGBX) into `out` (that many rows of
+        /// packed RGB).
+        ///
+        /// # Safety
+        /// The CPU must support AVX-512F, BW, VL and VBMI.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
+            let near = !self.permutes[src.channels() - 3].is_empty();
+            // SAFETY (all arms): the caller guarantees the CPU features.
+            unsafe {
+                match (src.channels() == 4, self.split, near) {
+                    (true, true, true) => self.rows_n::<4, true, true>(src, rows, out),
+                    (true, true, false) => self.rows_n::<4, true, false>(src, rows, out),
+                    (true, false, true) => self.rows_n::<4, false, true>(src, rows, out),
+                    (true, false, false) => self.rows_n::<4, false, false>(src, rows, out),
+                    (false, true, true) => self.rows_n::<3, true, true>(src, rows, out),
+                    (false, true, false) => self.rows_n::<3, true, false>(src, rows, out),
+                    (false, false, true) => self.rows_n::<3, false, true>(src, rows, out),
+                    (false, false, false) => self.rows_n::<3, false, false>(src, rows, out),
+                }
+            }
+        }
+
+        /// [`Horizontal::run`] for pixels of `C` bytes, taps split when `SPLIT`, lanes
+        /// filled by permutes when `NEAR`: the common group counts unrolled.
+        ///
+        /// # Safety
+        /// As [`Horizontal::run`].
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        unsafe fn rows_n<const C: usize, const SPLIT: bool, const NEAR: bool>(
+            &self,
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
+            // SAFETY (all arms): the caller guarantees the CPU features.
+            unsafe {
+                match self.groups {
+                    1 => self.rows::<1, C, SPLIT, NEAR>(src, rows, out),
+                    2 => self.rows::<2, C, SPLIT, NEAR>(src, rows, out),
+                    3 => self.rows::<3, C, SPLIT, NEAR>(src, rows, out),
+                    4 => self.rows::<4, C, SPLIT, NEAR>(src, rows, out),
+                    _ => self.rows::<0, C, SPLIT, NEAR>(src, rows, out),
+                }
+            }
+        }
+
+        /// [`Horizontal::run`] with `N` groups per output, or `self.groups` when `N` is 0.
+        ///
+        /// # Safety
+        /// As [`Horizontal::run`].
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        unsafe fn rows<const N: usize, const C: usize, const SPLIT: bool, const NEAR: bool>(
+            &self,
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
+            let groups = if N == 0 { self.groups } else { N };
+            let per_block = groups * if SPLIT { 4 } else { 2 };
+            let (first, second) = (lane_pairs(C, 0), lane_pairs(C, 2));
+            let rounding = _mm512_set1_epi32(self.coeffs.rounding());
+            let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
+            let out_w = self.coeffs.out_len();
+            // The sums of block `b` (outputs 4b..4b + 4) of `run`, each lane's [R, G, B, 0]
+            // rounded and shifted.
+            let block = |run: &[u8], b: usize| {
+                let starts = &self.starts[4 * b..4 * b + 4];
+                let mut hi = _mm512_setzero_si512();
+                let mut lo = _mm512_setzero_si512();
+                for (g, k) in self.vectors[b * per_block..][..per_block]
+                    .chunks_exact(per_block / groups)
+                    .enumerate()
+                {
+                    let off = 4 * C * g;
+                    // SAFETY: the caller guarantees the CPU features; the loads are masked
+                    // to `run`.
+                    let (low, high) = unsafe {
+                        if NEAR {
+                            let v = load64(run, starts[0] * C + off);
+                            let p = &self.permutes[C - 3][2 * b..2 * b + 2];
+                            (
+                                _mm512_maskz_permutexvar_epi8(PAIR_SLOTS, p[0], v),
+                                _mm512_maskz_permutexvar_epi8(PAIR_SLOTS, p[1], v),
+                            )
+                        } else {
+                            let v = lanes(|j| load16(run, starts[j] * C + off));
+                            (_mm512_shuffle_epi8(v, first), _mm512_shuffle_epi8(v, second))
+                        }
+                    };
+                    hi = _mm512_add_epi32(hi, _mm512_madd_epi16(low, k[0]));
+                    hi = _mm512_add_epi32(hi, _mm512_madd_epi16(high, k[1]));
+                    if SPLIT {
+                        lo = _mm512_add_epi32(lo, _mm512_madd_epi16(low, k[2]));
+                        lo = _mm512_add_epi32(lo, _mm512_madd_epi16(high, k[3]));
+                    }
+                }
+                let sum = if SPLIT {
+                    _mm512_add_epi32(_mm512_slli_epi32::<{ LO_BITS as u32 }>(hi), lo)
+                } else {
+                    hi
+                };
+                _mm512_sra_epi32(_mm512_add_epi32(sum, rounding), shift)
+            };
+            for (y, out_row) in rows.zip(out.chunks_exact_mut(out_w * 3)) {
+                // Loads may run past this row into the next ones: those bytes meet zero
+                // taps, so only the end of the row's memory run bounds them.
+                let run = src.tail(y);
+                // Two blocks at a time, so that one pack and one permute give 24 bytes.
+                for b in (0..out_w.div_ceil(4)).step_by(2) {
+                    let a = block(run, b);
+                    let c = if 4 * b + 4 < out_w { block(run, b + 1) } else { a };
+                    // Saturating packs clamp to 0..=255 as `clip8` does.
+                    let v = _mm512_packus_epi16(_mm512_packs_epi32(a, c), _mm512_setzero_si512());
+                    let v = _mm512_permutexvar_epi8(PACKED_RGB, v);
+                    let n = (out_w - 4 * b).min(8);
+                    // SAFETY: the mask writes only the 3n bytes of outputs 4b..4b + n.
+                    unsafe {
+                        _mm256_mask_storeu_epi8(
+                            out_row.as_mut_ptr().add(12 * b).cast(),
+                            (1 << (3 * n)) - 1,
+                            _mm512_castsi512_si256(v),
+                        );
+                    }
+                }
             }
         }
     }
@@ -1667,8 +2186,10 @@ pub(crate) mod tests {
 
     fn backends() -> Vec<Backend> {
         let mut all = vec![Backend::Scalar];
-        if Kernel::select(Backend::Avx2).is_ok() {
-            all.push(Backend::Avx2);
+        for backend in [Backend::Avx2, Backend::Avx512] {
+            if Kernel::select(backend).is_ok() {
+                all.push(backend);
+            }
         }
         all
     }

@@ -425,11 +425,12 @@ impl Path {
         match backend {
             Backend::Scalar => Ok(Path::Scalar),
             Backend::Auto => Ok(Path::fma().unwrap_or(Path::Scalar)),
-            Backend::Avx2 => Path::fma().ok_or_else(|| {
+            // The float resize has no AVX-512 code: both run the FMA path.
+            Backend::Avx2 | Backend::Avx512 => Path::fma().ok_or_else(|| {
                 invalid(
                     "backend",
                     "a backend this CPU supports",
-                    "Avx2 without AVX2 and FMA",
+                    format!("{backend:?} without AVX2 and FMA"),
                 )
             }),
         }

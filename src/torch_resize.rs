@@ -563,8 +563,10 @@ mod tests {
     #[test]
     fn every_backend_matches_scalar() {
         let mut backends = vec![Backend::Scalar];
-        if Kernel::select(Backend::Avx2).is_ok() {
-            backends.push(Backend::Avx2);
+        for backend in [Backend::Avx2, Backend::Avx512] {
+            if Kernel::select(backend).is_ok() {
+                backends.push(backend);
+            }
         }
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let modes = [

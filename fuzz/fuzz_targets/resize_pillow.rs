@@ -3,9 +3,10 @@
 //!
 //! Arbitrary source and target sizes (1, primes, extreme aspect ratios, up and down,
 //! one axis only), and buffers or sizes that may be wrong. Checks: `Ok` exactly for valid
-//! arguments; the AVX2 backend byte-equal to the scalar one; an unchanged size copies; a
-//! constant image stays that constant; and, for the filters without negative lobes (box,
-//! bilinear, hamming) and nearest, every output value lies within its channel's input range.
+//! arguments; the AVX2 and AVX-512 backends byte-equal to the scalar one; an unchanged size
+//! copies; a constant image stays that constant; and, for the filters without negative
+//! lobes (box, bilinear, hamming) and nearest, every output value lies within its channel's
+//! input range.
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -59,8 +60,13 @@ fuzz_target!(|input: Input| {
     let mut scalar = vec![0x5A; dst_len];
     resize_rgb_with(&src, from, &mut scalar, to, filter, Backend::Scalar).unwrap();
     assert!(dst == scalar, "Auto != Scalar: {filter:?} {from:?} -> {to:?}");
-    if let Ok(()) = resize_rgb_with(&src, from, &mut scalar, to, filter, Backend::Avx2) {
-        assert!(dst == scalar, "Avx2 != Scalar: {filter:?} {from:?} -> {to:?}");
+    for backend in [Backend::Avx2, Backend::Avx512] {
+        if let Ok(()) = resize_rgb_with(&src, from, &mut scalar, to, filter, backend) {
+            assert!(
+                dst == scalar,
+                "{backend:?} != Scalar: {filter:?} {from:?} -> {to:?}"
+            );
+        }
     }
     if let Fill::Constant(v) = fill {
         assert!(

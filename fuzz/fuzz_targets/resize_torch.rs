@@ -4,7 +4,8 @@
 //!
 //! Arbitrary source and target sizes, as for the Pillow target. Checks: `Ok` exactly for
 //! valid arguments, except Lanczos without antialiasing, which torchvision refuses (so
-//! torch and Pillow accept the same sizes); the AVX2 backend byte-equal to the scalar one;
+//! torch and Pillow accept the same sizes); the AVX2 and AVX-512 backends byte-equal to the
+//! scalar one;
 //! an unchanged size copies; a constant image stays constant; and for nearest-exact and
 //! bilinear (non-negative weights), every output value lies within its channel's input range.
 #![no_main]
@@ -73,6 +74,14 @@ fuzz_target!(|input: Input| {
         dst == scalar,
         "Auto != Scalar: {mode:?} aa={antialias} {from:?} -> {to:?}"
     );
+    for backend in [Backend::Avx2, Backend::Avx512] {
+        if let Ok(()) = resize_torch_rgb_with(&src, from, &mut scalar, to, mode, antialias, backend) {
+            assert!(
+                dst == scalar,
+                "{backend:?} != Scalar: {mode:?} aa={antialias} {from:?} -> {to:?}"
+            );
+        }
+    }
     if let Fill::Constant(v) = fill {
         assert!(
             dst.iter().all(|&x| x == v),
