@@ -829,7 +829,9 @@ fn cached<K: Copy + PartialEq, V>(
 /// resize has there: a centre crop of the result costs only its own pixels.
 /// The horizontal pass runs first unless `vertical_first`; it then covers
 /// only the source rows the vertical pass reads, which changes no byte. It reads RGB and
-/// RGBX rows in place; any other first pass reads `src` packed to RGB first.
+/// RGBX rows in place, and so does a vertical first pass followed by a horizontal one
+/// (RGBX rows when they lie in one memory run); any other first pass reads `src` packed to
+/// RGB first.
 ///
 /// # Errors
 /// What `make` returns, or [`TransformError::OutOfMemory`] when a buffer cannot be
@@ -868,17 +870,23 @@ pub(crate) fn separable(
         })
         .transpose()?;
     let horizontal_first = horizontal.is_some() && !(vertical.is_some() && vertical_first);
+    // A vertical first pass over RGBX rows in one memory run reads them where they are: it
+    // resamples all four bytes of a pixel alike, and the horizontal pass after it never
+    // reads the fourth.
+    let rgbx = (horizontal.is_some() && src.channels() == 4)
+        .then(|| src.run_of(0..h))
+        .flatten();
     let packed: Cow<'_, [u8]>;
-    let src = if horizontal_first && matches!(src.channels(), 3 | 4) {
+    let src = if (horizontal_first && matches!(src.channels(), 3 | 4)) || rgbx.is_some() {
         src
     } else {
         packed = src.to_rgb()?;
         Source::packed(&packed, 3, (h, w))?
     };
     let rgb = || src.as_rgb().expect("packed above");
-    let vertical_pass = |coeffs: &Coeffs, band: &[u8], band_first: usize, width: usize, out: &mut [u8]| {
-        by_bands(0..coeffs.out_len(), out, width * 3, |rows, chunk| {
-            vertical_rows(kernel, band, band_first, width, coeffs, rows, chunk);
+    let vertical_pass = |coeffs: &Coeffs, band: &[u8], band_first: usize, stride: usize, out: &mut [u8]| {
+        by_bands(0..coeffs.out_len(), out, stride, |rows, chunk| {
+            vertical_rows(kernel, band, band_first, stride, coeffs, rows, chunk);
         });
     };
     let horizontal_pass = |plan: &Horizontal, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]| {
@@ -889,13 +897,14 @@ pub(crate) fn separable(
     match (horizontal.as_deref(), vertical.as_deref()) {
         (None, None) => dst.copy_from_slice(rgb()),
         // No horizontal pass: the vertical one reads the source rows directly.
-        (None, Some(vertical)) => vertical_pass(vertical, rgb(), 0, w, dst),
+        (None, Some(vertical)) => vertical_pass(vertical, rgb(), 0, w * 3, dst),
         (Some(plan), None) => horizontal_pass(plan, &src, 0..h, dst),
         (Some(plan), Some(vertical)) if vertical_first => {
+            let (pixels, c) = rgbx.map_or_else(|| (rgb(), 3), |rgbx| (rgbx, 4));
             // Every band byte is written by the first pass before the second reads it.
-            let mut band = scratch("dst_size", h2 * w * 3)?;
-            vertical_pass(vertical, rgb(), 0, w, &mut band);
-            horizontal_pass(plan, &Source::packed(&band, 3, (h2, w))?, 0..h2, dst);
+            let mut band = scratch("dst_size", h2 * w * c)?;
+            vertical_pass(vertical, pixels, 0, w * c, &mut band);
+            horizontal_pass(plan, &Source::packed(&band, c, (h2, w))?, 0..h2, dst);
             recycle(Buffer::U8(band));
         }
         (Some(plan), Some(vertical)) => {
@@ -903,7 +912,7 @@ pub(crate) fn separable(
             let mut band = scratch("dst_size", band_rows.len() * w2 * 3)?;
             let band_first = band_rows.start;
             horizontal_pass(plan, &src, band_rows, &mut band);
-            vertical_pass(vertical, &band, band_first, w2, dst);
+            vertical_pass(vertical, &band, band_first, w2 * 3, dst);
             recycle(Buffer::U8(band));
         }
     }
@@ -1138,12 +1147,11 @@ lanes!(
 unsafe fn vertical_blocks<V: Lanes>(
     band: &[u8],
     band_first: usize,
-    width: usize,
+    stride: usize,
     coeffs: &Coeffs,
     rows: Range<usize>,
     out: &mut [u8],
 ) {
-    let stride = width * 3;
     // SAFETY (every block below): the caller guarantees the CPU features; `at + V::BYTES`
     // bytes lie inside each band row and `out_row`, all `stride` bytes long.
     unsafe {
@@ -1209,20 +1217,19 @@ unsafe fn vertical_blocks<V: Lanes>(
 }
 
 /// Vertical pass for output rows `rows`, written to `out` (exactly
-/// `rows.len()` rows of `width` pixels). `band` holds consecutive input rows
-/// of `width` pixels, the first being input row `band_first`.
+/// `rows.len()` rows of `stride` bytes). `band` holds consecutive input rows
+/// of `stride` bytes, the first being input row `band_first`.
 fn vertical_rows(
     kernel: Kernel,
     band: &[u8],
     band_first: usize,
-    width: usize,
+    stride: usize,
     coeffs: &Coeffs,
     rows: Range<usize>,
     out: &mut [u8],
 ) {
     match kernel {
         Kernel::Scalar => {
-            let stride = width * 3;
             let mut acc = vec![0; stride];
             for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
                 let (first, k) = coeffs.taps(y);
@@ -1231,10 +1238,10 @@ fn vertical_rows(
         }
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::Avx2 exists only once AVX2 was detected.
-        Kernel::Avx2 => unsafe { avx2::vertical_rows(band, band_first, width, coeffs, rows, out) },
+        Kernel::Avx2 => unsafe { avx2::vertical_rows(band, band_first, stride, coeffs, rows, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::Avx512 exists only once AVX2 and AVX-512 were detected.
-        Kernel::Avx512 => unsafe { avx512::vertical_rows(band, band_first, width, coeffs, rows, out) },
+        Kernel::Avx512 => unsafe { avx512::vertical_rows(band, band_first, stride, coeffs, rows, out) },
     }
 }
 
@@ -1644,20 +1651,19 @@ mod avx2 {
     pub(super) unsafe fn vertical_rows(
         band: &[u8],
         band_first: usize,
-        width: usize,
+        stride: usize,
         coeffs: &Coeffs,
         rows: Range<usize>,
         out: &mut [u8],
     ) {
-        let stride = width * 3;
         if let Some(span) = wide_span(coeffs, &rows, stride) {
             let band = &band[(span.start - band_first) * stride..(span.end - band_first) * stride];
             // SAFETY: the caller guarantees AVX2.
-            unsafe { vertical_rows_wide(band, span.start, width, coeffs, rows, out) };
+            unsafe { vertical_rows_wide(band, span.start, stride, coeffs, rows, out) };
             return;
         }
         // SAFETY: the caller guarantees AVX2.
-        unsafe { vertical_blocks::<__m256i>(band, band_first, width, coeffs, rows, out) };
+        unsafe { vertical_blocks::<__m256i>(band, band_first, stride, coeffs, rows, out) };
     }
 
     /// [`super::pack_rgbx`] for whole blocks of eight pixels while a 32-byte store fits in
@@ -1701,18 +1707,17 @@ mod avx2 {
     /// second multiply.
     ///
     /// # Safety
-    /// The CPU must support AVX2, rows of `width` pixels must be at least 32 bytes, and
+    /// The CPU must support AVX2, rows of `stride` bytes must be at least 32 bytes, and
     /// `band` must hold every row the taps of `rows` read.
     #[target_feature(enable = "avx2")]
     unsafe fn vertical_rows_wide(
         band: &[u8],
         band_first: usize,
-        width: usize,
+        stride: usize,
         coeffs: &Coeffs,
         rows: Range<usize>,
         out: &mut [u8],
     ) {
-        let stride = width * 3;
         let wide: Vec<i32> = band.iter().map(|&b| i32::from(b)).collect();
         let rounding = _mm256_set1_epi32(coeffs.rounding());
         let shift = _mm_cvtsi32_si128(coeffs.precision() as i32);
@@ -1753,8 +1758,8 @@ mod avx2 {
 /// The horizontal pass holds four outputs a vector, one per 128-bit lane, each lane with its
 /// own output's window, so a lane's sum is that output's whole sum: the cross-lane
 /// reduction the AVX2 pass runs for every four outputs is gone. Where the four windows of
-/// every block lie within 64 bytes (scales down to about 1/4), one load and two byte
-/// permutes fill all four lanes; otherwise each lane loads its own window. Loads that would
+/// every block lie within 128 bytes (scales down to about 1/9 on RGBX rows, 1/13 on RGB),
+/// two loads and two byte permutes fill all four lanes; otherwise each lane loads its own window. Loads that would
 /// pass the end of a row's memory run are masked, so no output falls back to scalar code.
 /// The vertical pass is the AVX2 one, 64 bytes at a time.
 #[cfg(target_arch = "x86_64")]
@@ -1762,7 +1767,7 @@ mod avx512 {
     use std::arch::x86_64::{
         __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
         _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_inserti32x4, _mm512_loadu_si512,
-        _mm512_madd_epi16, _mm512_maskz_loadu_epi8, _mm512_maskz_permutexvar_epi8, _mm512_packs_epi32,
+        _mm512_madd_epi16, _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8, _mm512_packs_epi32,
         _mm512_packus_epi16, _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_setzero_si512,
         _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm_cvtsi32_si128, _mm_loadu_si128,
         _mm_maskz_loadu_epi8, _mm_setr_epi16, _mm_setr_epi8,
@@ -1791,7 +1796,7 @@ mod avx512 {
         /// multiple of four.
         starts: Vec<usize>,
         /// For 3- and 4-byte pixels, per block, the byte permutes (taps 0, 1 then 2, 3) that
-        /// take every lane's pairs from the 64 bytes at the block's first start; empty
+        /// take every lane's pairs from the 128 bytes at the block's first start; empty
         /// where some block's windows lie further apart.
         permutes: [Vec<__m512i>; 2],
         /// Per block, per group: the tap pairs (0, 1) then (2, 3), each output's pair in its
@@ -1891,19 +1896,18 @@ mod avx512 {
     pub(super) unsafe fn vertical_rows(
         band: &[u8],
         band_first: usize,
-        width: usize,
+        stride: usize,
         coeffs: &Coeffs,
         rows: Range<usize>,
         out: &mut [u8],
     ) {
-        let stride = width * 3;
         if stride < 64 || wide_span(coeffs, &rows, stride).is_some() {
             // SAFETY: the caller guarantees AVX2.
-            unsafe { avx2::vertical_rows(band, band_first, width, coeffs, rows, out) };
+            unsafe { avx2::vertical_rows(band, band_first, stride, coeffs, rows, out) };
             return;
         }
         // SAFETY: the caller guarantees AVX-512F and BW.
-        unsafe { vertical_blocks::<__m512i>(band, band_first, width, coeffs, rows, out) };
+        unsafe { vertical_blocks::<__m512i>(band, band_first, stride, coeffs, rows, out) };
     }
 
     impl Horizontal {
@@ -1942,7 +1946,7 @@ mod avx512 {
             }
             let permutes = [3, 4].map(|c| {
                 // The last byte a permute reads is pair_bytes(c, (s3 - s0) * c, 2)[5].
-                if !starts.chunks_exact(4).all(|s| (s[3] - s[0] + 3) * c + 2 < 64) {
+                if !starts.chunks_exact(4).all(|s| (s[3] - s[0] + 3) * c + 2 < 128) {
                     return Vec::new();
                 }
                 let mut permutes = Vec::with_capacity(starts.len() / 2);
@@ -2047,11 +2051,12 @@ mod avx512 {
                     // to `run`.
                     let (low, high) = unsafe {
                         if NEAR {
-                            let v = load64(run, starts[0] * C + off);
+                            let at = starts[0] * C + off;
+                            let (v, w) = (load64(run, at), load64(run, at + 64));
                             let p = &self.permutes[C - 3][2 * b..2 * b + 2];
                             (
-                                _mm512_maskz_permutexvar_epi8(PAIR_SLOTS, p[0], v),
-                                _mm512_maskz_permutexvar_epi8(PAIR_SLOTS, p[1], v),
+                                _mm512_maskz_permutex2var_epi8(PAIR_SLOTS, v, p[0], w),
+                                _mm512_maskz_permutex2var_epi8(PAIR_SLOTS, v, p[1], w),
                             )
                         } else {
                             let v = lanes(|j| load16(run, starts[j] * C + off));
