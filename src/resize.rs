@@ -873,7 +873,7 @@ pub(crate) fn separable(
     // A vertical first pass over RGBX rows in one memory run reads them where they are: it
     // resamples all four bytes of a pixel alike, and the horizontal pass after it never
     // reads the fourth.
-    let rgbx = (horizontal.is_some() && src.channels() == 4)
+    let rgbx = (!horizontal_first && horizontal.is_some() && src.channels() == 4)
         .then(|| src.run_of(0..h))
         .flatten();
     let packed: Cow<'_, [u8]>;
