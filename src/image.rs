@@ -1,6 +1,7 @@
 //! u8 RGB image kernels: Pillow's pixel buffers to oriented HWC RGB, crops and padding.
 
 use crate::error::{invalid, TransformError};
+use crate::resize::Source;
 use crate::transforms::checked_len;
 
 /// An EXIF orientation (tag 0x0112), as Pillow's `ImageOps.exif_transpose` applies it.
@@ -203,23 +204,20 @@ pub fn crop_rgb(src: &[u8], size: (usize, usize), rect: Rect, dst: &mut [u8]) ->
     Ok(())
 }
 
-/// An HWC RGB image of `size` pasted at `at` = (top, left) of a `canvas` = (height, width)
-/// filled with the RGB colour `fill`, written to `dst` (`3 * height * width` bytes).
+/// An image (any [`Source`] layout, read where it is) pasted at `at` = (top, left) of a
+/// `canvas` = (height, width) of HWC RGB filled with the RGB colour `fill`, written to `dst`
+/// (`3 * height * width` bytes, every one written).
 ///
 /// # Errors
 /// An image that does not fit the canvas at `at`, or lengths that do not match.
 pub fn pad_rgb(
-    src: &[u8],
-    size: (usize, usize),
+    src: Source<'_>,
     canvas: (usize, usize),
     at: (usize, usize),
     fill: [u8; 3],
     dst: &mut [u8],
 ) -> Result<(), TransformError> {
-    let (h, w) = size;
-    if src.len() != checked_len("image", &[h, w, 3])? {
-        return Err(invalid("image", format!("{} bytes", h * w * 3), src.len()));
-    }
+    let (h, w) = src.size();
     let fits = at.0.checked_add(h).is_some_and(|b| b <= canvas.0)
         && at.1.checked_add(w).is_some_and(|r| r <= canvas.1);
     if !fits {
@@ -240,7 +238,13 @@ pub fn pad_rgb(
         if (at.0..at.0 + h).contains(&y) {
             let (left, rest) = row.split_at_mut(at.1 * 3);
             let (image, right) = rest.split_at_mut(w * 3);
-            image.copy_from_slice(&src[(y - at.0) * w * 3..(y - at.0 + 1) * w * 3]);
+            let line = Rect {
+                top: y - at.0,
+                left: 0,
+                height: 1,
+                width: w,
+            };
+            src.write_rgb_part(line, image);
             fill_rgb(left, fill);
             fill_rgb(right, fill);
         } else {
@@ -315,7 +319,8 @@ mod tests {
         crop_rgb(&src, (2, 3), rect, &mut crop).unwrap();
         assert_eq!(crop, [11, 1, 2, 12, 1, 2]);
         let mut canvas = vec![0; 3 * 3 * 4];
-        pad_rgb(&crop, (1, 2), (3, 4), (1, 2), [7, 8, 9], &mut canvas).unwrap();
+        let crop_src = Source::packed(&crop, 3, (1, 2)).unwrap();
+        pad_rgb(crop_src, (3, 4), (1, 2), [7, 8, 9], &mut canvas).unwrap();
         let red: Vec<u8> = canvas.iter().step_by(3).copied().collect();
         assert_eq!(red, [7, 7, 7, 7, 7, 7, 11, 12, 7, 7, 7, 7]);
         assert!(crop_rgb(
@@ -330,7 +335,20 @@ mod tests {
             &mut crop
         )
         .is_err());
-        assert!(pad_rgb(&crop, (1, 2), (3, 3), (0, 2), [0; 3], &mut canvas[..27]).is_err());
+        let crop_src = Source::packed(&crop, 3, (1, 2)).unwrap();
+        assert!(pad_rgb(crop_src, (3, 3), (0, 2), [0; 3], &mut canvas[..27]).is_err());
+        let rgbx = rgbx();
+        let mut from_rgbx = vec![0; 3 * 3 * 4];
+        pad_rgb(
+            Source::packed(&rgbx, 4, (2, 3)).unwrap(),
+            (3, 4),
+            (1, 1),
+            [7, 8, 9],
+            &mut from_rgbx,
+        )
+        .unwrap();
+        let red: Vec<u8> = from_rgbx.iter().step_by(3).copied().collect();
+        assert_eq!(red, [7, 7, 7, 7, 7, 0, 1, 2, 7, 10, 11, 12]);
     }
 
     #[test]

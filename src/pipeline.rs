@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
-use crate::alloc::{recycle, scratch, zeroed, Buffer};
+use crate::alloc::{recycle, scratch, Buffer};
 use crate::error::{invalid, TransformError};
 use crate::image::{pad_rgb, Rect};
 use crate::resize::{
@@ -415,10 +415,11 @@ impl Job {
         }) = self.pad
         {
             if canvas != size {
-                let mut out = zeroed("jobs", checked_len("jobs", &[canvas.0, canvas.1, 3])?)?;
+                // Written in full by the pad.
+                let mut out = scratch("jobs", checked_len("jobs", &[canvas.0, canvas.1, 3])?)?;
                 match &owned {
-                    Some(pixels) => pad_rgb(pixels, size, canvas, at, fill, &mut out)?,
-                    None => pad_rgb(&src.to_rgb()?, size, canvas, at, fill, &mut out)?,
+                    Some(pixels) => pad_rgb(Source::packed(pixels, 3, size)?, canvas, at, fill, &mut out)?,
+                    None => pad_rgb(src, canvas, at, fill, &mut out)?,
                 }
                 if let Some(resized) = owned.replace(out) {
                     recycle(Buffer::U8(resized));
@@ -1060,7 +1061,8 @@ mod tests {
         let mut resized = vec![0; 25 * 17 * 3];
         resize_rgb(&cropped, (30, 21), &mut resized, (25, 17), Filter::Lanczos).unwrap();
         let mut padded = vec![0; 32 * 20 * 3];
-        pad_rgb(&resized, (25, 17), (32, 20), (3, 2), [9, 8, 7], &mut padded).unwrap();
+        let resized = Source::packed(&resized, 3, (25, 17)).unwrap();
+        pad_rgb(resized, (32, 20), (3, 2), [9, 8, 7], &mut padded).unwrap();
         let mut want = alone(&padded, (32, 20), &second, &norm);
         want.extend(alone(&padded, (32, 20), &third, &norm));
         for threads in [1, 2] {
