@@ -958,26 +958,17 @@ enum Horizontal {
 
 impl Horizontal {
     fn new(kernel: Kernel, coeffs: Coeffs) -> Horizontal {
+        // The vector passes take taps that split into an i16 and an 11-bit part.
+        #[cfg(target_arch = "x86_64")]
+        let splits = coeffs.k.iter().all(|&k| avx2::splits(k));
         match kernel {
-            Kernel::Scalar => Horizontal::Scalar(coeffs),
+            // SAFETY: Kernel::Avx2 exists only once AVX2 was detected.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => {
-                if coeffs.k.iter().all(|&k| avx2::splits(k)) {
-                    // SAFETY: Kernel::Avx2 exists only once AVX2 was detected.
-                    Horizontal::Avx2(unsafe { avx2::Horizontal::new(coeffs) })
-                } else {
-                    Horizontal::Scalar(coeffs)
-                }
-            }
+            Kernel::Avx2 if splits => Horizontal::Avx2(unsafe { avx2::Horizontal::new(coeffs) }),
+            // SAFETY: Kernel::Avx512 exists only once AVX-512 was detected.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                if coeffs.k.iter().all(|&k| avx2::splits(k)) {
-                    // SAFETY: Kernel::Avx512 exists only once AVX-512 was detected.
-                    Horizontal::Avx512(unsafe { avx512::Horizontal::new(coeffs) })
-                } else {
-                    Horizontal::Scalar(coeffs)
-                }
-            }
+            Kernel::Avx512 if splits => Horizontal::Avx512(unsafe { avx512::Horizontal::new(coeffs) }),
+            _ => Horizontal::Scalar(coeffs),
         }
     }
 
