@@ -1,6 +1,7 @@
 //! Large buffers: zeroed by the allocator, offered huge pages, and an error instead of an
 //! abort when memory runs out; and a small pool of freed output buffers, reused.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use crate::error::TransformError;
@@ -112,10 +113,35 @@ pub const POOL_MIN_BYTES: usize = 1 << 20;
 /// Scratch buffers (see [`scratch`]) under this size are not pooled.
 const SCRATCH_MIN_BYTES: usize = 64 << 10;
 /// At most this many freed outputs and scratch buffers are kept (a call's output and the
-/// two buffers of each of its resizes) ...
-const POOL_BUFFERS: usize = 8;
-/// ... holding at most this many bytes.
-const POOL_BYTES: usize = 256 << 20;
+/// buffers of each image's resizes, for a batch of 16 images) ...
+const POOL_BUFFERS: usize = 32;
+/// ... holding at most [`pool_limit`] bytes, by default this many.
+pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
+static POOL_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_POOL_BYTES);
+
+/// The bytes of freed buffers the pool may hold.
+#[must_use]
+pub fn pool_limit() -> usize {
+    POOL_BYTES.load(Ordering::Relaxed)
+}
+
+/// Lets the pool hold up to `bytes` of freed buffers (0 keeps none), and frees what it holds
+/// past that. A buffer larger than the limit is never kept: a batch whose output is larger
+/// than the limit gets fresh memory, and its page faults, on every call.
+pub fn set_pool_limit(bytes: usize) {
+    POOL_BYTES.store(bytes, Ordering::Relaxed);
+    // Freed outside the lock.
+    drop(with_pool(evict));
+}
+
+/// Takes the oldest buffers out of `pool` until it is within its bounds.
+fn evict(pool: &mut Vec<Buffer>) -> Vec<Buffer> {
+    let mut evicted = Vec::new();
+    while pool.len() > POOL_BUFFERS || pool.iter().map(Buffer::bytes).sum::<usize>() > pool_limit() {
+        evicted.push(pool.remove(0));
+    }
+    evicted
+}
 
 /// Freed outputs, newest last, and the process that owns them.
 static POOL: Mutex<(u32, Vec<Buffer>)> = Mutex::new((0, Vec::new()));
@@ -193,16 +219,12 @@ fn take<T: Pooled>(
 /// small, the pool is busy, or it would hold too much; the oldest buffers go first).
 pub fn recycle(buffer: Buffer) {
     let bytes = buffer.bytes();
-    if !(SCRATCH_MIN_BYTES..=POOL_BYTES).contains(&bytes) {
+    if !(SCRATCH_MIN_BYTES..=pool_limit()).contains(&bytes) {
         return;
     }
     let evicted = with_pool(|pool| {
         pool.push(buffer);
-        let mut evicted = Vec::new();
-        while pool.len() > POOL_BUFFERS || pool.iter().map(Buffer::bytes).sum::<usize>() > POOL_BYTES {
-            evicted.push(pool.remove(0));
-        }
-        evicted
+        evict(pool)
     });
     // Freed outside the lock.
     drop(evicted);
@@ -243,6 +265,14 @@ mod tests {
             recycle(u8::into_buffer(vec![1; POOL_MIN_BYTES]));
         }
         assert!(with_pool(|pool| pool.len()).unwrap() <= POOL_BUFFERS);
+        // A limit of 0 empties the pool and keeps nothing; a larger one keeps buffers again.
+        set_pool_limit(0);
+        assert_eq!(with_pool(|pool| pool.len()), Some(0));
+        recycle(u8::into_buffer(vec![1; POOL_MIN_BYTES]));
+        assert!(output::<u8>("x", POOL_MIN_BYTES).unwrap().1);
+        set_pool_limit(DEFAULT_POOL_BYTES);
+        recycle(u8::into_buffer(vec![1; POOL_MIN_BYTES]));
+        assert!(!output::<u8>("x", POOL_MIN_BYTES).unwrap().1);
     }
 
     #[test]

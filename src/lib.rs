@@ -200,6 +200,16 @@ mod _native {
         })
     }
 
+    /// Let the pool of freed output and scratch buffers hold up to ``megabytes`` (0 keeps
+    /// none), freeing what it holds past that.
+    #[pyfunction]
+    fn set_buffer_pool(py: Python<'_>, megabytes: usize) -> PyResult<()> {
+        let bytes = megabytes
+            .checked_mul(1 << 20)
+            .ok_or_else(|| fail("megabytes", "a size that fits in memory", megabytes))?;
+        detach(py, || alloc::set_pool_limit(bytes))
+    }
+
     /// Split an HWC uint8 RGB image into normalised CHW float32 planes.
     ///
     /// Each value is ``(float32(float64(x) * rescale_factor) - float32(mean[c])) / float32(std[c])``

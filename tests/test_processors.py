@@ -651,6 +651,28 @@ def test_exif_orientation_from_bytes_matches_load_image(model_id: str, tmp_path:
 
 
 @pytest.mark.parametrize("model_id", ALL_IDS)
+def test_encoded_images_equal_their_decoded_arrays(model_id: str) -> None:
+    """Upright RGB and L files are read where Pillow decoded them, the others copied to RGB
+    first: both give what the decoded array gives."""
+    rgb = Image.fromarray(smooth(61, 97, 5))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    files = []
+    for image, fmt, options in (
+        (rgb, "JPEG", {}),
+        (rgb.convert("L"), "PNG", {}),
+        (rgb, "PNG", {"exif": exif}),
+        (rgb.convert("RGBA"), "PNG", {}),
+        (rgb.convert("P"), "GIF", {}),
+    ):
+        buffer = io.BytesIO()
+        image.save(buffer, fmt, **options)
+        files.append(buffer.getvalue())
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    assert_same_outputs(proc(files), proc([mmfast.decode_image(f) for f in files]))
+
+
+@pytest.mark.parametrize("model_id", ALL_IDS)
 def test_grayscale_arrays_equal_repeated_rgb(model_id: str) -> None:
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     gray = [smooth(80, 50, 1)[..., 0].copy(), noise(33, 140, 2)[..., 1].copy()]
@@ -811,13 +833,13 @@ def test_bytes_and_paths_decode_in_parallel(
     images = [*buffers, path]
     proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
     seen: set[int] = set()
-    real_decode = processors.decode_image
+    real_decode = processors.decode_source
 
     def decode(source: Any) -> Any:
         seen.add(threading.get_ident())
         return real_decode(source)
 
-    monkeypatch.setattr(processors, "decode_image", decode)
+    monkeypatch.setattr(processors, "decode_source", decode)
     one = proc(images, threads=1)
     assert seen == {threading.get_ident()}
     seen.clear()
@@ -830,6 +852,21 @@ def test_warmup_checks_its_argument() -> None:
     for bad in (0, -1, 2.5, True, 2**21):
         with pytest.raises(MmfastError, match="megabytes: expected an integer from 1 to"):
             mmfast.warmup(bad)
+
+
+def test_the_buffer_pool_limit_is_set_and_checked() -> None:
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    image = smooth(480, 640, 1)
+    want = proc(image, threads=1)
+    try:
+        for megabytes in (0, 1, 2048):
+            mmfast.set_buffer_pool(megabytes)
+            assert_same_outputs(proc(image, threads=1), want)
+    finally:
+        mmfast.set_buffer_pool(256)
+    for bad in (-1, 2.5, True, 2**21, "256"):
+        with pytest.raises(MmfastError, match="megabytes: expected an integer from 0 to"):
+            mmfast.set_buffer_pool(bad)
 
 
 def test_acall_leaves_the_event_loop_free() -> None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from mmfast.image import decode_image, image_size, resize
     from mmfast.models import supported_models
-    from mmfast.processors import BatchFeature, ImageProcessor, warmup
+    from mmfast.processors import BatchFeature, ImageProcessor, set_buffer_pool, warmup
     from mmfast.video import VideoMetadata, load_video
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "pad_and_normalize_to_tensor",
     "resize",
     "serialize_pixel_values",
+    "set_buffer_pool",
     "supported_models",
     "warmup",
 ]
@@ -66,6 +67,7 @@ _LAZY = {
     "supported_models": "mmfast.models",
     "BatchFeature": "mmfast.processors",
     "ImageProcessor": "mmfast.processors",
+    "set_buffer_pool": "mmfast.processors",
     "warmup": "mmfast.processors",
     "VideoMetadata": "mmfast.video",
     "load_video": "mmfast.video",

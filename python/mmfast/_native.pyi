@@ -15,6 +15,7 @@ __all__ = [
     "rgb_from_pillow",
     "run_batch",
     "serialize_pixel_values",
+    "set_buffer_pool",
     "warmup",
 ]
 
@@ -78,4 +79,5 @@ def run_batch(
     threads: int,
     pool_threads: int,
 ) -> NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8]: ...
+def set_buffer_pool(megabytes: int) -> None: ...
 def warmup(megabytes: int) -> None: ...

@@ -44,6 +44,7 @@ __all__ = [
     "checkerboard_rgb",
     "convert_to_rgb",
     "decode_image",
+    "decode_source",
     "image_size",
     "pil_source",
     "pil_to_rgb",
@@ -395,6 +396,29 @@ def decode_image(
     twice its own ``Image.MAX_IMAGE_PIXELS``, and warns over it, whatever
     ``max_pixels`` says.)
     """
+    im, orientation = _decode(source, apply_exif_orientation, max_pixels)
+    return convert_to_rgb(im, orientation)
+
+
+def decode_source(
+    source: ImageSource,
+) -> tuple[PillowRows | ArrowSource | NDArray[np.uint8], tuple[int, int]]:
+    """:func:`decode_image`'s pixels for a batch, and their ``(height, width)``: an upright
+    image (no EXIF rotation, the common case) as the rows of its RGB or L conversion, read in
+    place (:func:`pil_source`; for an RGB or L file, where Pillow decoded them), which saves
+    copying them to an RGB array; a rotated one as that array."""
+    im, orientation = _decode(source, True, DEFAULT_MAX_PIXELS)
+    converted = rgb_or_gray(im)
+    if orientation == 1:
+        return pil_source(converted), (im.height, im.width)
+    rgb = pil_to_rgb(converted, orientation)
+    return rgb, (rgb.shape[0], rgb.shape[1])
+
+
+def _decode(
+    source: ImageSource, apply_exif_orientation: bool, max_pixels: int
+) -> tuple[Image.Image, int]:
+    """The decoded Pillow image of ``source`` and its EXIF orientation (1 when not applied)."""
     if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels <= 0:
         raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
     with _open(source) as im:
@@ -403,7 +427,7 @@ def decode_image(
             # Decode into one block so the pixels can be read in place (see module doc).
             im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
         _load(im)
-        return convert_to_rgb(im, _orientation(im) if apply_exif_orientation else 1)
+        return im, _orientation(im) if apply_exif_orientation else 1
 
 
 def image_size(source: ImageSource) -> tuple[int, int]:
