@@ -116,12 +116,12 @@ const SCRATCH_MIN_BYTES: usize = 64 << 10;
 /// buffers of each image's resizes, for a batch of 16 images) ...
 const POOL_BUFFERS: usize = 32;
 /// ... holding at most [`pool_limit`] bytes, by default this many.
-pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
+const DEFAULT_POOL_BYTES: usize = 256 << 20;
 static POOL_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_POOL_BYTES);
 
 /// The bytes of freed buffers the pool may hold.
 #[must_use]
-pub fn pool_limit() -> usize {
+fn pool_limit() -> usize {
     POOL_BYTES.load(Ordering::Relaxed)
 }
 

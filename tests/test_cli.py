@@ -500,6 +500,8 @@ def test_bench_floor_fixed_and_scaling_rows():
     items = list(bench.scaling_rows([(24, 32), (30, 40), (60, 80)], rounds=3))
     assert [r.case for r in items[:2]] == [f"Qwen2-VL-7B x3 PIL+bytes, {n} thr" for n in (1, 2)]
     assert re.search(r"t1/t2 over 3 interleaved rounds: median [0-9.]+x, quartiles", items[-1])
+    pooled = list(bench.scaling_rows([(24, 32)], rounds=1, pool_mb=64))
+    assert pooled[0].case == "Qwen2-VL-7B x1 PIL+bytes, pool 64 MB, 1 thr"
 
 
 def test_batch_sizes_span_the_range():

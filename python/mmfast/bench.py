@@ -60,7 +60,7 @@ from PIL import Image, ImageOps
 from mmfast import _native, models, reference
 from mmfast.cli import BENCH_SECTIONS as SECTIONS
 from mmfast.image import decode_image, pil_to_rgb, resize
-from mmfast.processors import ImageProcessor
+from mmfast.processors import DEFAULT_POOL_MB, ImageProcessor, set_buffer_pool
 
 SIZES = ((480, 640), (1080, 1920), (3024, 4032))
 QUICK_SIZES = ((24, 32), (60, 80))
@@ -649,10 +649,26 @@ def scaling_rows(
     sizes: Sequence[tuple[int, int]] | None = None,
     model_id: str = BATCH_MODEL,
     rounds: int = 9,
+    pool_mb: int | None = None,
 ) -> Iterator[Item]:
     """One call on a batch of mixed inputs (even positions PIL images, odd ones JPEG bytes,
     :func:`batch_sizes`) on 1 and on 2 threads, the two interleaved for ``rounds`` rounds:
-    the median of each, and the median and spread of the per-round speed-ups."""
+    the median of each, and the median and spread of the per-round speed-ups. With
+    ``pool_mb``, under ``set_buffer_pool(pool_mb)`` (the default afterwards): the full batch's
+    1.3 GB output then reuses its memory instead of the kernel zeroing fresh pages each call."""
+    if pool_mb is None:
+        yield from _scaling_rows(sizes, model_id, rounds, "")
+        return
+    set_buffer_pool(pool_mb)
+    try:
+        yield from _scaling_rows(sizes, model_id, rounds, f", pool {pool_mb} MB")
+    finally:
+        set_buffer_pool(DEFAULT_POOL_MB)
+
+
+def _scaling_rows(
+    sizes: Sequence[tuple[int, int]] | None, model_id: str, rounds: int, note: str
+) -> Iterator[Item]:
     sizes = batch_sizes() if sizes is None else list(sizes)
     batch: list[Image.Image | bytes] = []
     for i, size in enumerate(sizes):
@@ -673,7 +689,7 @@ def scaling_rows(
             t0 = time.perf_counter()
             fn()
             record.append(time.perf_counter() - t0)
-    label = f"{short_name(model_id)} x{len(batch)} PIL+bytes"
+    label = f"{short_name(model_id)} x{len(batch)} PIL+bytes{note}"
     yield Row(f"{label}, 1 thr", None, float(np.median(t1)), {})
     yield Row(f"{label}, 2 thr", None, float(np.median(t2)), {"1 thread": float(np.median(t1))})
     speedups = np.array(t1) / np.array(t2)
@@ -1112,9 +1128,13 @@ def run(
                 "scaling: one call on 16 mixed PIL images and JPEG bytes, 2 threads vs 1, "
                 "interleaved",
                 ["1 thread"],
-                scaling_rows(
-                    [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else None,
-                    rounds=3 if quick else 9,
+                itertools.chain.from_iterable(
+                    scaling_rows(
+                        [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else None,
+                        rounds=3 if quick else 9,
+                        pool_mb=pool_mb,
+                    )
+                    for pool_mb in (None, 2048)
                 ),
             )
         elif name == "jpeg":
