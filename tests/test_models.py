@@ -351,7 +351,7 @@ def test_find_supported_resolutions_matches_hf(max_patches: int, tile: int) -> N
     expected = _hf_llama4()["find_supported_resolutions"](
         max_patches, SizeDict(height=tile, width=tile)
     )
-    assert find_supported_resolutions(max_patches, tile) == expected
+    assert list(find_supported_resolutions(max_patches, tile)) == expected
 
 
 @settings(max_examples=500, deadline=None)

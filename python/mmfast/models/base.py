@@ -60,6 +60,7 @@ __all__ = [
     "bfloat16_values",
     "check_image_size",
     "float32_tables",
+    "frozen",
     "fused_tables",
     "fused_values",
     "identity_table",
@@ -405,10 +406,10 @@ def _float32_tables(
 ) -> NDArray[np.float32]:
     ramp = np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 3, axis=2)
     planes = reference.deinterleave_rgb_to_planes(ramp, mean, std, rescale_factor)
-    return _frozen(np.ascontiguousarray(planes.reshape(3, 256)))
+    return frozen(np.ascontiguousarray(planes.reshape(3, 256)))
 
 
-def _frozen(table: NDArray[Any]) -> NDArray[Any]:
+def frozen(table: NDArray[Any]) -> NDArray[Any]:
     """``table`` made read-only, as every cached table is shared by all calls."""
     table.setflags(write=False)
     return table
@@ -418,7 +419,7 @@ def _frozen(table: NDArray[Any]) -> NDArray[Any]:
 def identity_table() -> NDArray[np.uint8]:
     """(3, 256) uint8: every value to itself, where HF hands back the resized pixels
     (read-only, made once)."""
-    return _frozen(np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0))
+    return frozen(np.repeat(np.arange(256, dtype=np.uint8)[None, :], 3, axis=0))
 
 
 def plan_constants(config: Any) -> dict[str, Any]:
@@ -473,7 +474,7 @@ def _fused_tables(
     rescale_factor: float,
 ) -> NDArray[np.float32]:
     x = np.arange(256, dtype=np.float32)
-    return _frozen(_fused(x, do_rescale, do_normalize, image_mean, image_std, rescale_factor))
+    return frozen(_fused(x, do_rescale, do_normalize, image_mean, image_std, rescale_factor))
 
 
 def fused_values(plan: Any, x: NDArray[np.float32]) -> NDArray[np.float32]:
