@@ -42,6 +42,7 @@ from PIL import Image, ImageOps
 import mmfast
 from mmfast import MmfastError, UnsupportedModelError, processors, reference
 from mmfast.models.base import Resized
+from mmfast.models.geometry import CropBox
 from mmfast.processors import BatchFeature
 
 QWEN_IDS = ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"]
@@ -845,6 +846,19 @@ def test_bytes_and_paths_decode_in_parallel(
     seen.clear()
     assert_same_outputs(proc(images, threads=3), one)
     assert threading.get_ident() not in seen and len(seen) >= 1
+
+
+def test_window_boxes_convert_a_cached_tuple_once() -> None:
+    windows = (CropBox(0, 0, 2, 3), CropBox(-1, 1, 4, 4))
+    first = processors.window_boxes(windows)
+    assert first == ([(0, 0, 2, 3), (-1, 1, 4, 4)], 3 * 6 + 3 * 16)
+    assert processors.window_boxes(windows) is first
+    # Another tuple of the same windows, or a list, converts alike.
+    assert processors.window_boxes(tuple(list(windows))) == first
+    assert processors.window_boxes(list(windows)) == first
+    for i in range(100):  # the kept results stay bounded
+        processors.window_boxes((CropBox(i, 0, 1, 1),))
+    assert len(processors._BOXES) <= processors._BOXES_KEPT
 
 
 def test_warmup_checks_its_argument() -> None:
