@@ -38,6 +38,7 @@ from mmfast.models.base import (
     frozen,
     fused_tables,
     plan_constants,
+    table_key,
 )
 from mmfast.models.config import MAX_TILES, Fields, Source
 from mmfast.models.geometry import CropBox
@@ -320,11 +321,7 @@ def bfloat16_tables(plan: ImagePlan) -> NDArray[np.uint16]:
     Read-only, and made once per (mean, std, rescale factor): building it on every call
     took about a fifth of a 640x480 image's call.
     """
-    return _bfloat16_tables(
-        tuple(map(float, plan.image_mean)),
-        tuple(map(float, plan.image_std)),
-        float(plan.rescale_factor),
-    )
+    return _bfloat16_tables(*table_key(plan))
 
 
 @functools.lru_cache(maxsize=64)
