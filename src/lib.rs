@@ -4,6 +4,7 @@
 //! The kernels live in pure-Rust modules; this file holds only the `PyO3` bindings
 //! (`mmfast._native`), compiled with the `python` feature.
 
+mod affine;
 pub mod alloc;
 pub mod error;
 pub mod image;

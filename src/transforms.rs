@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use crate::affine::Affine;
 use crate::error::{invalid, TransformError};
 use crate::lookup::Lookup;
 use crate::resize::Source;
@@ -31,6 +32,8 @@ pub struct Normalize<T = f32> {
     outside: [T; 3],
     /// The same tables for the vector lookup, where the CPU has it.
     lookup: Option<Lookup>,
+    /// Otherwise, float32 tables that are torch's arithmetic, computed where the CPU has AVX2.
+    affine: Option<Affine>,
 }
 
 impl Normalize<f32> {
@@ -74,10 +77,17 @@ impl<T: bytemuck::Pod> Normalize<T> {
     pub fn from_tables(tables: [[T; 256]; 3]) -> Self {
         let outside = [tables[0][0], tables[1][0], tables[2][0]];
         let lookup = Lookup::new(&tables);
+        let affine = match lookup {
+            Some(_) => None,
+            None => bytemuck::try_cast_slice::<T, f32>(tables.as_flattened())
+                .ok()
+                .and_then(Affine::find),
+        };
         Self {
             tables,
             outside,
             lookup,
+            affine,
         }
     }
 
@@ -111,7 +121,7 @@ impl<T: bytemuck::Pod> Normalize<T> {
     /// Normalises `src` (interleaved RGB, 3 bytes per pixel) into three planar runs of
     /// `src.len() / 3` values each. The caller guarantees the lengths match.
     fn run(&self, src: &[u8], r: &mut [T], g: &mut [T], b: &mut [T]) {
-        let done = self.lookup.as_ref().map_or(0, |l| l.run(src, 3, r, g, b));
+        let done = self.vector(src, 3, r, g, b);
         let (src, r, g, b) = (&src[3 * done..], &mut r[done..], &mut g[done..], &mut b[done..]);
         let [tr, tg, tb] = &self.tables;
         let blocks = src.chunks_exact(3 * BLOCK);
@@ -138,13 +148,29 @@ impl<T: bytemuck::Pod> Normalize<T> {
         }
     }
 
+    /// The first pixels of `src` (of `channels` bytes) written into `r`, `g` and `b` by a
+    /// vector path ([`Lookup`], else [`Affine`]): how many, 0 on a CPU with neither.
+    fn vector(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) -> usize {
+        if let Some(lookup) = &self.lookup {
+            return lookup.run(src, channels, r, g, b);
+        }
+        let Some(affine) = &self.affine else {
+            return 0;
+        };
+        let cast = bytemuck::try_cast_slice_mut::<T, f32>;
+        match (cast(r), cast(g), cast(b)) {
+            (Ok(r), Ok(g), Ok(b)) => affine.run(src, channels, r, g, b),
+            _ => 0,
+        }
+    }
+
     /// [`Normalize::run`] from pixels of `channels` bytes: 3 (RGB), 4 (RGBX, the fourth
     /// byte unread) or 1 (grayscale, its value in every channel).
     fn run_pixels(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) {
         if channels == 3 {
             return self.run(src, r, g, b);
         }
-        let done = self.lookup.as_ref().map_or(0, |l| l.run(src, channels, r, g, b));
+        let done = self.vector(src, channels, r, g, b);
         let (src, r, g, b) = (
             &src[channels * done..],
             &mut r[done..],
@@ -1023,7 +1049,21 @@ mod tests {
 
     #[test]
     fn patches_follow_hf_patchify_order() {
-        let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
+        // Pillow backend's tables, looked up, and torchvision's, computed where the CPU has
+        // AVX2 but not AVX-512 VBMI.
+        let pil = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
+        let torch = Normalize::new(CLIP_MEAN.map(|m| m * 255.0), CLIP_STD.map(|s| s * 255.0), 1.0).unwrap();
+        assert!(pil.affine.is_none());
+        assert_eq!(
+            torch.affine.is_some(),
+            is_x86_feature_detected!("avx2") && torch.lookup.is_none()
+        );
+        for norm in [pil, torch] {
+            patches_of(&norm);
+        }
+    }
+
+    fn patches_of(norm: &Normalize) {
         for (p, (h, w)) in [
             (
                 Patches {
@@ -1068,8 +1108,8 @@ mod tests {
         ] {
             let src = pattern(h * w * 3);
             let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len().unwrap()];
-            normalize_to_patches(&[&src], (h, w), p, &norm, &mut dst).unwrap();
-            assert_eq!(dst, naive_patches(&[&src], (h, w), p, &norm), "{p:?} {h}x{w}");
+            normalize_to_patches(&[&src], (h, w), p, norm, &mut dst).unwrap();
+            assert_eq!(dst, naive_patches(&[&src], (h, w), p, norm), "{p:?} {h}x{w}");
             // Read in place: RGBX (random X bytes), grayscale, and rows one by one.
             let rgbx: Vec<u8> = src
                 .chunks_exact(3)
@@ -1079,14 +1119,14 @@ mod tests {
             let gray: Vec<u8> = src.iter().step_by(3).copied().collect();
             let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v; 3]).collect();
             for (pixels, c, want) in [(&src, 3, &src), (&rgbx, 4, &src), (&gray, 1, &gray_rgb)] {
-                let want = naive_patches(&[want], (h, w), p, &norm);
+                let want = naive_patches(&[want], (h, w), p, norm);
                 let rows: Vec<&[u8]> = pixels.chunks_exact(w * c).collect();
                 for source in [
                     Source::packed(pixels, c, (h, w)).unwrap(),
                     Source::rows(&rows, c, (h, w)).unwrap(),
                 ] {
                     let mut got = vec![f32::NAN; want.len()];
-                    normalize_source_to_patches(source, p, &norm, &mut got).unwrap();
+                    normalize_source_to_patches(source, p, norm, &mut got).unwrap();
                     assert_eq!(got, want, "{p:?} {h}x{w} c={c}");
                 }
             }
@@ -1095,15 +1135,15 @@ mod tests {
                 .map(|i| pattern(h * w * 3 + 7 * i)[7 * i..].to_vec())
                 .collect();
             let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-            normalize_to_patches(&refs, (h, w), p, &norm, &mut dst).unwrap();
-            assert_eq!(dst, naive_patches(&refs, (h, w), p, &norm), "{p:?} {h}x{w} video");
+            normalize_to_patches(&refs, (h, w), p, norm, &mut dst).unwrap();
+            assert_eq!(dst, naive_patches(&refs, (h, w), p, norm), "{p:?} {h}x{w} video");
         }
         let p = Patches {
             patch_size: 14,
             temporal_patch_size: 2,
             merge_size: 2,
         };
-        let err = normalize_to_patches(&[&pattern(27 * 28 * 3)], (27, 28), p, &norm, &mut []).unwrap_err();
+        let err = normalize_to_patches(&[&pattern(27 * 28 * 3)], (27, 28), p, norm, &mut []).unwrap_err();
         assert!(err.to_string().starts_with("size"));
     }
 
