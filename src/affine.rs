@@ -1,46 +1,54 @@
-//! Float32 tables that are torch's normalisation arithmetic, computed 8 values at a time
-//! with AVX2 instead of looked up.
+//! Float32 tables that are transformers' normalisation arithmetic, computed 8 values at a
+//! time with AVX2 and FMA instead of looked up.
 //!
-//! transformers' torchvision backend normalises a uint8 tensor in float32 as
-//! `(float32(x) - mean) / std` per channel (mean and std already scaled by
-//! `1 / rescale_factor`). Where a table holds exactly those values, `vsubps` and `vdivps`
-//! give the same bits as the table, as IEEE float32 subtraction and division are correctly
-//! rounded. On CPUs without AVX-512 VBMI (where [`crate::lookup`] does the lookup), one
-//! scalar load per value was the cost of the table: on a Zen 3 EPYC (AVX2), a 640x32 band
-//! took 22.5 us looked up and 8.9 us computed (AVX2's gather was slower than the scalar
-//! loads: 0.45 ms against 0.33-0.44 ms for a whole 640x480 image), and a Qwen3-VL
-//! torchvision call on a 640x480 image went from 0.97-1.08 ms to 0.60-0.88 ms (one thread,
-//! 2 s of calls each, three interleaved rounds). The mean and std are found from the table
-//! itself and then checked on all 256 entries of each channel, so no caller has to say how
-//! its tables were made, and a table of any other arithmetic is simply looked up.
+//! transformers normalises in float32: its torchvision backend as `(float32(x) - mean) / std`
+//! per channel (mean and std already scaled by `1 / rescale_factor`), its Pillow backend as
+//! `(float32(x / 255) - mean) / std`. Where a table holds exactly such values, the vector
+//! arithmetic gives the same bits. On CPUs without AVX-512 VBMI (where [`crate::lookup`]
+//! does the lookup), one scalar load per value was the cost of the table: on a Zen 3 EPYC
+//! (AVX2), normalising a 640x32 band took 29 us looked up against 11 us computed for
+//! torchvision's tables and 15.5 us for Pillow's (AVX2's gather was slower than the scalar
+//! loads: 0.45 ms against 0.33-0.44 ms for a whole 640x480 image). A Qwen3-VL torchvision
+//! call on a 640x480 image went from 0.85-0.95 ms to 0.66-0.99 ms (one thread, 2 s of calls
+//! each, three interleaved rounds, on a noisy VM). The mean, std and divisor are found from
+//! the table itself and then checked on all 256 entries of each channel, so no caller has
+//! to say how its tables were made, and a table of any other arithmetic is looked up.
 
-/// Per-channel `mean` and `std` whose float32 arithmetic `(x - mean) / std` gives every
-/// entry of a table, on a CPU with AVX2.
+/// Per-channel `mean` and `std`, and a `divisor` (none, or 255), whose float32
+/// arithmetic [`value`] gives every entry of a table, on a CPU with AVX2 and FMA.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Affine {
+    divisor: Option<f32>,
     mean: [f32; 3],
     std: [f32; 3],
 }
 
+/// The divisors [`Affine::find`] tries: none (torchvision's tables), and 255, transformers'
+/// Pillow-backend rescale (`float32(float64(x) * (1 / 255))`, which equals `x / 255`
+/// correctly rounded for every byte).
+const DIVISORS: [Option<f32>; 2] = [None, Some(255.0)];
+
 /// How many float32 steps either side of the estimates [`fit`] tries. Over 20,000 random
 /// (mean, std) pairs (mean in 0-1, std in 0.1-1.1, scaled by 255), 2 found every one and
-/// 1 all but 63; a table of other arithmetic (Pillow backend's) is refused within 46 entries.
+/// 1 all but 63; a table of other arithmetic is refused within 46 entries.
 const STEPS: i32 = 2;
 
 impl Affine {
     /// The arithmetic of `tables` (channel `c`'s 256 values at `tables[256 * c..]`), or `None`
-    /// when a channel is not `(x - mean) / std` in float32 for any mean and std near those its
-    /// end values imply, or the CPU lacks AVX2.
+    /// when a channel is not [`value`] for a divisor of [`DIVISORS`] and any mean and std
+    /// near those its end values imply, or the CPU lacks AVX2 or FMA.
     pub(crate) fn find(tables: &[f32]) -> Option<Affine> {
         if tables.len() != 3 * 256 || !avx2::detected() {
             return None;
         }
-        let mut mean = [0f32; 3];
-        let mut std = [0f32; 3];
-        for (c, table) in tables.chunks_exact(256).enumerate() {
-            (mean[c], std[c]) = fit(table.try_into().expect("256 values"))?;
-        }
-        Some(Affine { mean, std })
+        DIVISORS.into_iter().find_map(|divisor| {
+            let mut mean = [0f32; 3];
+            let mut std = [0f32; 3];
+            for (c, table) in tables.chunks_exact(256).enumerate() {
+                (mean[c], std[c]) = fit(table.try_into().expect("256 values"), divisor)?;
+            }
+            Some(Affine { divisor, mean, std })
+        })
     }
 
     /// Writes the value of each of `src`'s pixels (`channels` bytes: 3 for RGB, 4 for RGBX
@@ -58,31 +66,47 @@ impl Affine {
         assert!(matches!(channels, 1 | 3 | 4), "1, 3 or 4 bytes a pixel");
         let pixels = (src.len() / channels).min(r.len().min(g.len()).min(b.len())) / 8 * 8;
         let outs = [r, g, b].map(<[f32]>::as_mut_ptr);
-        // SAFETY: an `Affine` exists only where AVX2 was detected; `pixels` pixels lie inside
-        // `src` and each plane, as computed above.
+        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected; `pixels` pixels
+        // lie inside `src` and each plane, as computed above.
         unsafe {
-            match channels {
-                1 => avx2::run::<1>(self, src.as_ptr(), outs, pixels),
-                3 => avx2::run::<3>(self, src.as_ptr(), outs, pixels),
-                _ => avx2::run::<4>(self, src.as_ptr(), outs, pixels),
+            match (channels, self.divisor) {
+                (1, None) => avx2::run::<1, false>(self, src.as_ptr(), outs, pixels),
+                (3, None) => avx2::run::<3, false>(self, src.as_ptr(), outs, pixels),
+                (_, None) => avx2::run::<4, false>(self, src.as_ptr(), outs, pixels),
+                (1, Some(_)) => avx2::run::<1, true>(self, src.as_ptr(), outs, pixels),
+                (3, Some(_)) => avx2::run::<3, true>(self, src.as_ptr(), outs, pixels),
+                (_, Some(_)) => avx2::run::<4, true>(self, src.as_ptr(), outs, pixels),
             }
         }
         pixels
     }
 }
 
-/// `(x - mean) / std` in float32: the scalar twin of the vector loop.
-fn value(x: usize, mean: f32, std: f32) -> f32 {
-    (x as f32 - mean) / std
+/// `a / b` in float32 from `recip`, `1 / b` rounded: the product corrected by its residual,
+/// two fused multiply-adds (Markstein's correction). It gave the correctly rounded quotient
+/// for every table of 20,000 random (mean, std) pairs, torch's and Pillow's, and [`fit`]
+/// checks it on every entry anyway; one `vdivps` cost more than the three operations.
+fn divide(a: f32, b: f32, recip: f32) -> f32 {
+    let q = a * recip;
+    (-q).mul_add(b, a).mul_add(recip, q)
 }
 
-/// The mean and std of one channel's table, if it is their arithmetic. The end values give
-/// estimates (`table[0] = -mean / std`, `table[255] - table[0] = 255 / std`, each off by a
-/// rounding or two); the float32 values up to [`STEPS`] steps from them are checked on every
-/// entry, the ends and middle first, where a wrong pair fails soonest.
-fn fit(table: &[f32; 256]) -> Option<(f32, f32)> {
+/// The value of byte `x`: `(x / divisor - mean) / std` in float32 (`x - mean` without a
+/// divisor), each division as [`divide`] makes it. The scalar twin of the vector loop.
+fn value(x: usize, divisor: Option<f32>, mean: f32, std: f32) -> f32 {
+    let x = x as f32;
+    let v = divisor.map_or(x, |d| divide(x, d, 1.0 / d));
+    divide(v - mean, std, 1.0 / std)
+}
+
+/// The mean and std of one channel's table, if it is [`value`] of `divisor` and them. The
+/// end values give estimates (`table[0] = -mean / std`, `table[255] - table[0] =
+/// (255 / divisor) / std`, each off by a rounding or two); the float32 values up to [`STEPS`]
+/// steps from them are checked on every entry, the ends and middle first, where a wrong pair
+/// fails soonest.
+fn fit(table: &[f32; 256], divisor: Option<f32>) -> Option<(f32, f32)> {
     let span = f64::from(table[255]) - f64::from(table[0]);
-    let std = (255.0 / span) as f32;
+    let std = (f64::from(value(255, divisor, 0.0, 1.0)) / span) as f32;
     let mean = (-f64::from(table[0]) * f64::from(std)) as f32;
     if !(std.is_finite() && mean.is_finite()) || std == 0.0 {
         return None;
@@ -97,7 +121,7 @@ fn fit(table: &[f32; 256]) -> Option<(f32, f32)> {
         s != 0.0
             && order
                 .clone()
-                .all(|x| value(x, m, s).to_bits() == table[x].to_bits())
+                .all(|x| value(x, divisor, m, s).to_bits() == table[x].to_bits())
     })
 }
 
@@ -109,14 +133,22 @@ fn step(v: f32, k: i32) -> f32 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::{
-        __m128i, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_div_ps, _mm256_set1_ps, _mm256_storeu_ps,
-        _mm256_sub_ps, _mm_loadl_epi64, _mm_loadu_si128, _mm_or_si128, _mm_shuffle_epi8,
+        __m128i, __m256, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_fmadd_ps, _mm256_fnmadd_ps,
+        _mm256_mul_ps, _mm256_set1_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm_loadl_epi64, _mm_loadu_si128,
+        _mm_or_si128, _mm_shuffle_epi8,
     };
 
     use super::Affine;
 
     pub(super) fn detected() -> bool {
-        is_x86_feature_detected!("avx2")
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+
+    /// [`super::divide`] of 8 values.
+    #[target_feature(enable = "avx2,fma")]
+    fn divide(a: __m256, b: __m256, recip: __m256) -> __m256 {
+        let q = _mm256_mul_ps(a, recip);
+        _mm256_fmadd_ps(_mm256_fnmadd_ps(q, b, a), recip, q)
     }
 
     /// For each channel of 8 pixels of `C` bytes loaded as two 16-byte registers (bytes 0-15
@@ -142,13 +174,14 @@ mod avx2 {
         lanes
     }
 
-    /// [`Affine::run`] on `pixels` pixels (a multiple of 8) of `C` bytes.
+    /// [`Affine::run`] on `pixels` pixels (a multiple of 8) of `C` bytes; `SCALED`: the
+    /// a divisor.
     ///
     /// # Safety
-    /// The CPU must support AVX2 (an [`Affine`] exists only then), `src` must hold
+    /// The CPU must support AVX2 and FMA (an [`Affine`] exists only then), `src` must hold
     /// `C * pixels` bytes and each of `outs` `pixels` values.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn run<const C: usize>(
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn run<const C: usize, const SCALED: bool>(
         affine: &Affine,
         src: *const u8,
         outs: [*mut f32; 3],
@@ -163,8 +196,10 @@ mod avx2 {
         };
         // SAFETY: 16 bytes of a constant array.
         let masks = lanes.map(|pair| pair.map(|v| unsafe { _mm_loadu_si128(v.as_ptr().cast()) }));
+        let splat = |v: f32| (_mm256_set1_ps(v), _mm256_set1_ps(1.0 / v));
+        let divisor = splat(affine.divisor.unwrap_or(1.0));
         let mean = affine.mean.map(|m| _mm256_set1_ps(m));
-        let std = affine.std.map(|s| _mm256_set1_ps(s));
+        let std = affine.std.map(splat);
         for at in (0..pixels).step_by(8) {
             // SAFETY: the caller guarantees `C * pixels` bytes of `src` and `pixels` values of
             // each plane; block `at` reads the bytes of pixels `at..at + 8` (two 16-byte loads
@@ -180,8 +215,12 @@ mod avx2 {
                     masks.map(|[a, b]| _mm_or_si128(_mm_shuffle_epi8(first, a), _mm_shuffle_epi8(second, b)))
                 };
                 for c in 0..3 {
-                    let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes[c]));
-                    _mm256_storeu_ps(outs[c].add(at), _mm256_div_ps(_mm256_sub_ps(x, mean[c]), std[c]));
+                    let mut x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes[c]));
+                    if SCALED {
+                        x = divide(x, divisor.0, divisor.1);
+                    }
+                    let (s, recip) = std[c];
+                    _mm256_storeu_ps(outs[c].add(at), divide(_mm256_sub_ps(x, mean[c]), s, recip));
                 }
             }
         }
@@ -197,7 +236,12 @@ mod avx2 {
     }
 
     /// Never called: no [`Affine`] exists off x86-64.
-    pub(super) unsafe fn run<const C: usize>(_: &Affine, _: *const u8, _: [*mut f32; 3], _: usize) {
+    pub(super) unsafe fn run<const C: usize, const SCALED: bool>(
+        _: &Affine,
+        _: *const u8,
+        _: [*mut f32; 3],
+        _: usize,
+    ) {
         unreachable!("no Affine off x86-64")
     }
 }
@@ -211,33 +255,44 @@ mod tests {
         rng.below(1 << 20) as f32 / (1 << 20) as f32
     }
 
-    /// torchvision's tables: mean and std scaled by 255 in float32, as transformers fuses
-    /// them.
-    fn torch_tables(mean: [f32; 3], std: [f32; 3]) -> Vec<f32> {
-        let scale = 255f32;
+    /// transformers' tables for `mean` and `std`, with true divisions: torchvision's (mean
+    /// and std scaled by 255 in float32, as it fuses them) or the Pillow backend's (the
+    /// rescale in float64, rounded to float32, then normalised).
+    fn tables(mean: [f32; 3], std: [f32; 3], torch: bool) -> Vec<f32> {
         (0..3)
-            .flat_map(|c| (0..256).map(move |x| value(x, mean[c] * scale, std[c] * scale)))
+            .flat_map(|c| {
+                (0..256).map(move |x| {
+                    if torch {
+                        (x as f32 - mean[c] * 255.0) / (std[c] * 255.0)
+                    } else {
+                        ((f64::from(x) * (1.0 / 255.0)) as f32 - mean[c]) / std[c]
+                    }
+                })
+            })
             .collect()
     }
 
     #[test]
-    fn finds_torch_tables_and_computes_their_values() {
+    fn finds_transformers_tables_and_computes_their_values() {
         let mut rng = Rng(11);
         let clip = (
             [0.481_454_66, 0.457_827_5, 0.408_210_73],
             [0.268_629_54, 0.261_302_6, 0.275_777_1],
         );
-        let mut cases = vec![clip, ([0.5; 3], [0.5; 3]), ([0.0; 3], [1.0 / 255.0; 3])];
-        for _ in 0..200 {
+        let mut cases = vec![clip, ([0.5; 3], [0.5; 3]), ([0.0; 3], [1.0; 3])];
+        for _ in 0..100 {
             let mean = std::array::from_fn(|_| uniform(&mut rng));
             let std = std::array::from_fn(|_| 0.05 + uniform(&mut rng));
             cases.push((mean, std));
         }
-        for (mean, std) in cases {
-            let tables = torch_tables(mean, std);
+        for ((mean, std), torch) in cases.into_iter().flat_map(|case| [(case, true), (case, false)]) {
+            let tables = tables(mean, std, torch);
             let Some(affine) = Affine::find(&tables) else {
-                assert!(!super::avx2::detected(), "{mean:?} {std:?} not found");
-                eprintln!("no AVX2 here: tables are looked up");
+                assert!(
+                    !super::avx2::detected(),
+                    "{mean:?} {std:?} (torch: {torch}) not found"
+                );
+                eprintln!("no AVX2 and FMA here: tables are looked up");
                 return;
             };
             for channels in [1, 3, 4] {
@@ -269,18 +324,17 @@ mod tests {
 
     #[test]
     fn refuses_tables_of_other_arithmetic() {
-        // Pillow backend: float32(x * rescale) first, then (v - mean) / std.
-        let pil: [f32; 256] =
-            std::array::from_fn(|x| ((x as f64 / 255.0) as f32 - 0.481_454_66) / 0.268_629_54);
-        assert_eq!(fit(&pil), None);
+        let square: [f32; 256] = std::array::from_fn(|x| (x * x) as f32 / 65025.0);
+        assert_eq!(fit(&square, None), None);
+        assert_eq!(fit(&square, Some(255.0)), None);
         let mut flat = [0.5f32; 256];
-        assert_eq!(fit(&flat), None);
+        assert_eq!(fit(&flat, None), None);
         flat[255] = f32::INFINITY;
-        assert_eq!(fit(&flat), None);
-        let mut one_off: Vec<f32> = (0..256).map(|x| value(x, 127.5, 127.5)).collect();
-        assert!(fit(one_off.as_slice().try_into().unwrap()).is_some());
+        assert_eq!(fit(&flat, None), None);
+        let mut one_off: Vec<f32> = (0..256).map(|x| value(x, None, 127.5, 127.5)).collect();
+        assert!(fit(one_off.as_slice().try_into().unwrap(), None).is_some());
         one_off[77] = f32::from_bits(one_off[77].to_bits() + 1);
-        assert_eq!(fit(one_off.as_slice().try_into().unwrap()), None);
+        assert_eq!(fit(one_off.as_slice().try_into().unwrap(), None), None);
         assert_eq!(Affine::find(&one_off), None, "not three channels");
     }
 }

@@ -1049,18 +1049,26 @@ mod tests {
 
     #[test]
     fn patches_follow_hf_patchify_order() {
-        // Pillow backend's tables, looked up, and torchvision's, computed where the CPU has
-        // AVX2 but not AVX-512 VBMI.
+        // transformers' tables, Pillow backend's and torchvision's, computed where the CPU has
+        // AVX2 and FMA but not AVX-512 VBMI, and tables of other arithmetic, looked up.
         let pil = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
         let torch = Normalize::new(CLIP_MEAN.map(|m| m * 255.0), CLIP_STD.map(|s| s * 255.0), 1.0).unwrap();
-        assert!(pil.affine.is_none());
-        assert_eq!(
-            torch.affine.is_some(),
-            is_x86_feature_detected!("avx2") && torch.lookup.is_none()
-        );
-        for norm in [pil, torch] {
-            patches_of(&norm);
+        let other = Normalize::from_tables(std::array::from_fn(|c| {
+            std::array::from_fn(|x| (x * x + c) as f32 / 65025.0)
+        }));
+        #[cfg(target_arch = "x86_64")]
+        {
+            let computed =
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && torch.lookup.is_none();
+            assert_eq!(
+                (pil.affine.is_some(), torch.affine.is_some()),
+                (computed, computed)
+            );
         }
+        assert!(other.affine.is_none());
+        patches_of(&pil);
+        patches_of(&torch);
+        patches_of(&other);
     }
 
     fn patches_of(norm: &Normalize) {
