@@ -858,7 +858,25 @@ def test_window_boxes_convert_a_cached_tuple_once() -> None:
     assert processors.window_boxes(list(windows)) == first
     for i in range(100):  # the kept results stay bounded
         processors.window_boxes((CropBox(i, 0, 1, 1),))
-    assert len(processors._BOXES) <= processors._BOXES_KEPT
+    assert len(processors._BOXES.kept) <= processors._BOXES.size
+
+
+def test_plans_are_made_once_per_config_and_size() -> None:
+    proc = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen2-VL-7B-Instruct")
+    config = proc.config
+    first = processors.plan_for(config, 480, 640, 1)
+    assert first == config.plan(480, 640)
+    assert processors.plan_for(config, 480, 640, 1) is first
+    assert processors.plan_for(config, 640, 480, 1) == config.plan(640, 480)
+    other = proc.with_backend("torchvision")
+    assert processors.plan_for(other, 480, 640, 1) == other.plan(480, 640) != first
+    for i in range(300):  # the kept plans stay bounded
+        processors.plan_for(config, 28, 28 + i, 1)
+    assert len(processors._PLANS.kept) <= processors._PLANS.size
+    # A call's outputs are those of a plan made afresh.
+    pil = Image.fromarray(np.random.default_rng(0).integers(0, 256, (480, 640, 3), np.uint8))
+    processors._PLANS.kept.clear()
+    assert_same_outputs(proc(pil), proc(pil))
 
 
 def test_warmup_checks_its_argument() -> None:
