@@ -1205,7 +1205,7 @@ def output_tables(
     float32 values rounded to nearest even, as torch's ``.to(dtype)`` rounds them.
     """
     bf16 = native.dtype == np.uint16
-    values = bfloat16_values(native) if bf16 else native.astype(np.float32)
+    values = bfloat16_values(native) if bf16 else native.astype(np.float32, copy=False)
     if dtype is None:
         dtype = "uint8" if native.dtype == np.uint8 else "float32"
         if dtype == "uint8":
@@ -1220,7 +1220,8 @@ def output_tables(
     if dtype == "float16":
         return values.astype(np.float16).view(np.uint16), np.float16, None
     identity = np.broadcast_to(identity_table(), native.shape)
-    return np.ascontiguousarray(identity), None, np.ascontiguousarray(values)
+    # A copy: the family's table is cached and shared by every call.
+    return np.ascontiguousarray(identity), None, np.array(values, np.float32)
 
 
 def rounded(values: NDArray[np.float32], dtype: str) -> tuple[NDArray[Any], Any]:
