@@ -174,8 +174,8 @@ mod avx2 {
         lanes
     }
 
-    /// [`Affine::run`] on `pixels` pixels (a multiple of 8) of `C` bytes; `SCALED`: the
-    /// a divisor.
+    /// [`Affine::run`] on `pixels` pixels (a multiple of 8) of `C` bytes; `SCALED`: with a
+    /// divisor.
     ///
     /// # Safety
     /// The CPU must support AVX2 and FMA (an [`Affine`] exists only then), `src` must hold

@@ -78,10 +78,12 @@ impl<T: bytemuck::Pod> Normalize<T> {
         let outside = [tables[0][0], tables[1][0], tables[2][0]];
         let lookup = Lookup::new(&tables);
         let affine = match lookup {
-            Some(_) => None,
-            None => bytemuck::try_cast_slice::<T, f32>(tables.as_flattened())
-                .ok()
-                .and_then(Affine::find),
+            None if size_of::<T>() == size_of::<f32>() => {
+                bytemuck::try_cast_slice::<T, f32>(tables.as_flattened())
+                    .ok()
+                    .and_then(Affine::find)
+            }
+            _ => None,
         };
         Self {
             tables,

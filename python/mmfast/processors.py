@@ -400,8 +400,9 @@ def prepare(
 
 # Plans of the configs and image sizes seen last: a server meets the same few sizes again
 # and again. Building a plan took 11-14 us (Qwen2-VL, LLaVA-1.5, SigLIP at 640x480), of the
-# 0.1 ms of Python in such a call; a kept one takes 0.7 us.
-_PLANS = KeptByIdentity(256)
+# 0.1 ms of Python in such a call; a kept one takes 0.7 us. Few are kept, as a plan can hold
+# tens of thousands of windows (Muse Glimmer at 12 MP), which its family caches for 64 sizes.
+_PLANS = KeptByIdentity(32)
 
 
 def plan_for(config: ModelConfig, height: int, width: int, sample_size: int) -> ImagePlan:
