@@ -32,7 +32,8 @@ pub struct Normalize<T = f32> {
     outside: [T; 3],
     /// The same tables for the vector lookup, where the CPU has it.
     lookup: Option<Lookup>,
-    /// Otherwise, float32 tables that are torch's arithmetic, computed where the CPU has AVX2.
+    /// Otherwise, float32 tables that are transformers' arithmetic, computed where the CPU
+    /// has AVX2 and FMA (see [`Affine`]).
     affine: Option<Affine>,
 }
 
