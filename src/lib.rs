@@ -11,6 +11,8 @@ pub mod image;
 mod lookup;
 pub mod pipeline;
 pub mod resize;
+#[cfg(target_arch = "x86_64")]
+mod stream;
 #[cfg(test)]
 mod testing;
 pub mod torch_float;

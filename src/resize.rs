@@ -1027,19 +1027,24 @@ trait Lanes: Copy {
     /// Bytes interleaved with `b`'s, low then high half of each 128-bit lane.
     unsafe fn unpack8(self, b: Self) -> (Self, Self);
     unsafe fn madd16(self, k: Self) -> Self;
+    unsafe fn mullo32(self, k: Self) -> Self;
     unsafe fn add32(self, b: Self) -> Self;
     /// Shifted left by the low half of split taps.
     unsafe fn shl_lo(self) -> Self;
     unsafe fn sra32(self, shift: std::arch::x86_64::__m128i) -> Self;
     /// Four registers of `i32` packed to bytes with saturation, within each 128-bit lane.
     unsafe fn pack(s: [Self; 4]) -> Self;
+    /// [`Lanes::pack`] with the bytes in the order of the four registers' values, the
+    /// first register's first.
+    unsafe fn pack_in_order(s: [Self; 4]) -> Self;
 }
 
 /// Implements [`Lanes`] for a register type with the intrinsics of its width.
 #[cfg(target_arch = "x86_64")]
 macro_rules! lanes {
     ($v:ty, $features:literal, $bytes:literal, $splat:ident, $load:ident, $store:ident,
-     $lo:ident, $hi:ident, $madd:ident, $add:ident, $slli:ident, $sra:ident, $packs:ident, $packus:ident) => {
+     $lo:ident, $hi:ident, $madd:ident, $mullo:ident, $add:ident, $slli:ident, $sra:ident, $packs:ident,
+     $packus:ident, $packed:ident => $in_order:expr) => {
         impl Lanes for $v {
             const BYTES: usize = $bytes;
             #[target_feature(enable = $features)]
@@ -1068,6 +1073,10 @@ macro_rules! lanes {
                 std::arch::x86_64::$madd(self, k)
             }
             #[target_feature(enable = $features)]
+            unsafe fn mullo32(self, k: Self) -> Self {
+                std::arch::x86_64::$mullo(self, k)
+            }
+            #[target_feature(enable = $features)]
             unsafe fn add32(self, b: Self) -> Self {
                 std::arch::x86_64::$add(self, b)
             }
@@ -1084,6 +1093,13 @@ macro_rules! lanes {
                 use std::arch::x86_64::{$packs, $packus};
                 $packus($packs(a, b), $packs(c, d))
             }
+            #[target_feature(enable = $features)]
+            unsafe fn pack_in_order(s: [Self; 4]) -> Self {
+                // Dword `j` of lane `l` holds register `j`'s values of lane `l`.
+                // SAFETY: the caller guarantees the CPU features.
+                let $packed = unsafe { Self::pack(s) };
+                $in_order
+            }
         }
     };
 }
@@ -1099,11 +1115,13 @@ lanes!(
     _mm256_unpacklo_epi8,
     _mm256_unpackhi_epi8,
     _mm256_madd_epi16,
+    _mm256_mullo_epi32,
     _mm256_add_epi32,
     _mm256_slli_epi32,
     _mm256_sra_epi32,
     _mm256_packs_epi32,
-    _mm256_packus_epi16
+    _mm256_packus_epi16,
+    v => std::arch::x86_64::_mm256_permutevar8x32_epi32(v, std::arch::x86_64::_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 );
 #[cfg(target_arch = "x86_64")]
 lanes!(
@@ -1116,11 +1134,16 @@ lanes!(
     _mm512_unpacklo_epi8,
     _mm512_unpackhi_epi8,
     _mm512_madd_epi16,
+    _mm512_mullo_epi32,
     _mm512_add_epi32,
     _mm512_slli_epi32,
     _mm512_sra_epi32,
     _mm512_packs_epi32,
-    _mm512_packus_epi16
+    _mm512_packus_epi16,
+    v => std::arch::x86_64::_mm512_permutexvar_epi32(
+        std::arch::x86_64::_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+        v
+    )
 );
 
 /// The SIMD vertical pass on registers `V`, `V::BYTES` bytes of a row at a time: for each
@@ -1198,6 +1221,57 @@ unsafe fn vertical_blocks<V: Lanes>(
                 });
                 // Lane-wise packing undoes the lane-wise unpacking: the bytes come out in order.
                 V::pack(sums).store(out_row.as_mut_ptr().add(at));
+                if at + V::BYTES == stride {
+                    break;
+                }
+                x += V::BYTES;
+            }
+        }
+    }
+}
+
+/// The vertical pass of an enlarging table whose taps need the split (Pillow's), on
+/// registers `V`: the band rows (`band`, the first being row `band_first`) are widened to
+/// `i32` once, as each is read for several output rows, and every output is the wrapping
+/// `i32` sum of `mullo` products, the scalar loop's own arithmetic, without the split's
+/// shuffles and second multiply.
+///
+/// # Safety
+/// The CPU must support `V`'s features, rows of `stride` bytes must be at least `V::BYTES`,
+/// and `band` must hold every row the taps of `rows` read.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::inline_always)] // Inlined into each SIMD caller, so `V`'s methods inline here.
+unsafe fn vertical_rows_wide<V: Lanes>(
+    band: &[u8],
+    band_first: usize,
+    stride: usize,
+    coeffs: &Coeffs,
+    rows: Range<usize>,
+    out: &mut [u8],
+) {
+    let wide: Vec<i32> = band.iter().map(|&b| i32::from(b)).collect();
+    // SAFETY (every block below): the caller guarantees the CPU features; `at + V::BYTES`
+    // values lie inside each widened line and bytes inside `out_row`, all `stride` long.
+    unsafe {
+        let rounding = V::splat(coeffs.rounding());
+        let shift = std::arch::x86_64::_mm_cvtsi32_si128(coeffs.precision() as i32);
+        for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
+            let (first, k) = coeffs.taps(y);
+            let lines = &wide[(first - band_first) * stride..][..k.len() * stride];
+            let mut x = 0;
+            loop {
+                // The last block overlaps the previous one; it rewrites identical bytes.
+                let at = x.min(stride - V::BYTES);
+                let mut sums = [rounding; 4];
+                for (line, &k) in lines.chunks_exact(stride).zip(k) {
+                    let k = V::splat(k);
+                    for (i, sum) in sums.iter_mut().enumerate() {
+                        let p = V::load(line.as_ptr().add(at + V::BYTES / 4 * i).cast());
+                        *sum = sum.add32(p.mullo32(k));
+                    }
+                }
+                V::pack_in_order(sums.map(|sum| sum.sra32(shift))).store(out_row.as_mut_ptr().add(at));
                 if at + V::BYTES == stride {
                     break;
                 }
@@ -1315,16 +1389,16 @@ fn nearest(src: &[u8], (h, w): (usize, usize), dst: &mut [u8], (h2, w2): (usize,
 mod avx2 {
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi32, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
-        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_mullo_epi32,
-        _mm256_packs_epi32, _mm256_packus_epi16, _mm256_permute2x128_si256, _mm256_permutevar8x32_epi32,
-        _mm256_set1_epi32, _mm256_setr_epi16, _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256,
-        _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sra_epi32, _mm256_storeu_si256, _mm_add_epi32,
-        _mm_cvtsi128_si32, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16,
-        _mm_setr_epi8, _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128, _mm_unpacklo_epi32,
+        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi32,
+        _mm256_packus_epi16, _mm256_permute2x128_si256, _mm256_permutevar8x32_epi32, _mm256_set1_epi32,
+        _mm256_setr_epi16, _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_slli_epi32, _mm256_sra_epi32, _mm256_storeu_si256, _mm_add_epi32, _mm_cvtsi128_si32,
+        _mm_cvtsi32_si128, _mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16, _mm_setr_epi8,
+        _mm_shuffle_epi8, _mm_sra_epi32, _mm_storeu_si128, _mm_unpacklo_epi32,
     };
     use std::ops::Range;
 
-    use super::{horizontal_pixel, vertical_blocks, Coeffs, Source};
+    use super::{horizontal_pixel, vertical_blocks, vertical_rows_wide, Coeffs, Source};
 
     pub(super) const LO_BITS: i32 = 11;
 
@@ -1650,7 +1724,7 @@ mod avx2 {
         if let Some(span) = wide_span(coeffs, &rows, stride) {
             let band = &band[(span.start - band_first) * stride..(span.end - band_first) * stride];
             // SAFETY: the caller guarantees AVX2.
-            unsafe { vertical_rows_wide(band, span.start, stride, coeffs, rows, out) };
+            unsafe { vertical_rows_wide::<__m256i>(band, span.start, stride, coeffs, rows, out) };
             return;
         }
         // SAFETY: the caller guarantees AVX2.
@@ -1690,58 +1764,6 @@ mod avx2 {
 
     /// Most bytes [`vertical_rows_wide`] widens at once (as `i32`, four bytes each).
     const WIDE_BYTES: usize = 8 << 20;
-
-    /// [`vertical_rows`] of an enlarging pass whose taps need the split (Pillow's): the
-    /// band rows (`band`, the first being row `band_first`) are widened to `i32` once, as each
-    /// is read for several output rows, and every output is the wrapping `i32` sum of
-    /// `mullo` products, the scalar loop's own arithmetic, without the split's shuffles and
-    /// second multiply.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2, rows of `stride` bytes must be at least 32 bytes, and
-    /// `band` must hold every row the taps of `rows` read.
-    #[target_feature(enable = "avx2")]
-    unsafe fn vertical_rows_wide(
-        band: &[u8],
-        band_first: usize,
-        stride: usize,
-        coeffs: &Coeffs,
-        rows: Range<usize>,
-        out: &mut [u8],
-    ) {
-        let wide: Vec<i32> = band.iter().map(|&b| i32::from(b)).collect();
-        let rounding = _mm256_set1_epi32(coeffs.rounding());
-        let shift = _mm_cvtsi32_si128(coeffs.precision() as i32);
-        // `packs` and `packus` work within 128-bit lanes: dwords back in order.
-        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-        for (y, out_row) in rows.zip(out.chunks_exact_mut(stride)) {
-            let (first, k) = coeffs.taps(y);
-            let lines = &wide[(first - band_first) * stride..][..k.len() * stride];
-            let mut x = 0;
-            loop {
-                // The last block overlaps the previous one; it rewrites identical bytes.
-                let at = x.min(stride - 32);
-                let mut sums = [rounding; 4];
-                for (line, &k) in lines.chunks_exact(stride).zip(k) {
-                    let k = _mm256_set1_epi32(k);
-                    for (i, sum) in sums.iter_mut().enumerate() {
-                        // SAFETY: `at + 32 <= stride`, the length of `line`.
-                        let p = unsafe { _mm256_loadu_si256(line.as_ptr().add(at + 8 * i).cast()) };
-                        *sum = _mm256_add_epi32(*sum, _mm256_mullo_epi32(p, k));
-                    }
-                }
-                let [a, b, c, d] = sums.map(|sum| _mm256_sra_epi32(sum, shift));
-                let v = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
-                let v = _mm256_permutevar8x32_epi32(v, order);
-                // SAFETY: `at + 32 <= stride`, the length of `out_row`.
-                unsafe { _mm256_storeu_si256(out_row.as_mut_ptr().add(at).cast(), v) };
-                if at + 32 == stride {
-                    break;
-                }
-                x += 32;
-            }
-        }
-    }
 }
 
 /// Both passes with AVX-512 (F, BW, VL and VBMI), for the same bytes as the AVX2 passes.
@@ -1766,7 +1788,7 @@ mod avx512 {
     use std::ops::Range;
 
     use super::avx2::{self, narrow, split, whole, wide_span, LO_BITS};
-    use super::{vertical_blocks, Coeffs, Source};
+    use super::{vertical_blocks, vertical_rows_wide, Coeffs, Source};
 
     /// Whether this CPU has the AVX-512 subsets the pass uses.
     pub(super) fn detected() -> bool {
@@ -1892,13 +1914,17 @@ mod avx512 {
         rows: Range<usize>,
         out: &mut [u8],
     ) {
-        if stride < 64 || wide_span(coeffs, &rows, stride).is_some() {
+        if stride < 64 {
             // SAFETY: the caller guarantees AVX2.
             unsafe { avx2::vertical_rows(band, band_first, stride, coeffs, rows, out) };
-            return;
+        } else if let Some(span) = wide_span(coeffs, &rows, stride) {
+            let band = &band[(span.start - band_first) * stride..(span.end - band_first) * stride];
+            // SAFETY: the caller guarantees AVX-512F and BW; rows are at least 64 bytes.
+            unsafe { vertical_rows_wide::<__m512i>(band, span.start, stride, coeffs, rows, out) };
+        } else {
+            // SAFETY: the caller guarantees AVX-512F and BW.
+            unsafe { vertical_blocks::<__m512i>(band, band_first, stride, coeffs, rows, out) };
         }
-        // SAFETY: the caller guarantees AVX-512F and BW.
-        unsafe { vertical_blocks::<__m512i>(band, band_first, stride, coeffs, rows, out) };
     }
 
     impl Horizontal {

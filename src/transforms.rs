@@ -10,6 +10,8 @@ use crate::affine::Affine;
 use crate::error::{invalid, TransformError};
 use crate::lookup::Lookup;
 use crate::resize::Source;
+#[cfg(target_arch = "x86_64")]
+use crate::stream;
 
 /// Pixels per block in the de-interleave loop. Fixed-size blocks let the compiler
 /// drop bounds checks and unroll the stride-3 gather; in the gateway profile this
@@ -697,25 +699,75 @@ fn patches_by_band<T: bytemuck::Pod>(
     check_out(dst, checked_len("size", &[gh, gw, row_len])?)?;
     // One band of merge groups at a time: its `p * m` image rows of each frame are normalised
     // as whole rows into planar scratch (the long runs the block loop is fast on; 1.3 MB per
-    // frame for a 4032-wide image, so it stays in cache), then each patch row is gathered.
+    // frame for a 4032-wide image, so it stays in cache), then each patch row is gathered,
+    // its lines in output order.
     let band_len = unit * w;
     let mut planes = vec![norm.black()[0]; frames * 3 * band_len];
-    let band_rows = (gw / m) * m * m;
-    for (bh, band_out) in dst.chunks_exact_mut(band_rows * row_len).enumerate() {
+    let bands = h / unit;
+    let fill_band = |bh: usize, planes: &mut [T]| {
         for (f, scratch) in planes.chunks_exact_mut(3 * band_len).enumerate() {
             let (r, gb) = scratch.split_at_mut(band_len);
             let (g, b) = gb.split_at_mut(band_len);
             fill(f, bh * unit..(bh + 1) * unit, r, g, b);
         }
+    };
+    #[cfg(target_arch = "x86_64")]
+    if size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES && p <= 16 && stream::detected() {
+        // A large output written once and read by the model, not by this process: streamed.
+        // SAFETY: AVX-512F was detected.
+        unsafe { stream_bands(bands, &mut planes, (w, gw), patches, dst, fill_band) };
+        return Ok(());
+    }
+    let band_rows = (gw / m) * m * m;
+    for (bh, band_out) in dst.chunks_exact_mut(band_rows * row_len).enumerate() {
+        fill_band(bh, &mut planes);
+        let mut out = band_out.chunks_exact_mut(p);
         // Fixed-size copies for the patch sizes models use: a memcpy call per 14-value
         // line cost more than the copy (13.9 ms against 8.8 ms for a 1920x1080 image).
+        let mut copy = |copy_line: fn(&mut [T], &[T])| {
+            gather_band(&planes, w, gw, patches, |line| {
+                copy_line(out.next().expect("a line per line"), line);
+            });
+        };
         match p {
-            14 => gather_band(&planes, w, patches, band_out, copy_array::<T, 14>),
-            16 => gather_band(&planes, w, patches, band_out, copy_array::<T, 16>),
-            _ => gather_band(&planes, w, patches, band_out, <[T]>::copy_from_slice),
+            14 => copy(copy_array::<T, 14>),
+            16 => copy(copy_array::<T, 16>),
+            _ => copy(<[T]>::copy_from_slice),
         }
     }
     Ok(())
+}
+
+/// The band loop of [`patches_by_band`] for a large output of 4-byte values (`T` is then
+/// `f32`, whose bits are only moved here): each band's lines streamed to memory in order.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn stream_bands<T: bytemuck::Pod>(
+    bands: usize,
+    planes: &mut [T],
+    (w, gw): (usize, usize),
+    patches: Patches,
+    dst: &mut [T],
+    fill_band: impl Fn(usize, &mut [T]),
+) {
+    // SAFETY: the caller guarantees AVX-512F.
+    let mut lines = unsafe { stream::Lines::new(bytemuck::cast_slice_mut(dst)) };
+    for bh in 0..bands {
+        fill_band(bh, planes);
+        // SAFETY: as above.
+        gather_band(
+            bytemuck::cast_slice::<T, u32>(planes),
+            w,
+            gw,
+            patches,
+            |line| unsafe { lines.push(line) },
+        );
+    }
+    // SAFETY: as above.
+    unsafe { lines.finish() };
 }
 
 /// `dst.copy_from_slice(src)` for slices of exactly `N` values, inlined as moves.
@@ -724,15 +776,18 @@ fn copy_array<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
     *dst = src.try_into().expect("N values");
 }
 
-/// Patch rows of one band from its planar scratch (per frame, `3 * p * m` rows of `w`
-/// values each), copying each `p`-value line with `copy_line`. One frame's scratch fills
-/// every time slot; otherwise slot `i` reads frame `i`'s.
+/// The patch rows of one band, `gw` patches wide, from its planar scratch (per frame,
+/// `3 * p * m` rows of `w` values each): each `p`-value line of the band's output in
+/// order, given to `line`. One frame's scratch fills every time slot; otherwise slot `i`
+/// reads frame `i`'s.
+#[inline(always)]
+#[allow(clippy::inline_always)] // Inlined into `stream_bands`, so `Lines::push` inlines there.
 fn gather_band<T: bytemuck::Pod>(
     planes: &[T],
     w: usize,
+    gw: usize,
     patches: Patches,
-    out: &mut [T],
-    copy_line: impl Fn(&mut [T], &[T]),
+    mut line: impl FnMut(&[T]),
 ) {
     let Patches {
         patch_size: p,
@@ -741,19 +796,18 @@ fn gather_band<T: bytemuck::Pod>(
     } = patches;
     let band_len = p * m * w;
     let frames = planes.len() / (3 * band_len);
-    // The caller checked `row_len` for overflow.
-    for (k, row) in out.chunks_exact_mut(3 * t * p * p).enumerate() {
+    for k in 0..(gw / m) * m * m {
         // Row k of the band is patch (mh, mw) of merge group bw, both row-major.
         let (bw, within) = (k / (m * m), k % (m * m));
         let (y0, x0) = ((within / m) * p, (bw * m + within % m) * p);
         // Channel c, time i lives at row[(c * t + i) * p * p..][..p * p]; a still image's
-        // one frame fills every time slot, each line written to all of them at once.
-        for (c, channel) in row.chunks_exact_mut(t * p * p).enumerate() {
-            for (i, slot) in channel.chunks_exact_mut(p * p).enumerate() {
+        // one frame fills every time slot.
+        for c in 0..3 {
+            for i in 0..t {
                 let plane = &planes[((i % frames) * 3 + c) * band_len..][..band_len];
-                for (y, line) in slot.chunks_exact_mut(p).enumerate() {
+                for y in 0..p {
                     let at = (y0 + y) * w + x0;
-                    copy_line(line, &plane[at..at + p]);
+                    line(&plane[at..at + p]);
                 }
             }
         }
@@ -1072,6 +1126,43 @@ mod tests {
         patches_of(&pil);
         patches_of(&torch);
         patches_of(&other);
+    }
+
+    #[test]
+    fn large_patches_are_streamed_in_order() {
+        // Outputs of at least STREAM_MIN_BYTES are streamed where the CPU has AVX-512F (the
+        // ordinary copies elsewhere): Qwen2.5-VL's and Qwen3-VL's sizes for a 640x480 image,
+        // a two-frame clip, and the output starting at every 4-byte offset of a cache line.
+        let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
+        for (p, (h, w), frames, offset) in [
+            (14, (476, 644), 1, 0),
+            (16, (480, 640), 2, 3),
+            (16, (448, 640), 1, 15),
+        ] {
+            let p = Patches {
+                patch_size: p,
+                temporal_patch_size: 2,
+                merge_size: 2,
+            };
+            let len = (h / p.patch_size) * (w / p.patch_size) * p.row_len().unwrap();
+            #[cfg(target_arch = "x86_64")]
+            assert!(len * 4 >= stream::STREAM_MIN_BYTES);
+            let sources: Vec<Vec<u8>> = (0..frames)
+                .map(|f| pattern(h * w * 3 + f)[f..].to_vec())
+                .collect();
+            let sources: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+            let mut buffer = vec![f32::NAN; len + 32];
+            let dst = &mut buffer[offset..offset + len];
+            normalize_to_patches(&sources, (h, w), p, &norm, dst).unwrap();
+            assert!(
+                *dst == naive_patches(&sources, (h, w), p, &norm)[..],
+                "{p:?} {h}x{w} offset {offset}"
+            );
+            assert!(buffer[..offset]
+                .iter()
+                .chain(&buffer[offset + len..])
+                .all(|v| v.is_nan()));
+        }
     }
 
     fn patches_of(norm: &Normalize) {

@@ -1,0 +1,229 @@
+//! Writing a large output in order, 4-byte values a line at a time, with non-temporal
+//! stores where the CPU has AVX-512.
+//!
+//! A patch layout's output (Qwen's: 7.4 MB for a 640x480 image, 290 MB at 12 MP) is written
+//! once and read by the model, not by this process: ordinary stores first read each cache
+//! line they fill into the cache, then write it back. Streaming stores write whole aligned
+//! 64-byte lines straight to memory. The lines a caller writes (14 or 16 values, say) do not
+//! match the output's cache lines, so [`Lines`] packs them into aligned 16-value chunks,
+//! carrying the remainder of each line into the next chunk.
+//!
+//! On the 2-vCPU Intel Xeon (AVX-512) this was measured on, writing 7.4 MB in 64-byte lines
+//! took 0.31 ms streamed, against 0.33 ms with ordinary stores when the buffer was in cache
+//! and 0.40-0.52 ms when it was not.
+
+use std::arch::x86_64::{
+    __m512i, _mm512_mask_storeu_epi32, _mm512_maskz_loadu_epi32, _mm512_permutex2var_epi32,
+    _mm512_permutexvar_epi32, _mm512_setzero_si512, _mm512_stream_si512, _mm_sfence,
+};
+
+/// Outputs smaller than this are written with ordinary stores: they fit in the caches,
+/// where the next reader finds them.
+pub(crate) const STREAM_MIN_BYTES: usize = 4 << 20;
+
+/// Whether [`Lines`] can run on this CPU.
+pub(crate) fn detected() -> bool {
+    is_x86_feature_detected!("avx512f")
+}
+
+/// Per count `n` of values carried: lane `i` of the merge takes the carried value `i`
+/// for `i < n`, else value `i - n` of the new line (indices 16.. name the second operand).
+const MERGE: [[u32; 16]; 16] = {
+    let mut index = [[0u32; 16]; 16];
+    let mut n = 0;
+    while n < 16 {
+        let mut i = 0;
+        while i < 16 {
+            index[n][i] = if i < n { i as u32 } else { (16 + i - n) as u32 };
+            i += 1;
+        }
+        n += 1;
+    }
+    index
+};
+
+/// Per count `s` of a line's values already written: lane `i` takes value `i + s`
+/// (lanes past the line's end hold values that are never written).
+const REST: [[u32; 16]; 17] = {
+    let mut index = [[0u32; 16]; 17];
+    let mut s = 0;
+    while s <= 16 {
+        let mut i = 0;
+        while i < 16 {
+            index[s][i] = ((i + s) % 16) as u32;
+            i += 1;
+        }
+        s += 1;
+    }
+    index
+};
+
+/// A sequential writer of 4-byte values into one buffer: each aligned 64-byte chunk
+/// the values fill is streamed once; the partial chunks at the two ends of the buffer
+/// are written with masked ordinary stores. Must be [`Lines::finish`]ed.
+pub(crate) struct Lines<'a> {
+    out: &'a mut [u32],
+    /// Index in `out` of the next value.
+    at: usize,
+    /// Values not yet stored, lanes `0..carried` of `carry`: those of `out[at -
+    /// carried..at]`, from the start of an aligned chunk.
+    carry: __m512i,
+    carried: usize,
+    /// Lanes of the first chunk before `out`'s start (carried but never stored), until
+    /// that chunk is stored.
+    skip: usize,
+}
+
+impl<'a> Lines<'a> {
+    /// A writer that fills `out` from its start.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn new(out: &'a mut [u32]) -> Lines<'a> {
+        let skip = (out.as_ptr() as usize / 4) % 16;
+        Lines {
+            out,
+            at: 0,
+            carry: _mm512_setzero_si512(),
+            carried: skip,
+            skip,
+        }
+    }
+
+    /// Appends `line`, at most 16 values.
+    ///
+    /// # Panics
+    /// `line` is longer, or runs past the end of the output.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) unsafe fn push(&mut self, line: &[u32]) {
+        let (p, n) = (line.len(), self.carried);
+        assert!(
+            p <= 16 && self.at + p <= self.out.len(),
+            "a line of at most 16 values inside the output"
+        );
+        // SAFETY: the mask reads the line's `p` values; the index tables are 64 bytes.
+        let (v, merged) = unsafe {
+            let v = _mm512_maskz_loadu_epi32(((1u32 << p) - 1) as u16, line.as_ptr().cast());
+            (v, _mm512_permutex2var_epi32(self.carry, index(&MERGE[n]), v))
+        };
+        self.at += p;
+        if n + p < 16 {
+            self.carry = merged;
+            self.carried = n + p;
+            return;
+        }
+        // The chunk out[at - p - n..][..16]; its first `skip` lanes lie before `out`.
+        let chunk = self.out.as_mut_ptr().wrapping_add(self.at - p).wrapping_sub(n);
+        // SAFETY: the chunk ends inside `out` (at - p - n + 16 <= at), and starts inside
+        // it past the `skip` masked-off lanes; a chunk stored in full is 64-byte aligned.
+        unsafe {
+            if self.skip > 0 {
+                _mm512_mask_storeu_epi32(chunk.cast(), u16::MAX << self.skip, merged);
+                self.skip = 0;
+            } else {
+                _mm512_stream_si512(chunk.cast(), merged);
+            }
+            self.carry = _mm512_permutexvar_epi32(index(&REST[16 - n]), v);
+        }
+        self.carried = n + p - 16;
+    }
+
+    /// Stores the carried values and orders the streamed stores before later ones.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn finish(self) {
+        let n = self.carried;
+        let keep = ((1u32 << n) - 1) as u16 & (u16::MAX << self.skip);
+        let chunk = self.out.as_mut_ptr().wrapping_add(self.at).wrapping_sub(n);
+        // SAFETY: lanes skip..n are out[at - n + skip..at].
+        unsafe { _mm512_mask_storeu_epi32(chunk.cast(), keep, self.carry) };
+        _mm_sfence();
+    }
+}
+
+/// A table of 16 lane indices as a vector.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn index(lanes: &[u32; 16]) -> __m512i {
+    // SAFETY: 64 bytes, read unaligned.
+    unsafe { lanes.as_ptr().cast::<__m512i>().read_unaligned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{detected, Lines};
+    use crate::testing::Rng;
+
+    /// Lines of `lens` values pushed into `len` values starting `start` values into a
+    /// buffer with guard values around them: the same values as copying the lines in
+    /// order, and the guards untouched.
+    fn check(start: usize, len: usize, lens: &mut dyn Iterator<Item = usize>) {
+        const GUARD: u32 = 0xdead_beef;
+        let mut buffer = vec![GUARD; start + len + 32];
+        let source: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let mut lines = Vec::new();
+        let mut at = 0;
+        while at < len {
+            let p = lens.next().expect("a line length").min(len - at);
+            lines.push(&source[at..at + p]);
+            at += p;
+        }
+        // SAFETY: only where the CPU has AVX-512F.
+        unsafe {
+            let mut writer = Lines::new(&mut buffer[start..start + len]);
+            for line in &lines {
+                writer.push(line);
+            }
+            writer.finish();
+        }
+        assert!(
+            buffer[..start].iter().all(|&v| v == GUARD),
+            "start {start} len {len}"
+        );
+        assert_eq!(buffer[start..start + len], source[..], "start {start} len {len}");
+        assert!(
+            buffer[start + len..].iter().all(|&v| v == GUARD),
+            "start {start} len {len}"
+        );
+    }
+
+    #[test]
+    fn lines_land_in_order_at_every_alignment() {
+        if !detected() {
+            return;
+        }
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for start in 0..16 {
+            for len in [0, 1, 5, 15, 16, 17, 31, 33, 14 * 6, 16 * 9, 1000] {
+                for p in [1, 3, 14, 15, 16] {
+                    check(start, len, &mut std::iter::repeat(p));
+                }
+                check(start, len, &mut std::iter::from_fn(|| Some(rng.below(17))));
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_end_panics() {
+        if !detected() {
+            return;
+        }
+        let result = std::panic::catch_unwind(|| {
+            let mut out = vec![0u32; 20];
+            // SAFETY: AVX-512F was detected.
+            unsafe {
+                let mut writer = Lines::new(&mut out);
+                writer.push(&[1; 16]);
+                writer.push(&[2; 5]);
+            }
+        });
+        assert!(result.is_err());
+    }
+}
