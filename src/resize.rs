@@ -1458,7 +1458,7 @@ mod avx2 {
     }
 
     /// Two `i16` taps packed as the pair `madd_epi16` multiplies together.
-    fn pair(a: i16, b: i16) -> i32 {
+    pub(super) fn pair(a: i16, b: i16) -> i32 {
         (i32::from(b) << 16) | i32::from(a as u16)
     }
 
@@ -1806,20 +1806,25 @@ mod avx2 {
 /// every block lie within 128 bytes (scales down to about 1/9 on RGBX rows, 1/13 on RGB),
 /// two loads and two byte permutes fill all four lanes; otherwise each lane loads its own window. Loads that would
 /// pass the end of a row's memory run are masked, so no output falls back to scalar code.
+/// Tables of at most eight taps whose windows are close enough (scales down to about 1/1.7
+/// on RGBX rows, 1/2.4 on RGB) take [`Planar`]'s blocks of sixteen outputs instead, one
+/// channel a vector: half the permutes and multiplies per output, and on a 2-vCPU Xeon
+/// 640x480 -> 448x480 in 0.36 ms against 0.76 ms (Pillow's taps), 1920 -> 1288 wide in 1.6 ms
+/// against 3.8 ms (torch's).
 /// The vertical pass is the AVX2 one, 64 bytes at a time.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::{
         __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
         _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_inserti32x4, _mm512_loadu_si512,
-        _mm512_madd_epi16, _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8, _mm512_packs_epi32,
-        _mm512_packus_epi16, _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_setzero_si512,
-        _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm_cvtsi32_si128, _mm_loadu_si128,
-        _mm_maskz_loadu_epi8, _mm_setr_epi16, _mm_setr_epi8,
+        _mm512_madd_epi16, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8,
+        _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutexvar_epi8, _mm512_set1_epi32,
+        _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm_cvtsi32_si128,
+        _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_setr_epi16, _mm_setr_epi8,
     };
     use std::ops::Range;
 
-    use super::avx2::{self, narrow, split, whole, wide_span, LO_BITS};
+    use super::avx2::{self, narrow, pair, split, whole, wide_span, LO_BITS};
     use super::{vertical_blocks, vertical_rows_wide, Coeffs, Source};
 
     /// Whether this CPU has the AVX-512 subsets the pass uses.
@@ -1848,6 +1853,112 @@ mod avx512 {
         /// lane, repeated for R, G and B with a zero fourth slot; split tables hold the high
         /// halves, then the low halves.
         vectors: Vec<__m512i>,
+        /// The pass sixteen outputs a block, where the table allows it.
+        planar: Option<Planar>,
+    }
+
+    /// Sixteen outputs a block, one channel a register: each output's 32-bit lane holds
+    /// the bytes of two adjacent taps as a 16-bit pair, so one `madd` gives sixteen outputs'
+    /// sums of one channel for two taps, and a block takes three byte permutes (one per
+    /// channel) per two taps, where [`Horizontal`]'s four-output blocks take two per four
+    /// taps and four outputs. For tables of at most eight taps whose sixteen windows of
+    /// every block lie within 128 bytes (scales down to about 1/1.7 on RGBX rows, 1/2.4 on
+    /// RGB), for that pixel size.
+    pub(super) struct Planar {
+        /// Tap pairs per output (the most any output has; the rest zero).
+        pairs: usize,
+        /// Each block's first tap (a source pixel index).
+        starts: Vec<usize>,
+        /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart),
+        /// per block, per channel, per pair: the byte permute that takes each output's two
+        /// tap bytes from the 128 bytes at the block's first tap into its lane's 16-bit
+        /// halves (zero taps past a window read byte 0).
+        permutes: [Option<Vec<__m512i>>; 2],
+        /// Per block, per pair: each output's taps as the pair `madd` multiplies; split
+        /// tables hold the high halves, then the low halves.
+        taps: Vec<__m512i>,
+    }
+
+    /// The low byte of each 16-bit half of every 32-bit lane, which the permutes fill.
+    const BYTE_PAIRS: u64 = 0x5555_5555_5555_5555;
+
+    /// Where each byte of sixteen packed RGB outputs lies after
+    /// `packus(packs(r, g), packs(b, 0))`: lane `l` holds outputs `4l..4l + 4`'s R, then G,
+    /// then B bytes.
+    const PLANAR_RGB: __m512i = {
+        let mut index = [0u8; 64];
+        let mut i = 0;
+        while i < 48 {
+            let (out, channel) = (i / 3, i % 3);
+            index[i] = (16 * (out / 4) + 4 * channel + out % 4) as u8;
+            i += 1;
+        }
+        // SAFETY: 64 bytes are a valid `__m512i`.
+        unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
+    };
+
+    impl Planar {
+        /// The sixteen-output pass of `coeffs`, or `None` for more than eight taps.
+        fn new(coeffs: &Coeffs, split_taps: bool) -> Option<Planar> {
+            let out_w = coeffs.out_len();
+            let pairs = (0..out_w).map(|i| coeffs.taps(i).1.len().div_ceil(2)).max()?;
+            if !(1..=4).contains(&pairs) {
+                return None;
+            }
+            let last = |x: usize| x.min(out_w - 1);
+            let blocks = out_w.div_ceil(16);
+            let starts: Vec<usize> = (0..blocks).map(|b| coeffs.taps(16 * b).0).collect();
+            let parts: &[fn(i32) -> i16] = if split_taps {
+                &[|k| split(k).0, |k| split(k).1]
+            } else {
+                &[narrow]
+            };
+            let vector = |lanes: [i32; 16]| {
+                // SAFETY: 64 bytes are a valid `__m512i`.
+                unsafe { std::mem::transmute::<[i32; 16], __m512i>(lanes) }
+            };
+            let mut taps = Vec::with_capacity(blocks * pairs * parts.len());
+            for b in 0..blocks {
+                for p in 0..pairs {
+                    for &part in parts {
+                        taps.push(vector(std::array::from_fn(|j| {
+                            let (_, k) = coeffs.taps(last(16 * b + j));
+                            let [t0, t1] = [2 * p, 2 * p + 1].map(|t| part(k.get(t).copied().unwrap_or(0)));
+                            pair(t0, t1)
+                        })));
+                    }
+                }
+            }
+            let permutes = [3, 4].map(|c| {
+                let mut permutes = Vec::with_capacity(blocks * 3 * pairs);
+                for (b, &first) in starts.iter().enumerate() {
+                    for channel in 0..3 {
+                        for p in 0..pairs {
+                            let mut index = [0u8; 64];
+                            for j in 0..16 {
+                                let (start, k) = coeffs.taps(last(16 * b + j));
+                                for t in 0..2 {
+                                    if 2 * p + t < k.len() {
+                                        let at = (start + 2 * p + t - first) * c + channel;
+                                        index[4 * j + 2 * t] =
+                                            u8::try_from(at).ok().filter(|&at| at < 128)?;
+                                    }
+                                }
+                            }
+                            // SAFETY: 64 bytes are a valid `__m512i`.
+                            permutes.push(unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) });
+                        }
+                    }
+                }
+                Some(permutes)
+            });
+            Some(Planar {
+                pairs,
+                starts,
+                permutes,
+                taps,
+            })
+        }
     }
 
     /// Byte offsets, in a window whose pixel 0 (of `c` bytes) is at byte `at`, of the low
@@ -2012,6 +2123,7 @@ mod avx512 {
                 permutes
             });
             Horizontal {
+                planar: Planar::new(&coeffs, split_taps),
                 coeffs,
                 groups,
                 split: split_taps,
@@ -2028,6 +2140,32 @@ mod avx512 {
         /// The CPU must support AVX-512F, BW, VL and VBMI.
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
         pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
+            if let Some(planar) = &self.planar {
+                if let Some(permutes) = &planar.permutes[src.channels() - 3] {
+                    // SAFETY (all arms): the caller guarantees the CPU features.
+                    unsafe {
+                        match (src.channels() == 4, self.split, planar.pairs) {
+                            (true, true, 1) => self.planar::<1, 4, true>(planar, permutes, src, rows, out),
+                            (true, true, 2) => self.planar::<2, 4, true>(planar, permutes, src, rows, out),
+                            (true, true, 3) => self.planar::<3, 4, true>(planar, permutes, src, rows, out),
+                            (true, true, _) => self.planar::<4, 4, true>(planar, permutes, src, rows, out),
+                            (true, false, 1) => self.planar::<1, 4, false>(planar, permutes, src, rows, out),
+                            (true, false, 2) => self.planar::<2, 4, false>(planar, permutes, src, rows, out),
+                            (true, false, 3) => self.planar::<3, 4, false>(planar, permutes, src, rows, out),
+                            (true, false, _) => self.planar::<4, 4, false>(planar, permutes, src, rows, out),
+                            (false, true, 1) => self.planar::<1, 3, true>(planar, permutes, src, rows, out),
+                            (false, true, 2) => self.planar::<2, 3, true>(planar, permutes, src, rows, out),
+                            (false, true, 3) => self.planar::<3, 3, true>(planar, permutes, src, rows, out),
+                            (false, true, _) => self.planar::<4, 3, true>(planar, permutes, src, rows, out),
+                            (false, false, 1) => self.planar::<1, 3, false>(planar, permutes, src, rows, out),
+                            (false, false, 2) => self.planar::<2, 3, false>(planar, permutes, src, rows, out),
+                            (false, false, 3) => self.planar::<3, 3, false>(planar, permutes, src, rows, out),
+                            (false, false, _) => self.planar::<4, 3, false>(planar, permutes, src, rows, out),
+                        }
+                    }
+                    return;
+                }
+            }
             let near = !self.permutes[src.channels() - 3].is_empty();
             // SAFETY (all arms): the caller guarantees the CPU features.
             unsafe {
@@ -2040,6 +2178,72 @@ mod avx512 {
                     (false, true, false) => self.rows_n::<3, true, false>(src, rows, out),
                     (false, false, true) => self.rows_n::<3, false, true>(src, rows, out),
                     (false, false, false) => self.rows_n::<3, false, false>(src, rows, out),
+                }
+            }
+        }
+
+        /// [`Horizontal::run`] with [`Planar`]'s blocks: `P` tap pairs, pixels of `C` bytes,
+        /// taps split when `SPLIT`, `permutes` those of `C`.
+        ///
+        /// # Safety
+        /// As [`Horizontal::run`].
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        unsafe fn planar<const P: usize, const C: usize, const SPLIT: bool>(
+            &self,
+            planar: &Planar,
+            permutes: &[__m512i],
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
+            let parts = if SPLIT { 2 } else { 1 };
+            let rounding = _mm512_set1_epi32(self.coeffs.rounding());
+            let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
+            let zero = _mm512_setzero_si512();
+            let out_w = self.coeffs.out_len();
+            for (y, out_row) in rows.zip(out.chunks_exact_mut(out_w * 3)) {
+                // As in `rows`: loads past the row meet zero taps.
+                let run = src.tail(y);
+                for (b, &first) in planar.starts.iter().enumerate() {
+                    let at = first * C;
+                    // SAFETY: the caller guarantees the CPU features; the loads are masked to
+                    // `run`.
+                    let (v, w) = unsafe { (load64(run, at), load64(run, at + 64)) };
+                    let taps = &planar.taps[b * P * parts..][..P * parts];
+                    let permutes = &permutes[b * 3 * P..][..3 * P];
+                    let sums: [__m512i; 3] = std::array::from_fn(|channel| {
+                        let mut hi = zero;
+                        let mut lo = zero;
+                        for p in 0..P {
+                            let pairs =
+                                _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, permutes[channel * P + p], w);
+                            hi = _mm512_add_epi32(hi, _mm512_madd_epi16(pairs, taps[p * parts]));
+                            if SPLIT {
+                                lo = _mm512_add_epi32(lo, _mm512_madd_epi16(pairs, taps[p * parts + 1]));
+                            }
+                        }
+                        let sum = if SPLIT {
+                            _mm512_add_epi32(_mm512_slli_epi32::<{ LO_BITS as u32 }>(hi), lo)
+                        } else {
+                            hi
+                        };
+                        _mm512_sra_epi32(_mm512_add_epi32(sum, rounding), shift)
+                    });
+                    // Saturating packs clamp to 0..=255 as `clip8` does.
+                    let v = _mm512_packus_epi16(
+                        _mm512_packs_epi32(sums[0], sums[1]),
+                        _mm512_packs_epi32(sums[2], zero),
+                    );
+                    let v = _mm512_permutexvar_epi8(PLANAR_RGB, v);
+                    let n = (out_w - 16 * b).min(16);
+                    // SAFETY: the mask writes only the 3n bytes of outputs 16b..16b + n.
+                    unsafe {
+                        _mm512_mask_storeu_epi8(
+                            out_row.as_mut_ptr().add(48 * b).cast(),
+                            (1 << (3 * n)) - 1,
+                            v,
+                        );
+                    }
                 }
             }
         }
