@@ -1885,17 +1885,7 @@ mod avx512 {
     /// Where each byte of sixteen packed RGB outputs lies after
     /// `packus(packs(r, g), packs(b, 0))`: lane `l` holds outputs `4l..4l + 4`'s R, then G,
     /// then B bytes.
-    const PLANAR_RGB: __m512i = {
-        let mut index = [0u8; 64];
-        let mut i = 0;
-        while i < 48 {
-            let (out, channel) = (i / 3, i % 3);
-            index[i] = (16 * (out / 4) + 4 * channel + out % 4) as u8;
-            i += 1;
-        }
-        // SAFETY: 64 bytes are a valid `__m512i`.
-        unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
-    };
+    const PLANAR_RGB: __m512i = rgb_bytes(16, true);
 
     impl Planar {
         /// The sixteen-output pass of `coeffs`, or `None` for more than eight taps.
@@ -1974,17 +1964,25 @@ mod avx512 {
 
     /// Where each byte of eight packed RGB outputs lies after `packus(packs(a, c), 0)` of
     /// blocks `a` and `c`: lane `j` holds output `j`'s [R, G, B, 0] then output `4 + j`'s.
-    const PACKED_RGB: __m512i = {
+    const PACKED_RGB: __m512i = rgb_bytes(8, false);
+
+    /// The byte permute that gathers `outputs` packed RGB outputs from sums packed to bytes
+    /// as [`PLANAR_RGB`] (`planar`) or [`PACKED_RGB`] describe.
+    const fn rgb_bytes(outputs: usize, planar: bool) -> __m512i {
         let mut index = [0u8; 64];
         let mut i = 0;
-        while i < 24 {
+        while i < 3 * outputs {
             let (out, channel) = (i / 3, i % 3);
-            index[i] = (16 * (out % 4) + 4 * (out / 4) + channel) as u8;
+            index[i] = if planar {
+                16 * (out / 4) + 4 * channel + out % 4
+            } else {
+                16 * (out % 4) + 4 * (out / 4) + channel
+            } as u8;
             i += 1;
         }
         // SAFETY: 64 bytes are a valid `__m512i`.
         unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
-    };
+    }
 
     /// Four 128-bit lanes, lane `j` being `lane(j)`.
     #[target_feature(enable = "avx512f")]
@@ -2141,26 +2139,19 @@ mod avx512 {
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
         pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
             if let Some(planar) = &self.planar {
-                if let Some(permutes) = &planar.permutes[src.channels() - 3] {
+                // RGBX rows whose windows are too far apart for 4-byte pixels are packed to
+                // RGB a row at a time, where 3-byte pixels fit.
+                let pixel = [src.channels(), 3]
+                    .into_iter()
+                    .find(|&c| planar.permutes[c - 3].is_some());
+                if let Some((c, Some(permutes))) = pixel.map(|c| (c, &planar.permutes[c - 3])) {
                     // SAFETY (all arms): the caller guarantees the CPU features.
                     unsafe {
-                        match (src.channels() == 4, self.split, planar.pairs) {
-                            (true, true, 1) => self.planar::<1, 4, true>(planar, permutes, src, rows, out),
-                            (true, true, 2) => self.planar::<2, 4, true>(planar, permutes, src, rows, out),
-                            (true, true, 3) => self.planar::<3, 4, true>(planar, permutes, src, rows, out),
-                            (true, true, _) => self.planar::<4, 4, true>(planar, permutes, src, rows, out),
-                            (true, false, 1) => self.planar::<1, 4, false>(planar, permutes, src, rows, out),
-                            (true, false, 2) => self.planar::<2, 4, false>(planar, permutes, src, rows, out),
-                            (true, false, 3) => self.planar::<3, 4, false>(planar, permutes, src, rows, out),
-                            (true, false, _) => self.planar::<4, 4, false>(planar, permutes, src, rows, out),
-                            (false, true, 1) => self.planar::<1, 3, true>(planar, permutes, src, rows, out),
-                            (false, true, 2) => self.planar::<2, 3, true>(planar, permutes, src, rows, out),
-                            (false, true, 3) => self.planar::<3, 3, true>(planar, permutes, src, rows, out),
-                            (false, true, _) => self.planar::<4, 3, true>(planar, permutes, src, rows, out),
-                            (false, false, 1) => self.planar::<1, 3, false>(planar, permutes, src, rows, out),
-                            (false, false, 2) => self.planar::<2, 3, false>(planar, permutes, src, rows, out),
-                            (false, false, 3) => self.planar::<3, 3, false>(planar, permutes, src, rows, out),
-                            (false, false, _) => self.planar::<4, 3, false>(planar, permutes, src, rows, out),
+                        match (c == 4, self.split) {
+                            (true, true) => self.planar_n::<4, true>(planar, permutes, src, rows, out),
+                            (true, false) => self.planar_n::<4, false>(planar, permutes, src, rows, out),
+                            (false, true) => self.planar_n::<3, true>(planar, permutes, src, rows, out),
+                            (false, false) => self.planar_n::<3, false>(planar, permutes, src, rows, out),
                         }
                     }
                     return;
@@ -2182,8 +2173,33 @@ mod avx512 {
             }
         }
 
-        /// [`Horizontal::run`] with [`Planar`]'s blocks: `P` tap pairs, pixels of `C` bytes,
-        /// taps split when `SPLIT`, `permutes` those of `C`.
+        /// [`Horizontal::planar`] with its tap pairs unrolled.
+        ///
+        /// # Safety
+        /// As [`Horizontal::run`].
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        unsafe fn planar_n<const C: usize, const SPLIT: bool>(
+            &self,
+            planar: &Planar,
+            permutes: &[__m512i],
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
+            // SAFETY (all arms): the caller guarantees the CPU features.
+            unsafe {
+                match planar.pairs {
+                    1 => self.planar::<1, C, SPLIT>(planar, permutes, src, rows, out),
+                    2 => self.planar::<2, C, SPLIT>(planar, permutes, src, rows, out),
+                    3 => self.planar::<3, C, SPLIT>(planar, permutes, src, rows, out),
+                    _ => self.planar::<4, C, SPLIT>(planar, permutes, src, rows, out),
+                }
+            }
+        }
+
+        /// [`Horizontal::run`] with [`Planar`]'s blocks: `P` tap pairs, taps split when
+        /// `SPLIT`, `permutes` those of `C`-byte pixels (RGBX rows packed to RGB first when
+        /// `C` is 3).
         ///
         /// # Safety
         /// As [`Horizontal::run`].
@@ -2201,9 +2217,17 @@ mod avx512 {
             let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
             let zero = _mm512_setzero_si512();
             let out_w = self.coeffs.out_len();
+            let width = src.size().1;
+            let mut packed = Vec::new();
             for (y, out_row) in rows.zip(out.chunks_exact_mut(out_w * 3)) {
                 // As in `rows`: loads past the row meet zero taps.
-                let run = src.tail(y);
+                let run = if C == 3 && src.channels() == 4 {
+                    packed.resize(width * 3, 0);
+                    super::pack_rgbx(src.row(y), &mut packed);
+                    &packed[..]
+                } else {
+                    src.tail(y)
+                };
                 for (b, &first) in planar.starts.iter().enumerate() {
                     let at = first * C;
                     // SAFETY: the caller guarantees the CPU features; the loads are masked to
