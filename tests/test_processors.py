@@ -895,7 +895,7 @@ def test_the_buffer_pool_limit_is_set_and_checked() -> None:
             mmfast.set_buffer_pool(megabytes)
             assert_same_outputs(proc(image, threads=1), want)
     finally:
-        mmfast.set_buffer_pool(256)
+        mmfast.set_buffer_pool(processors.DEFAULT_POOL_MB)
     for bad in (-1, 2.5, True, 2**21, "256"):
         with pytest.raises(MmfastError, match="megabytes: expected an integer from 0 to"):
             mmfast.set_buffer_pool(bad)

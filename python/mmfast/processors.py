@@ -135,13 +135,13 @@ def warmup(megabytes: int = 512) -> None:
     _native.warmup(_megabytes(megabytes, 1))
 
 
-# set_buffer_pool's default.
-DEFAULT_POOL_MB = 256
+# set_buffer_pool's default: room for one 12 MP Qwen output (292 MB; see src/alloc.rs).
+DEFAULT_POOL_MB = 512
 
 
 def set_buffer_pool(megabytes: int) -> None:
     """Keep up to ``megabytes`` of freed output and scratch buffers for reuse (default
-    :data:`DEFAULT_POOL_MB`, 256; 0 keeps none and frees what is kept).
+    :data:`DEFAULT_POOL_MB`, 512; 0 keeps none and frees what is kept).
 
     A call whose output (or resize scratch) fits a kept buffer writes into it instead of
     fresh memory, whose pages the kernel has to provide and zero first. An output larger
