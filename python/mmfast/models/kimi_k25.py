@@ -31,6 +31,7 @@ row ``(frames, rows, columns)`` per chunk and ``num_chunks_per_video``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ from mmfast.models.base import (
     VideoPlan,
     View,
     check_image_size,
+    frozen,
     plan_constants,
     resizer,
 )
@@ -104,8 +106,10 @@ def navit_resize_image(
     return (new_h, new_w), (pad_height, pad_width)
 
 
+@functools.lru_cache(maxsize=64)
 def numpy_tables(mean: RGB, std: RGB) -> NDArray[np.float32]:
-    """(3, 256) float32: ``media_utils.normalize`` of every uint8 value, per channel.
+    """(3, 256) float32: ``media_utils.normalize`` of every uint8 value, per channel, made
+    once per mean and std (read-only, shared by every call).
 
     ``x / 255.0`` is a float64 division cast to float32; ``x -= mean`` and ``x *= std_inv``
     (``std_inv = 1.0 / np.array(std)``) compute in float64 and store float32, exactly as the
@@ -114,7 +118,7 @@ def numpy_tables(mean: RGB, std: RGB) -> NDArray[np.float32]:
     x = (np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1) / 255.0).astype(np.float32)
     x -= np.array(mean)
     x *= 1.0 / np.array(std)
-    return np.ascontiguousarray(x.T)
+    return frozen(np.ascontiguousarray(x.T))
 
 
 @dataclass(frozen=True)

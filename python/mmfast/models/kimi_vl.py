@@ -13,6 +13,7 @@ and L (for those two the order makes no difference).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from mmfast.models.base import (
     Resize,
     View,
     check_image_size,
+    frozen,
 )
 from mmfast.models.config import MAX_INT, Fields, Source, is_int_in
 from mmfast.models.geometry import CropBox
@@ -45,15 +47,17 @@ from mmfast.models.geometry import CropBox
 __all__ = ["KimiVLConfig", "patch_grid_outputs", "torchvision_tables"]
 
 
+@functools.lru_cache(maxsize=64)
 def torchvision_tables(mean: RGB, std: RGB) -> NDArray[np.float32]:
-    """(3, 256) float32: ``TF.normalize(TF.to_tensor(x), mean, std)`` for every uint8 value.
+    """(3, 256) float32: ``TF.normalize(TF.to_tensor(x), mean, std)`` for every uint8 value,
+    made once per mean and std (read-only, shared by every call).
 
     ``to_tensor`` divides the float32 value by 255 (a division, not a multiplication by
     1/255), ``normalize`` subtracts the float32 mean and divides by the float32 std.
     """
     x = np.arange(256, dtype=np.float32) / np.float32(255)
     rows = [(x - np.float32(m)) / np.float32(s) for m, s in zip(mean, std, strict=True)]
-    return np.stack(rows).astype(np.float32)
+    return frozen(np.stack(rows).astype(np.float32))
 
 
 def patch_grid_outputs(plans: Sequence[ImagePlan], key: str, temporal: bool) -> dict[str, Any]:
