@@ -34,6 +34,7 @@ from mmfast.models.base import (
     Pad,
     View,
     check_image_size,
+    fill_area,
     float32_tables,
     identity_table,
     plan_constants,
@@ -268,10 +269,11 @@ class Idefics2Config(ModelConfig):
             [size for p in plans[a:b] for _, size in self.frames(p.height, p.width)]
             for a, b in starts
         ]
-        mask = np.zeros((len(frames), max(map(len, frames)), height, width), np.int64)
+        mask = np.empty((len(frames), max(map(len, frames)), height, width), np.int64)
         for i, sample in enumerate(frames):
             for j, (h, w) in enumerate(sample):
-                mask[i, j, :h, :w] = 1
+                fill_area(mask[i, j], h, w)
+            mask[i, len(sample) :] = 0
         return {"pixel_attention_mask": mask}
 
 

@@ -39,6 +39,7 @@ from mmfast.models.base import (
     VideoPlan,
     View,
     check_image_size,
+    fill_area,
     float32_tables,
     identity_table,
     plan_constants,
@@ -227,9 +228,11 @@ class Idefics3Config(ModelConfig):
         ``rows`` and ``cols`` as nested lists, one list per sample."""
         starts = list(itertools.pairwise([0, *itertools.accumulate(sample_sizes)]))
         frames = [sum(p.output_shapes["pixel_values"][0] for p in plans[a:b]) for a, b in starts]
-        mask = np.zeros((len(sample_sizes), max(frames), self.tile, self.tile), np.int64)
+        # Each value written once (see fill_area).
+        mask = np.empty((len(sample_sizes), max(frames), self.tile, self.tile), np.int64)
         for i, n in enumerate(frames):
             mask[i, :n] = 1
+            mask[i, n:] = 0
         out: dict[str, Any] = {"pixel_attention_mask": mask}
         if self.return_row_col_info:
             out["rows"] = [[p.tiles.tiles_h for p in plans[a:b] if p.tiles] for a, b in starts]
@@ -506,10 +509,9 @@ class SmolVLMVideoConfig(VideoConfig):
             return {}
         frames = max(p.frames for p in plans)
         height, width = plans[0].output_shapes[self.output_key][2:]
-        mask = np.zeros((len(plans), frames, height, width), np.int64)
+        mask = np.empty((len(plans), frames, height, width), np.int64)
         for i, plan in enumerate(plans):
-            h, w = cast("SmolVLMVideoPlan", plan).frame_hw
-            mask[i, :, :h, :w] = 1
+            fill_area(mask[i], *cast("SmolVLMVideoPlan", plan).frame_hw)
         return {"pixel_attention_mask": mask}
 
 
