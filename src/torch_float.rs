@@ -462,7 +462,8 @@ impl Path {
     }
 }
 
-/// [`Plan::run`] compiled with FMA: every `mul_add` is one instruction.
+/// [`Plan::run`] compiled with FMA: every `mul_add` is one instruction, and the
+/// channels-last loop takes [`channels_last_fma`].
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
@@ -475,7 +476,101 @@ unsafe fn run_fma<V: Values>(
     rows: Range<usize>,
     emit: &mut dyn FnMut(usize, &[f32]),
 ) {
-    plan.run(src, width, rows, emit);
+    match plan {
+        // SAFETY: the caller guarantees AVX2 and FMA.
+        Plan::ChannelsLast { rows: ty, cols: tx } => unsafe { channels_last_fma(src, ty, tx, rows, emit) },
+        _ => plan.run(src, width, rows, emit),
+    }
+}
+
+/// [`Plan::ChannelsLast`]'s loop eight outputs of a channel at a time: the two source rows an
+/// output row reads as planar runs (each row read once while the next output rows still
+/// read it), the four values of each output gathered from them. Every lane runs the scalar
+/// loop's multiplies and FMAs in its order, so the bits are the same. Molmo2 at 640x480
+/// on one thread (its 378x378 and 644x644 resizes): 7.2 ms a call in this loop before,
+/// 3.9 ms after (perf samples); the whole call 13.0-14.0 ms before, 10.4-11.1 ms after.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn channels_last_fma<V: Values>(
+    src: &V,
+    ty: &Taps<2>,
+    tx: &Taps<2>,
+    rows: Range<usize>,
+    emit: &mut dyn FnMut(usize, &[f32]),
+) {
+    use std::arch::x86_64::{
+        _mm256_fmadd_ps, _mm256_i32gather_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps,
+        _mm256_set1_ps, _mm256_storeu_ps,
+    };
+    const LANES: usize = 8;
+    let width = tx.index.len();
+    let src_width = src.width();
+    let index: [Vec<i32>; 2] = std::array::from_fn(|j| {
+        tx.index
+            .iter()
+            .map(|i| i32::try_from(i[j]).expect("a column index fits i32"))
+            .collect()
+    });
+    let weight: [Vec<f32>; 2] = std::array::from_fn(|j| tx.weight.iter().map(|w| w[j]).collect());
+    let mut lines = [vec![0f32; CHANNELS * src_width], vec![0f32; CHANNELS * src_width]];
+    // The source row each line holds.
+    let mut held = [usize::MAX; 2];
+    let mut out = vec![0f32; CHANNELS * width];
+    for oy in rows {
+        let ([y0, y1], [h0, h1]) = (ty.index[oy], ty.weight[oy]);
+        // The lines of rows y0 and y1, read into a line the other one does not need.
+        let mut slots = [0usize; 2];
+        for (j, &row) in [y0, y1].iter().enumerate() {
+            slots[j] = held.iter().position(|&r| r == row).unwrap_or_else(|| {
+                let s = if j == 1 {
+                    1 - slots[0]
+                } else {
+                    usize::from(held[0] == y1)
+                };
+                src.line(row, &mut lines[s]);
+                held[s] = row;
+                s
+            });
+        }
+        let (top, bottom) = (&lines[slots[0]], &lines[slots[1]]);
+        let blocks = width / LANES * LANES;
+        for ox in (0..blocks).step_by(LANES) {
+            // SAFETY: AVX2 and FMA are guaranteed by the caller; outputs ox..ox + 8 lie in
+            // `index`, `weight` and each plane of `out`, and every gathered index is a
+            // column of the source, inside each plane of `top` and `bottom`.
+            unsafe {
+                let i0 = _mm256_loadu_si256(index[0][ox..].as_ptr().cast());
+                let i1 = _mm256_loadu_si256(index[1][ox..].as_ptr().cast());
+                let w0 = _mm256_loadu_ps(weight[0][ox..].as_ptr());
+                let w1 = _mm256_loadu_ps(weight[1][ox..].as_ptr());
+                let (h0, h1) = (_mm256_set1_ps(h0), _mm256_set1_ps(h1));
+                let (w00, w01) = (_mm256_mul_ps(h0, w0), _mm256_mul_ps(h0, w1));
+                let (w10, w11) = (_mm256_mul_ps(h1, w0), _mm256_mul_ps(h1, w1));
+                for c in 0..CHANNELS {
+                    let (t, b) = (top[c * src_width..].as_ptr(), bottom[c * src_width..].as_ptr());
+                    let sum = _mm256_mul_ps(_mm256_i32gather_ps::<4>(t, i1), w01);
+                    let sum = _mm256_fmadd_ps(_mm256_i32gather_ps::<4>(t, i0), w00, sum);
+                    let sum = _mm256_fmadd_ps(_mm256_i32gather_ps::<4>(b, i0), w10, sum);
+                    let sum = _mm256_fmadd_ps(_mm256_i32gather_ps::<4>(b, i1), w11, sum);
+                    _mm256_storeu_ps(out[c * width + ox..].as_mut_ptr(), sum);
+                }
+            }
+        }
+        for ox in blocks..width {
+            let ([x0, x1], [w0, w1]) = (tx.index[ox], tx.weight[ox]);
+            let (w00, w01, w10, w11) = (h0 * w0, h0 * w1, h1 * w0, h1 * w1);
+            for c in 0..CHANNELS {
+                let (t, b) = (&top[c * src_width..], &bottom[c * src_width..]);
+                let sum = t[x0].mul_add(w00, t[x1] * w01);
+                let sum = b[x0].mul_add(w10, sum);
+                out[c * width + ox] = b[x1].mul_add(w11, sum);
+            }
+        }
+        emit(oy, &out);
+    }
 }
 
 fn check_size(arg: &'static str, (h, w): (usize, usize)) -> Result<usize, TransformError> {
