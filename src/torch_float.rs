@@ -472,8 +472,8 @@ impl Path {
     }
 }
 
-/// [`Plan::run`] compiled with FMA: every `mul_add` is one instruction, and the
-/// channels-last loop takes [`channels_last_fma`].
+/// [`Plan::run`] compiled with FMA (every `mul_add` one instruction), the channels-last and
+/// generic loops in their vector forms, [`channels_last_fma`] and [`generic_fma`].
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
