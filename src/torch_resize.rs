@@ -38,7 +38,8 @@ const CHANNELS: usize = 3;
 /// and `Bicubic`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TorchMode {
-    /// `InterpolationMode.NEAREST_EXACT`: source index `floor((i + 0.5) * in / out)`.
+    /// `InterpolationMode.NEAREST_EXACT`: source index `floor((i + 0.5) * in / out)`, in
+    /// `ATen`'s float32 arithmetic.
     NearestExact,
     /// `InterpolationMode.BILINEAR`.
     Bilinear,
@@ -266,12 +267,18 @@ fn overflow(arg: &'static str, what: &str) -> TransformError {
     }
 }
 
-/// Source index of each output for nearest-exact, in float32 like `ATen`:
-/// `min(floor(f32(in / out) * (i + 0.5)), in - 1)`.
+/// Source index of each output for nearest-exact, in float32 as `ATen`'s CPU kernel
+/// computes it: `t = max(f32(in / out) * (i + 0.5) - 0.5, 0)`, the multiply-add fused (its
+/// x86 builds contract it), then `min(floor(t + 0.5), in - 1)`. Unfused, or without the
+/// `- 0.5` and `+ 0.5`, an index that is whole in exact arithmetic can land a rounding
+/// short: widening 4 pixels to 3402, output 850 reads pixel 1 in torch.
 pub(crate) fn nearest_exact_indices(in_size: usize, out_size: usize) -> Vec<usize> {
     let scale = in_size as f32 / out_size as f32;
     (0..out_size)
-        .map(|i| ((scale * (i as f32 + 0.5)).floor() as usize).min(in_size - 1))
+        .map(|i| {
+            let t = scale.mul_add(i as f32 + 0.5, -0.5).max(0.0);
+            ((t + 0.5).floor() as usize).min(in_size - 1)
+        })
         .collect()
 }
 
@@ -530,6 +537,16 @@ mod tests {
         }
         let mut out = vec![0u8; 18];
         assert!(resize_torch_rgb(&src, (7, 3), &mut out, (3, 2), TorchMode::Lanczos, false).is_err());
+    }
+
+    /// Indices torch 2.15 picks where the exact source position is whole but the float32
+    /// scale times `i + 0.5` rounds below it: the fused multiply-add keeps them.
+    #[test]
+    fn nearest_exact_indices_match_aten_at_whole_positions() {
+        for (in_size, out_size, i) in [(4, 3402, 850), (10, 705, 70), (8, 1588, 198)] {
+            let indices = super::nearest_exact_indices(in_size, out_size);
+            assert_eq!(indices[i - 1..=i + 1], [0, 1, 1], "{in_size} -> {out_size}");
+        }
     }
 
     #[test]
