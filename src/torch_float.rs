@@ -338,11 +338,10 @@ impl Plan {
                     let ([y0, y1], [h0, h1]) = (ty.index[oy], ty.weight[oy]);
                     let (top, bottom) = (src.row(y0), src.row(y1));
                     for (ox, (&[x0, x1], &[w0, w1])) in tx.index.iter().zip(&tx.weight).enumerate() {
-                        let (w00, w01, w10, w11) = (h0 * w0, h0 * w1, h1 * w0, h1 * w1);
+                        let w = [h0 * w0, h0 * w1, h1 * w0, h1 * w1];
                         for c in 0..CHANNELS {
-                            let sum = top(x0, c).mul_add(w00, top(x1, c) * w01);
-                            let sum = bottom(x0, c).mul_add(w10, sum);
-                            out[c * width + ox] = bottom(x1, c).mul_add(w11, sum);
+                            let corners = [top(x0, c), top(x1, c), bottom(x0, c), bottom(x1, c)];
+                            out[c * width + ox] = corner_sum(corners, w);
                         }
                     }
                     emit(oy, &out);
@@ -415,10 +414,26 @@ fn horizontal<const N: usize>(line: &[f32], tx: &Taps<N>, out: &mut [f32]) {
     let src_width = line.len() / CHANNELS;
     for (run, plane) in line.chunks_exact(src_width).zip(out.chunks_exact_mut(width)) {
         for ((o, index), weight) in plane.iter_mut().zip(&tx.index).zip(&tx.weight) {
-            let v: [f32; N] = std::array::from_fn(|j| run[index[j]]);
-            *o = chain(&v, weight);
+            *o = tap_sum(run, index, weight);
         }
     }
+}
+
+/// One horizontal output: the values of `run` at `index` through [`chain`] with `weight`.
+#[inline(always)]
+fn tap_sum<const N: usize>(run: &[f32], index: &[usize; N], weight: &[f32; N]) -> f32 {
+    let v: [f32; N] = std::array::from_fn(|j| run[index[j]]);
+    chain(&v, weight)
+}
+
+/// One channels-last output from its four corners (top-left, top-right, bottom-left,
+/// bottom-right) and their weights, in torch's order: the top pair fused, then each bottom
+/// value fused in.
+#[inline(always)]
+fn corner_sum([t0, t1, b0, b1]: [f32; 4], [w00, w01, w10, w11]: [f32; 4]) -> f32 {
+    let sum = t0.mul_add(w00, t1 * w01);
+    let sum = b0.mul_add(w10, sum);
+    b1.mul_add(w11, sum)
 }
 
 /// The code a [`Backend`] runs: the scalar path, or the same code compiled with FMA.
@@ -549,9 +564,9 @@ unsafe fn generic_fma<const N: usize, V: Values>(
                     _mm256_storeu_ps(plane[ox..].as_mut_ptr(), acc);
                 }
             }
-            for ox in blocks..width {
-                let v: [f32; N] = std::array::from_fn(|j| run[tx.index[ox][j]]);
-                plane[ox] = chain(&v, &tx.weight[ox]);
+            let tail = tx.index[blocks..].iter().zip(&tx.weight[blocks..]);
+            for (o, (index, weight)) in plane[blocks..].iter_mut().zip(tail) {
+                *o = tap_sum(run, index, weight);
             }
         }
     };
@@ -644,12 +659,10 @@ unsafe fn channels_last_fma<V: Values>(
         }
         for ox in blocks..width {
             let ([x0, x1], [w0, w1]) = (tx.index[ox], tx.weight[ox]);
-            let (w00, w01, w10, w11) = (h0 * w0, h0 * w1, h1 * w0, h1 * w1);
+            let w = [h0 * w0, h0 * w1, h1 * w0, h1 * w1];
             for c in 0..CHANNELS {
                 let (t, b) = (&top[c * src_width..], &bottom[c * src_width..]);
-                let sum = t[x0].mul_add(w00, t[x1] * w01);
-                let sum = b[x0].mul_add(w10, sum);
-                out[c * width + ox] = b[x1].mul_add(w11, sum);
+                out[c * width + ox] = corner_sum([t[x0], t[x1], b[x0], b[x1]], w);
             }
         }
         emit(oy, &out);
