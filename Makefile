@@ -28,7 +28,7 @@ test-python:
 
 lint: install-dev
 	cargo fmt --check
-	cd fuzz && cargo fmt --check
+	cd fuzz && cargo fmt --check && cargo check --locked
 	cargo clippy --locked --all-targets -- -D warnings
 	cargo clippy --locked --all-targets --no-default-features --features bench -- -D warnings
 	$(VENV)/bin/ruff check python tests benches

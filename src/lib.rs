@@ -724,12 +724,16 @@ mod _native {
             None => None,
             Some((kind, params)) => Some(match kind.as_str() {
                 "patches" => {
-                    let (patch_size, temporal_patch_size, merge_size) =
-                        extract("jobs", "(patch_size, temporal_patch_size, merge_size)", params)?;
+                    let (patch_size, temporal_patch_size, merge_size, time_major) = extract(
+                        "jobs",
+                        "(patch_size, temporal_patch_size, merge_size, time_major)",
+                        params,
+                    )?;
                     Layout::Patches(Patches {
                         patch_size,
                         temporal_patch_size,
                         merge_size,
+                        time_major,
                     })
                 }
                 "windows" => Layout::Windows(windows(params, "a list of (top, left, height, width)")?),

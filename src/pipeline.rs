@@ -909,6 +909,7 @@ mod tests {
         patch_size: 2,
         temporal_patch_size: 2,
         merge_size: 2,
+        time_major: false,
     };
 
     /// Runs one job alone on its own pixels: what the batch must reproduce.

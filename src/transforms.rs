@@ -582,6 +582,9 @@ pub struct Patches {
     pub temporal_patch_size: usize,
     /// Side of the square group of patches merged into one token.
     pub merge_size: usize,
+    /// Rows laid out (time, channel, y, x), Muse Glimmer's, instead of Qwen-VL's
+    /// (channel, time, y, x).
+    pub time_major: bool,
 }
 
 impl Patches {
@@ -622,6 +625,7 @@ pub fn normalize_to_patches<T: bytemuck::Pod>(
         patch_size: p,
         temporal_patch_size: t,
         merge_size: m,
+        ..
     } = patches;
     let unit = checked_len("patches", &[p, m])?;
     if p == 0 || t == 0 || m == 0 || h % unit != 0 || w % unit != 0 {
@@ -802,6 +806,7 @@ fn gather_band<T: bytemuck::Pod>(
         patch_size: p,
         temporal_patch_size: t,
         merge_size: m,
+        time_major,
     } = patches;
     let band_len = p * m * w;
     let frames = planes.len() / (3 * band_len);
@@ -809,15 +814,18 @@ fn gather_band<T: bytemuck::Pod>(
         // Row k of the band is patch (mh, mw) of merge group bw, both row-major.
         let (bw, within) = (k / (m * m), k % (m * m));
         let (y0, x0) = ((within / m) * p, (bw * m + within % m) * p);
-        // Channel c, time i lives at row[(c * t + i) * p * p..][..p * p]; a still image's
-        // one frame fills every time slot.
-        for c in 0..3 {
-            for i in 0..t {
-                let plane = &planes[((i % frames) * 3 + c) * band_len..][..band_len];
-                for y in 0..p {
-                    let at = (y0 + y) * w + x0;
-                    line(&plane[at..at + p]);
-                }
+        // The row's `p * p` blocks in order: channel c, time i at block c * t + i, or
+        // i * 3 + c when time-major; a still image's one frame fills every time slot.
+        for block in 0..3 * t {
+            let (c, i) = if time_major {
+                (block % 3, block / 3)
+            } else {
+                (block / t, block % t)
+            };
+            let plane = &planes[((i % frames) * 3 + c) * band_len..][..band_len];
+            for y in 0..p {
+                let at = (y0 + y) * w + x0;
+                line(&plane[at..at + p]);
             }
         }
     }
@@ -1098,7 +1106,8 @@ mod tests {
                                 for y in 0..ps {
                                     for x in 0..ps {
                                         let (sy, sx) = ((bh * m + mh) * ps + y, (bw * m + mw) * ps + x);
-                                        let col = ((c * t + ti) * ps + y) * ps + x;
+                                        let block = if p.time_major { ti * 3 + c } else { c * t + ti };
+                                        let col = (block * ps + y) * ps + x;
                                         let src = frames[ti % frames.len()];
                                         out[row * p.row_len().unwrap() + col] =
                                             norm.tables[c][usize::from(src[(sy * w + sx) * 3 + c])];
@@ -1152,6 +1161,7 @@ mod tests {
                 patch_size: p,
                 temporal_patch_size: 2,
                 merge_size: 2,
+                time_major: frames == 2,
             };
             let len = (h / p.patch_size) * (w / p.patch_size) * p.row_len().unwrap();
             #[cfg(target_arch = "x86_64")]
@@ -1181,6 +1191,7 @@ mod tests {
                     patch_size: 2,
                     temporal_patch_size: 2,
                     merge_size: 2,
+                    time_major: false,
                 },
                 (4, 8),
             ),
@@ -1189,6 +1200,7 @@ mod tests {
                     patch_size: 3,
                     temporal_patch_size: 1,
                     merge_size: 1,
+                    time_major: false,
                 },
                 (6, 3),
             ),
@@ -1197,6 +1209,7 @@ mod tests {
                     patch_size: 2,
                     temporal_patch_size: 3,
                     merge_size: 3,
+                    time_major: true,
                 },
                 (12, 6),
             ),
@@ -1205,6 +1218,7 @@ mod tests {
                     patch_size: 14,
                     temporal_patch_size: 2,
                     merge_size: 2,
+                    time_major: false,
                 },
                 (28, 56),
             ),
@@ -1213,8 +1227,18 @@ mod tests {
                     patch_size: 16,
                     temporal_patch_size: 2,
                     merge_size: 2,
+                    time_major: false,
                 },
                 (64, 32),
+            ),
+            (
+                Patches {
+                    patch_size: 14,
+                    temporal_patch_size: 2,
+                    merge_size: 1,
+                    time_major: true,
+                },
+                (28, 42),
             ),
         ] {
             let src = pattern(h * w * 3);
@@ -1253,6 +1277,7 @@ mod tests {
             patch_size: 14,
             temporal_patch_size: 2,
             merge_size: 2,
+            time_major: false,
         };
         let err = normalize_to_patches(&[&pattern(27 * 28 * 3)], (27, 28), p, norm, &mut []).unwrap_err();
         assert!(err.to_string().starts_with("size"));
@@ -1324,6 +1349,7 @@ mod tests {
             patch_size,
             temporal_patch_size: 2,
             merge_size,
+            time_major: false,
         };
         assert!(patches(huge, 1).row_len().is_err());
         let src = pattern(4 * 4 * 3);

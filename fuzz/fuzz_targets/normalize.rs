@@ -77,6 +77,7 @@ enum Op {
         p: u8,
         t: u8,
         m: u8,
+        time_major: bool,
         video: bool,
     },
     /// Arbitrary patch parameters.
@@ -84,6 +85,7 @@ enum Op {
         p: u64,
         t: u64,
         m: u64,
+        time_major: bool,
     },
 }
 
@@ -147,14 +149,17 @@ fn patches_reference(
         for bw in 0..gw / m {
             for mh in 0..m {
                 for mw in 0..m {
-                    for c in 0..3 {
-                        for ti in 0..t {
-                            let frame = &frames[ti % frames.len()];
-                            for y in 0..ps {
-                                for x in 0..ps {
-                                    let (sy, sx) = ((bh * m + mh) * ps + y, (bw * m + mw) * ps + x);
-                                    out.push(f(frame[(sy * w + sx) * 3 + c], c));
-                                }
+                    let blocks: Vec<(usize, usize)> = if p.time_major {
+                        (0..t).flat_map(|ti| (0..3).map(move |c| (c, ti))).collect()
+                    } else {
+                        (0..3).flat_map(|c| (0..t).map(move |ti| (c, ti))).collect()
+                    };
+                    for (c, ti) in blocks {
+                        let frame = &frames[ti % frames.len()];
+                        for y in 0..ps {
+                            for x in 0..ps {
+                                let (sy, sx) = ((bh * m + mh) * ps + y, (bw * m + mw) * ps + x);
+                                out.push(f(frame[(sy * w + sx) * 3 + c], c));
                             }
                         }
                     }
@@ -278,11 +283,18 @@ fuzz_target!(|input: Input| {
                 );
             }
         }
-        Op::Patches { p, t, m, video } => {
+        Op::Patches {
+            p,
+            t,
+            m,
+            time_major,
+            video,
+        } => {
             let p = Patches {
                 patch_size: 1 + usize::from(p % 4),
                 temporal_patch_size: 1 + usize::from(t % 4),
                 merge_size: 1 + usize::from(m % 4),
+                time_major,
             };
             let unit = p.patch_size * p.merge_size;
             // Usually sides the layout accepts, sometimes the image as it is.
@@ -311,11 +323,12 @@ fuzz_target!(|input: Input| {
                 );
             }
         }
-        Op::RawPatches { p, t, m } => {
+        Op::RawPatches { p, t, m, time_major } => {
             let p = Patches {
                 patch_size: p as usize,
                 temporal_patch_size: t as usize,
                 merge_size: m as usize,
+                time_major,
             };
             // Any destination length up to a small bound: only panics matter here.
             let mut dst = vec![f32::NAN; usize::from(delta.unsigned_abs()) * 12];

@@ -32,7 +32,7 @@ use libfuzzer_sys::fuzz_target;
 use mmfast::error::TransformError;
 use mmfast::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use mmfast::pipeline::{run_batch, Image, Job, Layout, Pad, Resize};
-use mmfast::resize::Filter;
+use mmfast::resize::{Filter, Source};
 use mmfast::torch_float::{resize_mapped_planes, FloatMode};
 use mmfast::torch_resize::TorchMode;
 use mmfast::transforms::{crop_and_normalize, normalize_to_patches, Normalize, Patches, Window};
@@ -176,6 +176,7 @@ fn patches(u: &mut Unstructured<'_>, frames: usize) -> Result<Patches> {
             patch_size: pick(u)?,
             temporal_patch_size: pick(u)?,
             merge_size: pick(u)?,
+            time_major: u.arbitrary()?,
         });
     }
     Ok(Patches {
@@ -186,6 +187,7 @@ fn patches(u: &mut Unstructured<'_>, frames: usize) -> Result<Patches> {
             u.int_in_range(1..=3)?
         },
         merge_size: u.int_in_range(1..=3)?,
+        time_major: u.arbitrary()?,
     })
 }
 
@@ -465,7 +467,7 @@ fn prepare(
     }
     if let Some(p) = job.pad {
         let mut out = vec![0; p.size.0 * p.size.1 * 3];
-        pad_rgb(&pixels, size, p.size, p.at, p.fill, &mut out)?;
+        pad_rgb(Source::packed(&pixels, 3, size)?, p.size, p.at, p.fill, &mut out)?;
         (pixels, size) = (out, p.size);
     }
     Ok((pixels, size))

@@ -1011,7 +1011,8 @@ def native_layout(
         return None, 0
     if isinstance(out, Patchify):
         p, t = out.patch_size, out.temporal_patch_size
-        return ("patches", (p, t, out.merge_size)), (h // p) * (w // p) * 3 * t * p * p
+        layout = ("patches", (p, t, out.merge_size, out.time_major))
+        return layout, (h // p) * (w // p) * 3 * t * p * p
     if isinstance(out, HwcPatches):
         boxes, length = window_boxes(out.windows)
         return ("hwc_patches", (out.patch_size, boxes)), length

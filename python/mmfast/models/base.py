@@ -185,11 +185,13 @@ class Patchify:
     """Patch rows as Qwen-VL's ``patchify`` lays them out: ``patch_size`` squares ordered by
     ``merge_size`` group then within it (both row-major), each row (channel, time, y, x) with
     the still frame repeated ``temporal_patch_size`` times. ``merge_size=1`` is plain raster
-    order (PaddleOCR-VL, Kimi)."""
+    order (PaddleOCR-VL, Kimi); ``time_major`` rows are (time, channel, y, x) (Muse
+    Glimmer)."""
 
     patch_size: int
     temporal_patch_size: int
     merge_size: int
+    time_major: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ An image is resized (Lanczos by default, antialiased) to the whole grid of ``pat
 merge_size`` squares closest to its aspect ratio with at most ``max_image_tokens`` squares
 (:func:`smart_resize`), normalised with mean/std 0.5, and cut into ``patch_size`` patches in
 raster order, each row laid out (time, channel, y, x): the still frame's (channel, y, x)
-patch repeated ``temporal_patch_size`` times (Qwen's rows are (channel, time, y, x)). mmfast
-writes such a row as ``temporal_patch_size`` copies of the patch's CHW window.
+patch repeated ``temporal_patch_size`` times (Qwen's rows are (channel, time, y, x)): a
+time-major :class:`Patchify`.
 
 transformers has only the torchvision class: the plans always match it, under either backend
 name (as for Llama 4).
@@ -14,7 +14,6 @@ name (as for Llama 4).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -33,7 +32,6 @@ from mmfast.models.base import (
     RGB,
     ImagePlan,
     ModelConfig,
-    Output,
     PatchGrid,
     Patchify,
     Resize,
@@ -43,10 +41,9 @@ from mmfast.models.base import (
     plan_constants,
 )
 from mmfast.models.config import Fields, Source
-from mmfast.models.geometry import CropBox
 from mmfast.models.qwen2_vl import grid_thw
 
-__all__ = ["MuseGlimmerConfig", "smart_resize", "time_major_patches"]
+__all__ = ["MuseGlimmerConfig", "smart_resize"]
 
 
 def smart_resize(height: int, width: int, patch_size: int, max_tokens: int) -> tuple[int, int]:
@@ -81,22 +78,6 @@ def smart_resize(height: int, width: int, patch_size: int, max_tokens: int) -> t
         candidates, key=lambda grid: abs(grid[0] / grid[1] - height / width)
     )
     return patches_height * patch_size, patches_width * patch_size
-
-
-@functools.lru_cache(maxsize=64)
-def time_major_patches(
-    grid_h: int, grid_w: int, patch_size: int, temporal_patch_size: int
-) -> tuple[CropBox, ...]:
-    """The CHW windows of rows laid out (time, channel, y, x) for a still image: each patch
-    in raster order, ``temporal_patch_size`` times. Cached: a size's windows are the same on
-    every call (tens of thousands of them for a large image)."""
-    p = patch_size
-    return tuple(
-        box
-        for y in range(grid_h)
-        for x in range(grid_w)
-        for box in itertools.repeat(CropBox(y * p, x * p, p, p), temporal_patch_size)
-    )
 
 
 @dataclass(frozen=True)
@@ -149,9 +130,6 @@ class MuseGlimmerConfig(ModelConfig):
         size = self.resized_size(height, width)
         p, t = self.patch_size, self.temporal_patch_size
         grid = PatchGrid(p, t, self.merge_size, 1, size[0] // p, size[1] // p)
-        out: Output = (
-            Patchify(p, 1, 1) if t == 1 else time_major_patches(grid.grid_h, grid.grid_w, p, t)
-        )
         return ImagePlan(
             height=height,
             width=width,
@@ -173,7 +151,7 @@ class MuseGlimmerConfig(ModelConfig):
             views=(
                 View(
                     resize=Resize(size, self.resample, "torch") if self.do_resize else None,
-                    out=out,
+                    out=Patchify(p, t, 1, time_major=True),
                 ),
             ),
         )
