@@ -1,4 +1,5 @@
-//! Table lookups of interleaved pixels into planes, 64 pixels at a time with AVX-512 VBMI.
+//! Table lookups of interleaved pixels into planes (or interleaved values), 64 at a time with
+//! AVX-512 VBMI.
 //!
 //! [`crate::transforms::Normalize`] maps every byte of a pixel to its channel's table entry
 //! (a float32, a bfloat16 bit pattern or a byte). One scalar load per value bounds that loop;
@@ -19,6 +20,11 @@ pub(crate) struct Lookup {
     /// For pixels of 1, 3 and 4 bytes, each channel's [`gather`]: made
     /// once, as a row of an image is often the whole call.
     gathers: [[Gather; 3]; 3],
+    /// For [`Lookup::run_interleaved`], by the channel of a block's first value: the lanes
+    /// (of the 1-byte pixels' gather) holding channel 1's values, and those holding 2's.
+    phases: [(u64, u64); 3],
+    /// Whether the three channels' tables are the same (one lookup serves every channel).
+    uniform: bool,
 }
 
 /// The source byte each lane reads, and the lanes reading bytes 128 and on.
@@ -41,10 +47,17 @@ impl Lookup {
             }
         }
         let gathers = [1, 3, 4].map(|bytes| [0, 1, 2].map(|c| gather(bytes, c, width)));
+        let lanes_of = |first: usize, c: usize| {
+            (0..64).fold(0u64, |m, p| {
+                m | u64::from((first + order(p, width)) % 3 == c) << p
+            })
+        };
         Some(Lookup {
             width,
             channels,
             gathers,
+            phases: [0, 1, 2].map(|first| (lanes_of(first, 1), lanes_of(first, 2))),
+            uniform: channels[1] == channels[0] && channels[2] == channels[0],
         })
     }
 
@@ -72,6 +85,36 @@ impl Lookup {
         // inside `src` and each plane, as computed above.
         unsafe { vbmi::run(self, src.as_ptr(), channels, outs, pixels) };
         pixels
+    }
+
+    /// Looks up runs of interleaved RGB bytes into `dst`, interleaved the same way: each
+    /// run `(from, to, len)` (`from` a red byte) writes `dst[to..to + len]`, value `i` of
+    /// the run from channel `i % 3`'s table. Many short runs go in one call: the tables
+    /// are loaded once (a patch line is 42 or 48 values).
+    ///
+    /// # Panics
+    /// When a run reaches past `src` or `dst`.
+    pub(crate) fn run_interleaved<T: bytemuck::Pod>(
+        &self,
+        src: &[u8],
+        dst: &mut [T],
+        runs: &[(usize, usize, usize)],
+    ) {
+        assert_eq!(
+            size_of::<T>(),
+            self.width,
+            "tables and values of one element type"
+        );
+        let fits = |at: usize, len: usize, end: usize| at.checked_add(len).is_some_and(|e| e <= end);
+        assert!(
+            runs.iter()
+                .all(|&(from, to, len)| fits(from, len, src.len()) && fits(to, len, dst.len())),
+            "runs inside src and dst"
+        );
+        let out = bytemuck::cast_slice_mut::<T, u8>(dst).as_mut_ptr();
+        // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; every run lies
+        // inside `src` and `dst`, as checked above.
+        unsafe { vbmi::run_interleaved(self, src.as_ptr(), out, runs) };
     }
 }
 
@@ -132,7 +175,7 @@ mod vbmi {
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    unsafe fn lookup(plane: &[u8; 256], index: __m512i) -> __m512i {
+    unsafe fn look_up(plane: &[u8; 256], index: __m512i) -> __m512i {
         // SAFETY: the caller guarantees the CPU features.
         unsafe {
             let low = _mm512_permutex2var_epi8(load(plane, 0), index, load(plane, 64));
@@ -166,23 +209,21 @@ mod vbmi {
         }
     }
 
-    /// Looks up `index` in `planes` and writes the values, `width` bytes each, to `out`:
-    /// 64 of them, or the first `n` when `MASKED`.
+    /// Writes 64 looked-up values, `width` bytes each, to `out` (only the first `n` when
+    /// `MASKED`): `byte(k)` holds byte `k` of each lane's value.
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI, and `out` must hold the bytes written.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     unsafe fn store<const MASKED: bool>(
-        planes: &super::Planes,
+        byte: impl Fn(usize) -> __m512i,
         width: usize,
-        index: __m512i,
         out: *mut u8,
         n: usize,
     ) {
         let keep = |i: usize| mask(64 * i, n * width);
         // SAFETY: the caller guarantees the CPU features and the bytes written.
         unsafe {
-            let byte = |k: usize| lookup(&planes[k], index);
             match width {
                 4 => {
                     let (b0, b1, b2, b3) = (byte(0), byte(1), byte(2), byte(3));
@@ -280,8 +321,97 @@ mod vbmi {
                         _mm512_permutex2var_epi8(regs[2], index, regs[3]),
                     ),
                 };
-                store::<MASKED>(&lookup.channels[c], width, values, outs[c].add(width * at), n);
+                let planes = &lookup.channels[c];
+                store::<MASKED>(|k| look_up(&planes[k], values), width, outs[c].add(width * at), n);
             }
+        }
+    }
+
+    /// [`Lookup::run_interleaved`]: each run in blocks of 64 values, then the rest through
+    /// masks, the tables held in registers throughout.
+    ///
+    /// # Safety
+    /// As [`run`], with every run inside `src` and `out` (`width` bytes a value).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn run_interleaved(
+        lookup: &Lookup,
+        src: *const u8,
+        out: *mut u8,
+        runs: &[(usize, usize, usize)],
+    ) {
+        // SAFETY (the loads): the caller guarantees the CPU features; `order` holds 64 bytes.
+        let tables: [[[__m512i; 4]; 4]; 3] = std::array::from_fn(|c| {
+            std::array::from_fn(|k| std::array::from_fn(|q| unsafe { load(&lookup.channels[c][k], 64 * q) }))
+        });
+        let order = unsafe { _mm512_loadu_si512(lookup.gathers[0][0].0.as_ptr().cast()) };
+        let width = lookup.width;
+        for &(from, to, len) in runs {
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(64);
+                // SAFETY: the caller guarantees the features and that the run lies inside
+                // `src` and `out`; a masked block touches only its first `n` values.
+                unsafe {
+                    let (px, at) = (src.add(from + done), out.add(width * (to + done)));
+                    if n == 64 {
+                        interleaved_block::<false>(lookup, &tables, order, px, at, done % 3, 64);
+                    } else {
+                        interleaved_block::<true>(lookup, &tables, order, px, at, done % 3, n);
+                    }
+                }
+                done += n;
+            }
+        }
+    }
+
+    /// Byte `x` of the 256-byte plane held in `plane` for each byte `x` of `index`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn look_up_held(plane: &[__m512i; 4], index: __m512i) -> __m512i {
+        let low = _mm512_permutex2var_epi8(plane[0], index, plane[1]);
+        let high = _mm512_permutex2var_epi8(plane[2], index, plane[3]);
+        _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
+    }
+
+    /// The `n` values (64 unless `MASKED`) of a run at `px`, written to `out`, the first of
+    /// them of channel `first`: each lane looked up in its channel's planes (one lookup
+    /// when they are all the same).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI; `px` must hold `n` bytes and `out`
+    /// `width * n`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn interleaved_block<const MASKED: bool>(
+        lookup: &Lookup,
+        tables: &[[[__m512i; 4]; 4]; 3],
+        order: __m512i,
+        px: *const u8,
+        out: *mut u8,
+        first: usize,
+        n: usize,
+    ) {
+        let (ones, twos) = lookup.phases[first];
+        let [red, green, blue] = tables;
+        // SAFETY: the caller guarantees the features and the lengths read and written; a
+        // masked load touches only the bytes of its mask.
+        unsafe {
+            let bytes = if MASKED {
+                _mm512_maskz_loadu_epi8(mask(0, n), px.cast())
+            } else {
+                _mm512_loadu_si512(px.cast())
+            };
+            let values = _mm512_permutexvar_epi8(order, bytes);
+            let byte = |k: usize| {
+                let v = look_up_held(&red[k], values);
+                if lookup.uniform {
+                    return v;
+                }
+                let v = _mm512_mask_blend_epi8(ones, v, look_up_held(&green[k], values));
+                _mm512_mask_blend_epi8(twos, v, look_up_held(&blue[k], values))
+            };
+            store::<MASKED>(byte, lookup.width, out, n);
         }
     }
 }
@@ -296,6 +426,11 @@ mod vbmi {
 
     /// Never called: no [`Lookup`] exists off x86-64.
     pub(super) unsafe fn run(_: &Lookup, _: *const u8, _: usize, _: [*mut u8; 3], _: usize) {
+        unreachable!("no Lookup off x86-64")
+    }
+
+    /// Never called: no [`Lookup`] exists off x86-64.
+    pub(super) unsafe fn run_interleaved(_: &Lookup, _: *const u8, _: *mut u8, _: &[(usize, usize, usize)]) {
         unreachable!("no Lookup off x86-64")
     }
 }
@@ -335,6 +470,32 @@ mod tests {
                             *value, want,
                             "channels {channels}, pixel {i} of {pixels}, channel {c}"
                         );
+                    }
+                }
+            }
+        }
+        // Runs of interleaved values: longer than a block (whose first value falls on each
+        // channel in turn), split into pixel-sized runs, and written further on; with
+        // distinct tables and with one for all three.
+        let uniform = Lookup::new(&[tables[1]; 3]).expect("VBMI, as above");
+        for (lookup, tables) in [(&lookup, tables), (&uniform, [tables[1]; 3])] {
+            for values in [0usize, 1, 2, 3, 20, 63, 64, 65, 191, 192, 193, 640] {
+                let src: Vec<u8> = (0..values).map(|_| rng.below(256) as u8).collect();
+                let (a, b) = (values.min(3), values.saturating_sub(3).min(3));
+                let split = [(0, 0, a), (a, a, b), (a + b, a + b, values - a - b)];
+                for (runs, to) in [
+                    (&[(0, 0, values)][..], 0),
+                    (&split[..], 0),
+                    (&[(0, 5, values)][..], 5),
+                ] {
+                    let mut dst = vec![T::zeroed(); values + 70];
+                    lookup.run_interleaved(&src, &mut dst, runs);
+                    for (i, value) in dst.iter().enumerate() {
+                        let want = match i.checked_sub(to).and_then(|j| src.get(j).map(|&v| (j, v))) {
+                            Some((j, byte)) => tables[j % 3][usize::from(byte)],
+                            None => T::zeroed(),
+                        };
+                        assert_eq!(*value, want, "value {i} of {values} from {to}, runs {runs:?}");
                     }
                 }
             }
