@@ -12,9 +12,11 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::alloc::{recycle, scratch, Buffer};
 use crate::error::{invalid, TransformError};
+pub use crate::image::Pad;
 use crate::image::{pad_rgb, Rect};
 use crate::resize::{
-    self, check_part, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend, Filter, Source,
+    self, check_part, on_canvas, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend,
+    Filter, Source,
 };
 use crate::torch_float::{resize_float_rgb, resize_float_source, resize_mapped_planes, FloatMode};
 use crate::torch_resize::{resize_torch_rgb, resize_torch_source, resize_torch_source_part, TorchMode};
@@ -71,7 +73,7 @@ impl Resize {
     /// As [`Resize::run`].
     pub fn run_source(self, src: Source<'_>, dst: &mut [u8]) -> Result<(), TransformError> {
         match self {
-            Resize::Keep => self.run_part(src, resize::whole(src.size()), dst),
+            Resize::Keep => self.run_part(src, None, resize::whole(src.size()), dst),
             Resize::Pillow(filter, to) => resize_source(src, dst, to, filter),
             Resize::Torch(mode, antialias, to) => resize_torch_source(src, dst, to, mode, antialias),
             Resize::TorchFloat(mode, one_thread, to) => resize_float_source(src, dst, to, mode, one_thread),
@@ -90,15 +92,28 @@ impl Resize {
 
     /// `part` of [`Resize::run_source`]'s result into `dst`, which holds exactly `part`: the
     /// same bytes as cropping the whole result. Pillow's and torchvision's uint8 resizes
-    /// compute only `part` along each axis they resize.
+    /// compute only `part` along each axis they resize. With `paste`, of `src` pasted on
+    /// that canvas: Pillow's and torchvision's uint8 resizes read it a few rows at a time
+    /// where their horizontal pass runs first (see [`resize::separable`]).
     ///
     /// # Errors
-    /// As [`Resize::run`], or a `part` outside the result.
-    pub fn run_part(self, src: Source<'_>, part: Rect, dst: &mut [u8]) -> Result<(), TransformError> {
+    /// As [`Resize::run`], a `part` outside the result, or `src` outside the canvas.
+    pub fn run_part(
+        self,
+        src: Source<'_>,
+        paste: Option<Pad>,
+        part: Rect,
+        dst: &mut [u8],
+    ) -> Result<(), TransformError> {
         match self {
-            Resize::Pillow(filter, to) => resize_source_part(src, dst, to, part, filter, Backend::Auto),
+            Resize::Pillow(filter, to) => {
+                resize_source_part(src, paste, dst, to, part, filter, Backend::Auto)
+            }
             Resize::Torch(mode, antialias, to) => {
-                resize_torch_source_part(src, dst, to, part, mode, antialias, Backend::Auto)
+                resize_torch_source_part(src, paste, dst, to, part, mode, antialias, Backend::Auto)
+            }
+            Resize::Keep | Resize::TorchFloat(..) if paste.is_some() => {
+                on_canvas(src, paste, |canvas| self.run_part(canvas, None, part, dst))
             }
             Resize::Keep => {
                 check_part(dst, src.size(), part)?;
@@ -216,18 +231,6 @@ impl<'a> Image<'a> {
             None => Source::packed(self.pixels, self.channels, self.size),
         }
     }
-}
-
-/// A canvas of `size` = (height, width) filled with the RGB colour `fill`, the pixels
-/// pasted at `at` = (top, left).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pad {
-    /// The canvas (height, width).
-    pub size: (usize, usize),
-    /// Where the pixels' top-left corner goes: (top, left).
-    pub at: (usize, usize),
-    /// The canvas colour.
-    pub fill: [u8; 3],
 }
 
 /// Pixels of their own and their (height, width).
@@ -366,25 +369,44 @@ impl Job {
         Ok(vec![(0, len)])
     }
 
-    /// Crop, resize and pad `src`: `None` when nothing changes it (the caller then reads
-    /// `src` packed to RGB). Unless `whole`, a resize that ends the job may compute only the
-    /// part its windows read; the second value is where those pixels start in the job's
-    /// (height, width) ((0, 0) for all of them).
+    /// Crop, resize and pad `src`, or `src` pasted on `paste`'s canvas (a pad job before
+    /// this one, left unwritten): `None` when nothing changes it (the caller then reads
+    /// `src` packed to RGB). A resize reads a pasted image where it is; a crop, or a job
+    /// without a resize, reads the canvas written first. Unless `whole`, a resize that ends
+    /// the job may compute only the part its windows read; the second value is where those
+    /// pixels start in the job's (height, width) ((0, 0) for all of them).
     fn prepare(
         &self,
         src: Source<'_>,
+        paste: Option<Pad>,
         whole: bool,
     ) -> Result<(Option<Owned>, (usize, usize)), TransformError> {
-        let mut size = src.size();
+        let mut size = paste.map_or(src.size(), |pad| pad.size);
         let mut owned: Option<Vec<u8>> = None;
         let mut origin = (0, 0);
-        if let Some(rect) = self.crop {
-            if (rect.height, rect.width) != size {
-                check_crop(rect, size)?;
-                let mut out = scratch("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
-                src.write_rgb_part(rect, &mut out);
-                (owned, size) = (Some(out), (rect.height, rect.width));
+        let crops = self.crop.is_some_and(|rect| (rect.height, rect.width) != size);
+        let resizes = matches!(
+            self.resize,
+            Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) if to != size
+        );
+        let mut paste = paste;
+        if let Some(pad) = paste.filter(|_| crops || !resizes) {
+            // Written in full by the pad.
+            let mut canvas = scratch("jobs", checked_len("jobs", &[size.0, size.1, 3])?)?;
+            pad_rgb(src, pad.size, pad.at, pad.fill, &mut canvas)?;
+            (owned, paste) = (Some(canvas), None);
+        }
+        if let Some(rect) = self.crop.filter(|_| crops) {
+            check_crop(rect, size)?;
+            let mut out = scratch("jobs", checked_len("jobs", &[rect.height, rect.width, 3])?)?;
+            match &owned {
+                Some(canvas) => Source::packed(canvas, 3, size)?.write_rgb_part(rect, &mut out),
+                None => src.write_rgb_part(rect, &mut out),
             }
+            if let Some(canvas) = owned.replace(out) {
+                recycle(Buffer::U8(canvas));
+            }
+            size = (rect.height, rect.width);
         }
         match self.resize {
             // Pillow and torchvision return the input unchanged for an unchanged size.
@@ -396,10 +418,11 @@ impl Job {
                 // Written in full by the resize before anything reads it.
                 let mut out = scratch("jobs", checked_len("jobs", &[part.height, part.width, 3])?)?;
                 match &owned {
-                    Some(pixels) => self
-                        .resize
-                        .run_part(Source::packed(pixels, 3, size)?, part, &mut out)?,
-                    None => self.resize.run_part(src, part, &mut out)?,
+                    Some(pixels) => {
+                        let pixels = Source::packed(pixels, 3, size)?;
+                        self.resize.run_part(pixels, None, part, &mut out)?;
+                    }
+                    None => self.resize.run_part(src, paste, part, &mut out)?,
                 }
                 if let Some(cropped) = owned.replace(out) {
                     recycle(Buffer::U8(cropped));
@@ -528,6 +551,9 @@ enum Pixels {
     Owned(Vec<u8>, (usize, usize)),
     /// The same pixels as an earlier job's.
     Same(usize),
+    /// The pixels of an earlier job (or the input, `None`) pasted on a canvas, left
+    /// unwritten: every job reading them resizes them (see [`Job::prepare`]).
+    Pasted(Option<usize>, Pad),
 }
 
 /// Runs `jobs` on `images` into `dst`, on at most `threads` threads of the process's
@@ -725,12 +751,26 @@ fn run_image<T: Element>(
     let mut rgb: Option<Cow<'_, [u8]>> = None;
     let mut pixels: HashMap<usize, Pixels> = HashMap::new();
     let read_later: HashSet<usize> = group.iter().filter_map(|&(j, _)| jobs[j].source).collect();
+    let pasted = pasted_pads(jobs, &group, &read_later);
     for (j, mut slot) in group {
         let job = &jobs[j];
+        if let (true, Some(pad)) = (pasted.contains(&j), job.pad) {
+            pixels.insert(j, Pixels::Pasted(job.source, pad));
+            continue;
+        }
         // Pixels a later job reads are kept whole.
         let whole = read_later.contains(&j);
         let (prepared, origin) = if job.source.is_none() {
-            job.prepare(input, whole)?
+            job.prepare(input, None, whole)?
+        } else if let Some(Pixels::Pasted(of, pad)) = job.source.and_then(|k| pixels.get(&k)) {
+            let (of, pad) = (*of, *pad);
+            if reads_input(&pixels, of) {
+                // The input image, read where it is.
+                job.prepare(input, Some(pad), whole)?
+            } else {
+                let (src, size) = resolve(&pixels, (rgb.as_deref().unwrap_or_default(), image.size), of);
+                job.prepare(Source::packed(src, 3, size)?, Some(pad), whole)?
+            }
         } else {
             if reads_input(&pixels, job.source) && rgb.is_none() {
                 rgb = Some(input.to_rgb()?);
@@ -740,7 +780,7 @@ fn run_image<T: Element>(
                 (rgb.as_deref().unwrap_or_default(), image.size),
                 job.source,
             );
-            job.prepare(Source::packed(src, 3, size)?, whole)?
+            job.prepare(Source::packed(src, 3, size)?, None, whole)?
         };
         // Patch rows, windows and canvases of the unchanged input read it where it is (a
         // Pillow image at a size the model keeps needs no packed copy).
@@ -768,20 +808,19 @@ fn run_image<T: Element>(
             if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
                 rgb = Some(input.to_rgb()?);
             }
-            let (src, size) = resolve(
-                &pixels,
-                (rgb.as_deref().unwrap_or_default(), image.size),
-                job.source,
-            );
             let (first, size): (&[u8], _) = match &prepared {
                 Some((v, size)) => (v, *size),
-                None => (src, size),
+                None => resolve(
+                    &pixels,
+                    (rgb.as_deref().unwrap_or_default(), image.size),
+                    job.source,
+                ),
             };
             // A video's further frames, prepared as the first one was.
             let mut others = Vec::with_capacity(job.frames.len());
             for &f in &job.frames {
                 let frame = images[f].source()?;
-                others.push(match job.prepare(frame, true)?.0 {
+                others.push(match job.prepare(frame, None, true)?.0 {
                     Some((v, _)) => Cow::Owned(v),
                     None => frame.to_rgb()?,
                 });
@@ -817,6 +856,32 @@ fn run_image<T: Element>(
     Ok(())
 }
 
+/// The jobs of `group` (one image's) that only pad pixels which later jobs read, every
+/// reader starting with a uint8 resize: left unwritten, each reader resizes the pasted
+/// pixels band by band (see [`resize::separable`]).
+fn pasted_pads<S>(jobs: &[Job], group: &[(usize, S)], read_later: &HashSet<usize>) -> HashSet<usize> {
+    let readers_resize = |j: usize| {
+        group
+            .iter()
+            .map(|&(k, _)| &jobs[k])
+            .filter(|k| k.source == Some(j))
+            .all(|k| {
+                k.crop.is_none()
+                    && k.frames.is_empty()
+                    && matches!(k.resize, Resize::Pillow(..) | Resize::Torch(..))
+            })
+    };
+    read_later
+        .iter()
+        .copied()
+        .filter(|&j| {
+            let job = &jobs[j];
+            let pad_only = job.crop.is_none() && job.resize == Resize::Keep && job.layout.is_none();
+            pad_only && job.pad.is_some() && job.frames.is_empty() && readers_resize(j)
+        })
+        .collect()
+}
+
 /// A job's crop `rect` lies inside its source of `size`.
 fn check_crop(rect: Rect, size: (usize, usize)) -> Result<(), TransformError> {
     if rect.fits(size) {
@@ -850,7 +915,7 @@ fn reads_input(pixels: &HashMap<usize, Pixels>, mut source: Option<usize>) -> bo
     loop {
         match source.map(|k| &pixels[&k]) {
             None | Some(Pixels::Input) => return true,
-            Some(Pixels::Owned(..)) => return false,
+            Some(Pixels::Owned(..) | Pixels::Pasted(..)) => return false,
             Some(Pixels::Same(k)) => source = Some(*k),
         }
     }
@@ -867,6 +932,7 @@ fn resolve<'p>(
             None | Some(Pixels::Input) => return input,
             Some(Pixels::Owned(v, size)) => return (v, *size),
             Some(Pixels::Same(k)) => source = Some(*k),
+            Some(Pixels::Pasted(..)) => unreachable!("a job reading pasted pixels resizes them (run_image)"),
         }
     }
 }
@@ -922,7 +988,7 @@ mod tests {
     /// Runs one job alone on its own pixels: what the batch must reproduce.
     fn alone(src: &[u8], size: (usize, usize), job: &Job, norm: &Normalize<f32>) -> Vec<f32> {
         let (pixels, psize) = job
-            .prepare(Source::packed(src, 3, size).unwrap(), true)
+            .prepare(Source::packed(src, 3, size).unwrap(), None, true)
             .unwrap()
             .0
             .unwrap_or_else(|| (src.to_vec(), size));
@@ -1009,6 +1075,93 @@ mod tests {
             POOL
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_pad_read_by_resizes_equals_its_canvas_resized() {
+        // A pad job read only by resizes is never written whole: each reader resizes the
+        // pasted pixels band by band (RGBX input read in place), for a landscape image padded
+        // above and below and a portrait one padded left and right; a reader that crops
+        // first reads the canvas written whole.
+        let norm = Normalize::new([0.1, 0.2, 0.3], [0.5, 0.6, 0.7], 1.0 / 255.0).unwrap();
+        for (size, canvas, at) in [((30, 50), (50, 50), (10, 0)), ((50, 30), (50, 50), (0, 10))] {
+            let src = pattern(size.0, size.1, 3);
+            let rgbx: Vec<u8> = src.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 77]).collect();
+            let pad = Pad {
+                size: canvas,
+                at,
+                fill: [9, 8, 7],
+            };
+            let first = Job {
+                pad: Some(pad),
+                layout: None,
+                ..job(0, Resize::Keep, Layout::Patches(PATCHES), 0)
+            };
+            let readers = [
+                job(
+                    0,
+                    Resize::Pillow(Filter::Bicubic, (20, 24)),
+                    Layout::Patches(PATCHES),
+                    0,
+                ),
+                job(
+                    0,
+                    Resize::Torch(TorchMode::Bilinear, true, (16, 18)),
+                    Layout::Windows(vec![window(2, 3, 12, 12)]),
+                    0,
+                ),
+                Job {
+                    crop: Some(Rect {
+                        top: 4,
+                        left: 6,
+                        height: 40,
+                        width: 30,
+                    }),
+                    ..job(
+                        0,
+                        Resize::Pillow(Filter::Lanczos, (12, 8)),
+                        Layout::Patches(PATCHES),
+                        0,
+                    )
+                },
+            ];
+            let mut padded = vec![0; canvas.0 * canvas.1 * 3];
+            pad_rgb(
+                Source::packed(&src, 3, size).unwrap(),
+                canvas,
+                at,
+                pad.fill,
+                &mut padded,
+            )
+            .unwrap();
+            for crops in [false, true] {
+                let mut jobs = vec![first.clone()];
+                let mut want = Vec::new();
+                for reader in readers.iter().filter(|r| r.crop.is_some() == crops) {
+                    let len = want.len();
+                    want.extend(alone(&padded, canvas, reader, &norm));
+                    jobs.push(Job {
+                        source: Some(0),
+                        offset: len,
+                        ..reader.clone()
+                    });
+                }
+                for (pixels, channels) in [(&src, 3), (&rgbx, 4)] {
+                    let image = Image {
+                        pixels,
+                        channels,
+                        rows: None,
+                        size,
+                    };
+                    let mut out = vec![f32::NAN; want.len()];
+                    run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+                    assert!(
+                        out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{size:?} on {canvas:?}, {channels} channels, crops {crops}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -1390,7 +1543,7 @@ mod tests {
             )
         };
         let (pixels, size) = canvas
-            .prepare(Source::packed(&src, 3, (30, 41)).unwrap(), true)
+            .prepare(Source::packed(&src, 3, (30, 41)).unwrap(), None, true)
             .unwrap()
             .0
             .unwrap();

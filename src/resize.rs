@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::alloc::{recycle, scratch, zeroed, Buffer};
 use crate::error::{invalid, TransformError};
-use crate::image::{crop_rgb, Rect};
+use crate::image::{crop_rgb, pad_rgb, Pad, Rect};
+use crate::transforms::checked_len;
 use crate::workers;
 
 /// The pixels a resize reads: `size` = (height, width) HWC rows of `channels` bytes a
@@ -380,17 +381,19 @@ pub fn resize_source_with(
     filter: Filter,
     backend: Backend,
 ) -> Result<(), TransformError> {
-    resize_source_part(src, dst, dst_size, whole(dst_size), filter, backend)
+    resize_source_part(src, None, dst, dst_size, whole(dst_size), filter, backend)
 }
 
 /// `part` of [`resize_source_with`]'s result (of `dst_size`) into `dst`, which holds
 /// exactly `part`: the same bytes as cropping the whole result. The two passes compute only
-/// `part`'s pixels along each axis they resize.
+/// `part`'s pixels along each axis they resize. With `paste`, the resize reads `src` pasted
+/// on that canvas (see [`separable`]).
 ///
 /// # Errors
-/// As [`resize_rgb_with`], or a `part` outside `dst_size`.
+/// As [`resize_rgb_with`], a `part` outside `dst_size`, or `src` outside the canvas.
 pub(crate) fn resize_source_part(
     src: Source<'_>,
+    paste: Option<Pad>,
     dst: &mut [u8],
     dst_size: (usize, usize),
     part: Rect,
@@ -399,11 +402,14 @@ pub(crate) fn resize_source_part(
 ) -> Result<(), TransformError> {
     check_part(dst, dst_size, part)?;
     let kernel = Kernel::select(backend)?;
-    let src_size = src.size();
+    let src_size = paste.map_or(src.size(), |pad| pad.size);
     match filter.convolution() {
         Some((support, weight)) if src_size != dst_size && part_fits(src_size, dst_size, part) => {
-            convolve(kernel, src, dst, dst_size, part, filter, support, weight)
+            convolve(kernel, src, paste, dst, dst_size, part, filter, support, weight)
         }
+        _ if paste.is_some() => on_canvas(src, paste, |canvas| {
+            resize_source_part(canvas, None, dst, dst_size, part, filter, backend)
+        }),
         convolution => whole_then_part(dst, dst_size, part, |full| match convolution {
             // Image.resize returns a copy before any filter runs.
             _ if src_size == dst_size => {
@@ -417,6 +423,7 @@ pub(crate) fn resize_source_part(
             Some((support, weight)) => convolve(
                 kernel,
                 src,
+                None,
                 full,
                 dst_size,
                 whole(dst_size),
@@ -426,6 +433,27 @@ pub(crate) fn resize_source_part(
             ),
         }),
     }
+}
+
+/// Runs `resize` on `src`, or, with `paste`, on the canvas it describes with `src` pasted,
+/// written whole first into a pooled buffer (given back after).
+///
+/// # Errors
+/// What `resize` returns, `src` outside the canvas, or [`TransformError::OutOfMemory`].
+pub(crate) fn on_canvas(
+    src: Source<'_>,
+    paste: Option<Pad>,
+    resize: impl FnOnce(Source<'_>) -> Result<(), TransformError>,
+) -> Result<(), TransformError> {
+    let Some(pad) = paste else {
+        return resize(src);
+    };
+    // Written in full by the pad.
+    let mut canvas = scratch("pad", checked_len("pad", &[pad.size.0, pad.size.1, 3])?)?;
+    pad_rgb(src, pad.size, pad.at, pad.fill, &mut canvas)?;
+    let done = resize(Source::packed(&canvas, 3, pad.size)?);
+    recycle(Buffer::U8(canvas));
+    done
 }
 
 /// All of an image of `size` = (height, width).
@@ -761,6 +789,7 @@ impl Coeffs {
 fn convolve(
     kernel: Kernel,
     src: Source<'_>,
+    paste: Option<Pad>,
     dst: &mut [u8],
     (h2, w2): (usize, usize),
     part: Rect,
@@ -768,7 +797,7 @@ fn convolve(
     support: f64,
     weight: Weight,
 ) -> Result<(), TransformError> {
-    let (h, w) = src.size();
+    let (h, w) = paste.map_or(src.size(), |pad| pad.size);
     // Pillow 13 runs the vertical pass first when the height loses more than
     // twice as many pixels as the width; the order changes the clipped
     // intermediate and therefore the result.
@@ -778,6 +807,7 @@ fn convolve(
     separable(
         kernel,
         src,
+        paste,
         dst,
         (h2, w2),
         part,
@@ -842,13 +872,19 @@ fn cached<K: Copy + PartialEq, V>(
 /// (RGBX rows when they lie in one memory run); any other first pass reads `src` packed to
 /// RGB first.
 ///
+/// With `paste`, the resize reads `src` pasted on that canvas (a pad before the resize). A
+/// first horizontal pass then reads the canvas a few rows at a time, written into a buffer
+/// that stays in cache, so that the canvas is never written whole (a 12 MP image padded to a
+/// square: 49 MB); any other first pass reads the whole canvas, written first.
+///
 /// # Errors
-/// What `make` returns, or [`TransformError::OutOfMemory`] when a buffer cannot be
-/// allocated.
+/// What `make` returns, [`TransformError::OutOfMemory`] when a buffer cannot be
+/// allocated, or `src` outside the canvas.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn separable(
     kernel: Kernel,
     src: Source<'_>,
+    paste: Option<Pad>,
     dst: &mut [u8],
     (full_h, full_w): (usize, usize),
     part: Rect,
@@ -856,7 +892,10 @@ pub(crate) fn separable(
     make: &dyn Fn(usize, usize) -> Result<Coeffs, TransformError>,
     vertical_first: bool,
 ) -> Result<(), TransformError> {
-    let (h, w) = src.size();
+    if let Some(pad) = paste {
+        pad.check(src.size())?;
+    }
+    let (h, w) = paste.map_or(src.size(), |pad| pad.size);
     let (rows, cols) = (
         part.top..part.top + part.height,
         part.left..part.left + part.width,
@@ -879,6 +918,22 @@ pub(crate) fn separable(
         })
         .transpose()?;
     let horizontal_first = horizontal.is_some() && !(vertical.is_some() && vertical_first);
+    if paste.is_some() && !horizontal_first {
+        return on_canvas(src, paste, |canvas| {
+            let (taps, make) = (taps, make);
+            separable(
+                kernel,
+                canvas,
+                None,
+                dst,
+                (full_h, full_w),
+                part,
+                taps,
+                make,
+                vertical_first,
+            )
+        });
+    }
     // A vertical first pass over RGBX rows in one memory run reads them where they are: it
     // resamples all four bytes of a pixel alike, and the horizontal pass after it never
     // reads the fourth.
@@ -887,7 +942,11 @@ pub(crate) fn separable(
         .flatten();
     let vertical_only = horizontal.is_none() && vertical.is_some();
     let packed: Cow<'_, [u8]>;
-    let src = if (horizontal_first && matches!(src.channels(), 3 | 4)) || rgbx.is_some() || vertical_only {
+    // A pasted image is read row by row into its bands, whatever its layout.
+    let src = if (horizontal_first && (matches!(src.channels(), 3 | 4) || paste.is_some()))
+        || rgbx.is_some()
+        || vertical_only
+    {
         src
     } else {
         packed = src.to_rgb()?;
@@ -900,8 +959,9 @@ pub(crate) fn separable(
         });
     };
     let horizontal_pass = |plan: &Horizontal, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]| {
-        by_bands(rows, out, w2 * 3, |rows, chunk| {
-            plan.run(src, rows, chunk);
+        by_bands(rows, out, w2 * 3, |rows, chunk| match paste {
+            Some(pad) => pasted_rows(plan, src, pad, rows, chunk),
+            None => plan.run(src, rows, chunk),
         });
     };
     match (horizontal.as_deref(), vertical.as_deref()) {
@@ -932,6 +992,31 @@ pub(crate) fn separable(
         }
     }
     Ok(())
+}
+
+/// [`Horizontal::run`] of canvas rows `rows` of `src` pasted as `pad` says: a few rows at a
+/// time, written packed into a buffer that stays in cache, then resampled; rows of an RGB
+/// or RGBX image as wide as the canvas are read where they are.
+fn pasted_rows(plan: &Horizontal, src: &Source<'_>, pad: Pad, rows: Range<usize>, out: &mut [u8]) {
+    const ROWS: usize = 8;
+    if rows.is_empty() {
+        return;
+    }
+    let ((h, w), top) = (src.size(), pad.at.0);
+    let in_place = w == pad.size.1 && matches!(src.channels(), 3 | 4);
+    let row_out = out.len() / rows.len();
+    let mut band = Vec::new();
+    for (first, chunk) in rows.step_by(ROWS).zip(out.chunks_mut(ROWS * row_out)) {
+        let n = chunk.len() / row_out;
+        if in_place && first >= top && first + n <= top + h {
+            plan.run(src, first - top..first - top + n, chunk);
+            continue;
+        }
+        band.resize(n * pad.size.1 * 3, 0);
+        pad.write_rows(*src, first..first + n, &mut band);
+        let packed = Source::packed(&band, 3, (n, pad.size.1)).expect("the band holds n canvas rows");
+        plan.run(&packed, 0..n, chunk);
+    }
 }
 
 /// The vertical pass of output rows `rows` into `out` from RGBX or grayscale rows: a few
@@ -2484,7 +2569,7 @@ mod avx512 {
 pub(crate) mod tests {
     use super::{resize_rgb, resize_rgb_with, resize_source_with, Backend, Filter, Kernel, Source};
     use crate::error::TransformError;
-    use crate::image::Rect;
+    use crate::image::{pad_rgb, Pad, Rect};
     use crate::testing::Rng;
 
     /// `rgb` (rows of width `w`) in every layout a [`Source`] reads, with its fourth or only channel:
@@ -2660,10 +2745,41 @@ pub(crate) mod tests {
                 let part = random_part((h2, w2), &mut rng);
                 let source = Source::packed(&src, 3, (h, w)).unwrap();
                 check_part(&want, (h2, w2), part, |got| {
-                    super::resize_source_part(source, got, (h2, w2), part, filter, backend)
+                    super::resize_source_part(source, None, got, (h2, w2), part, filter, backend)
+                });
+            }
+            // An image pasted on a canvas of (h, w): the bytes of resizing the canvas.
+            let (image, channels, size, pad, canvas) = pasted_case((h, w), &mut rng);
+            let mut pasted = vec![0; h2 * w2 * 3];
+            resize_rgb_with(&canvas, (h, w), &mut pasted, (h2, w2), filter, Backend::Scalar).unwrap();
+            for backend in backends() {
+                let part = random_part((h2, w2), &mut rng);
+                let source = Source::packed(&image, channels, size).unwrap();
+                check_part(&pasted, (h2, w2), part, |got| {
+                    super::resize_source_part(source, Some(pad), got, (h2, w2), part, filter, backend)
                 });
             }
         }
+    }
+
+    /// A random image (RGB, RGBX or grayscale: `channels` bytes a pixel, of `size`) pasted
+    /// on a canvas of `canvas` size, the pad that pastes it, and the canvas written whole.
+    pub(crate) fn pasted_case(
+        canvas: (usize, usize),
+        rng: &mut Rng,
+    ) -> (Vec<u8>, usize, (usize, usize), Pad, Vec<u8>) {
+        let (h, w) = (1 + rng.below(canvas.0), 1 + rng.below(canvas.1));
+        let pad = Pad {
+            size: canvas,
+            at: (rng.below(canvas.0 - h + 1), rng.below(canvas.1 - w + 1)),
+            fill: [0, 1, 2].map(|_| rng.below(256) as u8),
+        };
+        let channels = [1, 3, 4][rng.below(3)];
+        let image: Vec<u8> = (0..h * w * channels).map(|_| rng.below(256) as u8).collect();
+        let mut whole = vec![0; canvas.0 * canvas.1 * 3];
+        let source = Source::packed(&image, channels, (h, w)).unwrap();
+        pad_rgb(source, pad.size, pad.at, pad.fill, &mut whole).unwrap();
+        (image, channels, (h, w), pad, whole)
     }
 
     /// A random non-empty part of an image of `size`.

@@ -24,10 +24,10 @@
 //! port) to 10.6 ms, -> 336x336 from 23 ms to 6.2 ms.
 
 use crate::error::{invalid, TransformError};
-use crate::image::Rect;
+use crate::image::{Pad, Rect};
 use crate::resize::{
-    check_buffers, check_part, part_fits, separable, whole, whole_then_part, Backend, Coeffs, Kernel, Source,
-    Taps,
+    check_buffers, check_part, on_canvas, part_fits, separable, whole, whole_then_part, Backend, Coeffs,
+    Kernel, Source, Taps,
 };
 
 /// Channels of the interleaved images handled here.
@@ -357,17 +357,28 @@ pub fn resize_torch_source_with(
     antialias: bool,
     backend: Backend,
 ) -> Result<(), TransformError> {
-    resize_torch_source_part(src, dst, dst_size, whole(dst_size), mode, antialias, backend)
+    resize_torch_source_part(
+        src,
+        None,
+        dst,
+        dst_size,
+        whole(dst_size),
+        mode,
+        antialias,
+        backend,
+    )
 }
 
 /// `part` of [`resize_torch_source_with`]'s result (of `dst_size`) into `dst`, which holds
 /// exactly `part`: the same bytes as cropping the whole result (see
-/// [`crate::resize::resize_source_part`]).
+/// [`crate::resize::resize_source_part`]), of `src` pasted on `paste`'s canvas if given.
 ///
 /// # Errors
-/// As [`resize_torch_rgb_with`], or a `part` outside `dst_size`.
+/// As [`resize_torch_rgb_with`], a `part` outside `dst_size`, or `src` outside the canvas.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn resize_torch_source_part(
     src: Source<'_>,
+    paste: Option<Pad>,
     dst: &mut [u8],
     dst_size: (usize, usize),
     part: Rect,
@@ -376,11 +387,16 @@ pub(crate) fn resize_torch_source_part(
     backend: Backend,
 ) -> Result<(), TransformError> {
     check_part(dst, dst_size, part)?;
-    let src_size = src.size();
+    let src_size = paste.map_or(src.size(), |pad| pad.size);
     let (in_h, in_w) = src_size;
     let (out_h, out_w) = dst_size;
     let kernel = Kernel::select(backend)?;
     if src_size == dst_size || mode == TorchMode::NearestExact || !part_fits(src_size, dst_size, part) {
+        if paste.is_some() {
+            return on_canvas(src, paste, |canvas| {
+                resize_torch_source_part(canvas, None, dst, dst_size, part, mode, antialias, backend)
+            });
+        }
         return whole_then_part(dst, dst_size, part, |full| {
             if src_size == dst_size {
                 src.write_rgb(full);
@@ -389,6 +405,7 @@ pub(crate) fn resize_torch_source_part(
             if mode != TorchMode::NearestExact {
                 return resize_torch_source_part(
                     src,
+                    None,
                     full,
                     dst_size,
                     whole(dst_size),
@@ -419,6 +436,7 @@ pub(crate) fn resize_torch_source_part(
     separable(
         kernel,
         src,
+        paste,
         dst,
         dst_size,
         part,
@@ -621,7 +639,18 @@ mod tests {
                 let part = random_part((h2, w2), &mut rng);
                 let source = Source::packed(&src, 3, (h, w)).unwrap();
                 check_part(&want, (h2, w2), part, |got| {
-                    resize_torch_source_part(source, got, (h2, w2), part, mode, aa, backend)
+                    resize_torch_source_part(source, None, got, (h2, w2), part, mode, aa, backend)
+                });
+            }
+            // An image pasted on a canvas of (h, w): the bytes of resizing the canvas.
+            let (image, channels, size, pad, canvas) = crate::resize::tests::pasted_case((h, w), &mut rng);
+            let mut pasted = vec![0; h2 * w2 * 3];
+            resize_torch_rgb_with(&canvas, (h, w), &mut pasted, (h2, w2), mode, aa, Backend::Scalar).unwrap();
+            for &backend in &backends {
+                let part = random_part((h2, w2), &mut rng);
+                let source = Source::packed(&image, channels, size).unwrap();
+                check_part(&pasted, (h2, w2), part, |got| {
+                    resize_torch_source_part(source, Some(pad), got, (h2, w2), part, mode, aa, backend)
                 });
             }
             // RGBX, grayscale and Pillow's blocks of rows: the bytes of packed RGB.
