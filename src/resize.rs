@@ -920,7 +920,6 @@ pub(crate) fn separable(
     let horizontal_first = horizontal.is_some() && !(vertical.is_some() && vertical_first);
     if paste.is_some() && !horizontal_first {
         return on_canvas(src, paste, |canvas| {
-            let (taps, make) = (taps, make);
             separable(
                 kernel,
                 canvas,
