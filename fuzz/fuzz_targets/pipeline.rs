@@ -502,14 +502,26 @@ fn reference(
             } => {
                 let mut at = job.offset;
                 for win in windows {
-                    let (top, left) = (win.top as usize, win.left as usize);
                     for patch in 0..(win.height / p) * (win.width / p) {
                         let (py, px) = (patch / (win.width / p), patch % (win.width / p));
                         for (y, x, c) in
                             (0..*p).flat_map(|y| (0..*p).flat_map(move |x| (0..3).map(move |c| (y, x, c))))
                         {
-                            let at_pixel = (top + py * p + y, left + px * p + x, c);
-                            out[at] = value(job.table, &pixels, w, at_pixel);
+                            // Positions past the pixels take the value of black.
+                            let sy = win
+                                .top
+                                .checked_add_unsigned(py * p + y)
+                                .and_then(|v| usize::try_from(v).ok());
+                            let sx = win
+                                .left
+                                .checked_add_unsigned(px * p + x)
+                                .and_then(|v| usize::try_from(v).ok());
+                            out[at] = match (sy, sx) {
+                                (Some(sy), Some(sx)) if sy < h && sx < w => {
+                                    value(job.table, &pixels, w, (sy, sx, c))
+                                }
+                                _ => (job.table * 768 + c * 256) as f32 + 0.25,
+                            };
                             at += 1;
                         }
                     }
