@@ -505,8 +505,9 @@ impl Job {
                 let moved: Vec<Window> = windows
                     .iter()
                     .map(|w| Window {
-                        top: w.top - origin.0 as isize,
-                        left: w.left - origin.1 as isize,
+                        // Saturating: a window far outside stays outside (fuzz finding).
+                        top: w.top.saturating_sub_unsigned(origin.0),
+                        left: w.left.saturating_sub_unsigned(origin.1),
                         ..*w
                     })
                     .collect();
@@ -1075,6 +1076,27 @@ mod tests {
             POOL
         )
         .is_err());
+    }
+
+    #[test]
+    fn windows_far_outside_a_resized_part_read_the_outside_value() {
+        // Fuzz finding: the resize computes only the part the windows read, and moving a
+        // window near isize::MIN to that part's origin overflowed.
+        let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
+        let src = pattern(20, 30, 0);
+        let windows = vec![window(4, 6, 4, 4), window(isize::MIN + 1, isize::MIN + 1, 2, 2)];
+        let resize = Resize::Pillow(Filter::Bilinear, (16, 24));
+        let job = job(0, resize, Layout::Windows(windows), 0);
+        let want = alone(&src, (20, 30), &job, &norm);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            rows: None,
+            size: (20, 30),
+        };
+        let mut out = vec![f32::NAN; want.len()];
+        run_batch(&[image], &[job], std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+        assert!(out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     #[test]
