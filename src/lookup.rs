@@ -177,11 +177,7 @@ mod vbmi {
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     unsafe fn look_up(plane: &[u8; 256], index: __m512i) -> __m512i {
         // SAFETY: the caller guarantees the CPU features.
-        unsafe {
-            let low = _mm512_permutex2var_epi8(load(plane, 0), index, load(plane, 64));
-            let high = _mm512_permutex2var_epi8(load(plane, 128), index, load(plane, 192));
-            _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
-        }
+        unsafe { look_up_held(&[0, 64, 128, 192].map(|at| load(plane, at)), index) }
     }
 
     /// The bits of the 64 bytes from `start` that lie below `end`.
