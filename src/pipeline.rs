@@ -288,17 +288,9 @@ impl Job {
             }
             size = to;
         }
-        if let Some(Pad { size: canvas, at, .. }) = self.pad {
-            let fits = at.0.checked_add(size.0).is_some_and(|b| b <= canvas.0)
-                && at.1.checked_add(size.1).is_some_and(|r| r <= canvas.1);
-            if !fits {
-                return Err(invalid(
-                    "jobs",
-                    format!("a pad canvas holding {size:?} at {at:?}"),
-                    format!("{canvas:?}"),
-                ));
-            }
-            size = canvas;
+        if let Some(pad) = &self.pad {
+            pad.check(size)?;
+            size = pad.size;
         }
         checked_len("jobs", &[size.0, size.1, 3])?;
         Ok(size)
