@@ -146,10 +146,10 @@ fn gather(channels: usize, c: usize, width: usize) -> Gather {
 #[cfg(target_arch = "x86_64")]
 mod vbmi {
     use std::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_mask_storeu_epi8,
+        __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_mask_loadu_epi8, _mm512_mask_storeu_epi8,
         _mm512_maskz_loadu_epi8, _mm512_movepi8_mask, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
-        _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16,
-        _mm512_unpacklo_epi8,
+        _mm512_setzero_si512, _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8,
+        _mm512_unpacklo_epi16, _mm512_unpacklo_epi8,
     };
 
     use super::Lookup;
@@ -323,8 +323,11 @@ mod vbmi {
         }
     }
 
-    /// [`Lookup::run_interleaved`]: each run in blocks of 64 values, then the rest through
-    /// masks, the tables held in registers throughout.
+    /// [`Lookup::run_interleaved`], the tables held in registers throughout. Runs that each
+    /// start where the one before ends in `out`, those before the last whole pixels, form a
+    /// chain written in blocks of 64 values (the last through masks), each block's bytes
+    /// gathered from the runs it covers: a patch line (42 or 96 values) is not a multiple
+    /// of the block, but a patch's lines follow each other in `out`.
     ///
     /// # Safety
     /// As [`run`], with every run inside `src` and `out` (`width` bytes a value).
@@ -341,22 +344,51 @@ mod vbmi {
         });
         let order = unsafe { _mm512_loadu_si512(lookup.gathers[0][0].0.as_ptr().cast()) };
         let width = lookup.width;
-        for &(from, to, len) in runs {
-            let mut done = 0;
-            while done < len {
-                let n = (len - done).min(64);
-                // SAFETY: the caller guarantees the features and that the run lies inside
-                // `src` and `out`; a masked block touches only its first `n` values.
+        let mut rest = runs;
+        while let Some(&(_, start, _)) = rest.first() {
+            let links = rest
+                .windows(2)
+                .take_while(|pair| pair[1].1 == pair[0].1 + pair[0].2 && pair[0].2 % 3 == 0)
+                .count();
+            let (chain, after) = rest.split_at(links + 1);
+            let (_, last_to, last_len) = chain[links];
+            let end = last_to + last_len;
+            // The first run the next block reads.
+            let mut first = 0;
+            for block in (start..end).step_by(64) {
+                let n = (end - block).min(64);
+                let mut bytes = _mm512_setzero_si512();
+                for &(from, to, len) in &chain[first..] {
+                    if to >= block + n {
+                        break;
+                    }
+                    let lanes =
+                        mask(0, (to + len).min(block + n) - block) & !mask(0, to.saturating_sub(block));
+                    // Lane `l` reads byte `from + block + l - to` of `src`: the run's bytes
+                    // from where the block meets it.
+                    let at = src.wrapping_add(from + block).wrapping_sub(to);
+                    // SAFETY: the caller guarantees the features; the lanes of `lanes` read
+                    // bytes of this run, inside `src`, and a masked load touches no others.
+                    bytes = unsafe { _mm512_mask_loadu_epi8(bytes, lanes, at.cast()) };
+                    if to + len > block + n {
+                        break;
+                    }
+                    first += 1;
+                }
+                // SAFETY: the caller guarantees the features and that the runs lie inside
+                // `out`, where the chain's values follow each other; a masked block writes
+                // only its first `n` values.
                 unsafe {
-                    let (px, at) = (src.add(from + done), out.add(width * (to + done)));
+                    let at = out.add(width * block);
+                    let phase = (block - start) % 3;
                     if n == 64 {
-                        interleaved_block::<false>(lookup, &tables, order, px, at, done % 3, 64);
+                        interleaved_block::<false>(lookup, &tables, order, bytes, at, phase, 64);
                     } else {
-                        interleaved_block::<true>(lookup, &tables, order, px, at, done % 3, n);
+                        interleaved_block::<true>(lookup, &tables, order, bytes, at, phase, n);
                     }
                 }
-                done += n;
             }
+            rest = after;
         }
     }
 
@@ -371,44 +403,39 @@ mod vbmi {
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
     }
 
-    /// The `n` values (64 unless `MASKED`) of a run at `px`, written to `out`, the first of
-    /// them of channel `first`: each lane looked up in its channel's planes (one lookup
-    /// when they are all the same).
+    /// The `n` values (64 unless `MASKED`) of `bytes`, written to `out`, the first of them
+    /// of channel `first`: each lane looked up in its channel's planes (one lookup when
+    /// they are all the same).
     ///
     /// # Safety
-    /// The CPU must support AVX-512F, BW and VBMI; `px` must hold `n` bytes and `out`
-    /// `width * n`.
+    /// The CPU must support AVX-512F, BW and VBMI; `out` must hold `width * n` bytes.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     unsafe fn interleaved_block<const MASKED: bool>(
         lookup: &Lookup,
         tables: &[[[__m512i; 4]; 4]; 3],
         order: __m512i,
-        px: *const u8,
+        bytes: __m512i,
         out: *mut u8,
         first: usize,
         n: usize,
     ) {
         let (ones, twos) = lookup.phases[first];
         let [red, green, blue] = tables;
-        // SAFETY: the caller guarantees the features and the lengths read and written; a
-        // masked load touches only the bytes of its mask.
-        unsafe {
-            let bytes = if MASKED {
-                _mm512_maskz_loadu_epi8(mask(0, n), px.cast())
-            } else {
-                _mm512_loadu_si512(px.cast())
-            };
-            let values = _mm512_permutexvar_epi8(order, bytes);
-            let byte = |k: usize| {
-                let v = look_up_held(&red[k], values);
-                if lookup.uniform {
-                    return v;
-                }
+        let values = _mm512_permutexvar_epi8(order, bytes);
+        let byte = |k: usize| {
+            // SAFETY: the caller guarantees the features.
+            let v = unsafe { look_up_held(&red[k], values) };
+            if lookup.uniform {
+                return v;
+            }
+            // SAFETY: as above.
+            unsafe {
                 let v = _mm512_mask_blend_epi8(ones, v, look_up_held(&green[k], values));
                 _mm512_mask_blend_epi8(twos, v, look_up_held(&blue[k], values))
-            };
-            store::<MASKED>(byte, lookup.width, out, n);
-        }
+            }
+        };
+        // SAFETY: the caller guarantees the features and the bytes written.
+        unsafe { store::<MASKED>(byte, lookup.width, out, n) };
     }
 }
 
@@ -494,6 +521,28 @@ mod tests {
                         assert_eq!(*value, want, "value {i} of {values} from {to}, runs {runs:?}");
                     }
                 }
+            }
+            // Runs read from anywhere in `src`, most of them starting where the one before
+            // ends in `dst` (chains gathered into whole blocks), of patch-line lengths and
+            // others, some not whole pixels (which end a chain).
+            let src: Vec<u8> = (0..3000).map(|_| rng.below(256) as u8).collect();
+            for _ in 0..20 {
+                let mut runs = Vec::new();
+                let mut to = rng.below(4);
+                for _ in 0..rng.below(40) {
+                    let len = [0, 1, 3, 5, 42, 48, 64, 96, 129][rng.below(9)];
+                    runs.push((rng.below(src.len() - len + 1), to, len));
+                    to += len + if rng.below(4) == 0 { 1 + rng.below(4) } else { 0 };
+                }
+                let mut dst = vec![T::zeroed(); to + 70];
+                let mut want = dst.clone();
+                for &(from, at, len) in &runs {
+                    for i in 0..len {
+                        want[at + i] = tables[i % 3][usize::from(src[from + i])];
+                    }
+                }
+                lookup.run_interleaved(&src, &mut dst, &runs);
+                assert_eq!(dst, want, "runs {runs:?}");
             }
         }
     }

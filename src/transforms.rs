@@ -481,26 +481,33 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
         // Line y of patch (py, px), in that order, is the next 3 * p output values: one run
         // of the image's bytes, the outside value past the image. The runs are looked up
         // together.
-        let nw = window.width / p;
         runs.clear();
-        for (i, line) in out.chunks_exact_mut(3 * p).enumerate() {
-            let (patch, y) = (i / p, i % p);
-            let row = window.top + (patch / nw * p + y) as isize;
-            let left = window.left + (patch % nw * p) as isize;
-            let rows_in = overlap(row, 1, h);
-            let cols_in = if rows_in.is_empty() {
-                0..0
-            } else {
-                overlap(left, p, w)
-            };
-            if !cols_in.is_empty() {
-                let at = (row as usize * w + (left + cols_in.start as isize) as usize) * 3;
-                runs.push((at, 3 * (i * p + cols_in.start), 3 * cols_in.len()));
-            }
-            let (before, after) = line.split_at_mut(3 * cols_in.start);
-            let after = &mut after[3 * cols_in.len()..];
-            for px in before.chunks_exact_mut(3).chain(after.chunks_exact_mut(3)) {
-                px.copy_from_slice(&outside);
+        let mut to = 0;
+        for py in 0..window.height / p {
+            for px in 0..window.width / p {
+                let left = window.left + (px * p) as isize;
+                let cols_in = overlap(left, p, w);
+                for y in 0..p {
+                    let row = window.top + (py * p + y) as isize;
+                    let cols = if (0..h as isize).contains(&row) {
+                        cols_in.clone()
+                    } else {
+                        0..0
+                    };
+                    if !cols.is_empty() {
+                        let at = (row as usize * w + (left + cols.start as isize) as usize) * 3;
+                        runs.push((at, to + 3 * cols.start, 3 * cols.len()));
+                    }
+                    if cols.len() < p {
+                        let line = &mut out[to..to + 3 * p];
+                        let (before, after) = line.split_at_mut(3 * cols.start);
+                        let after = &mut after[3 * cols.len()..];
+                        for pixel in before.chunks_exact_mut(3).chain(after.chunks_exact_mut(3)) {
+                            pixel.copy_from_slice(&outside);
+                        }
+                    }
+                    to += 3 * p;
+                }
             }
         }
         norm.run_interleaved(src, out, &runs);
