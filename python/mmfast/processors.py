@@ -1072,8 +1072,7 @@ def run_videos(
         inputs += list(frames)
         plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
     plans = list(config.finish_batch(plans))
-    with np.errstate(all="ignore"):  # as for images
-        tables, view, lut = output_tables(config.tables(), dtype)
+    tables, view, lut = output_tables(config.tables(), dtype)
     shape, offsets = config.batch_shape(plans)
     jobs: list[tuple[Any, ...]] = []
     one_thread = torch_one_thread()
@@ -1148,10 +1147,9 @@ def run_plans(
             f"{config.image_processor_type}, got 'uint8' (its resized views are computed "
             "in float32 after normalising, not looked up from the pixels)"
         )
-    with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
-        # Computed values are rounded to bfloat16 or float16 after the float32 run, as
-        # torch's .to(dtype) rounds the float32 tensor.
-        tables, view, lut = output_tables(native, None if computed else dtype)
+    # Computed values are rounded to bfloat16 or float16 after the float32 run, as torch's
+    # .to(dtype) rounds the float32 tensor.
+    tables, view, lut = output_tables(native, None if computed else dtype)
     plans = list(config.finish_batch(plans, sample_sizes))
     shapes = config.pixel_shapes(plans, sample_sizes)
     shape, offsets = shapes["pixel_values"]
@@ -1159,7 +1157,15 @@ def run_plans(
     sizes = {key: math.prod(s) for key, (s, _) in shapes.items()}
     bases = dict(zip(sizes, itertools.accumulate(sizes.values(), initial=0), strict=False))
     jobs: list[tuple[Any, ...]] = []
-    one_thread = torch_one_thread()
+    # torch's thread count matters to the float resizes alone (4 us a call to read).
+    one_thread = (
+        computed
+        or any(
+            v.resize is not None and v.resize.kernel == "torch-float"
+            for p in plans
+            for v in p.views
+        )
+    ) and torch_one_thread()
     for i, plan in enumerate(plans):
         starts = [bases[k] + shapes[k][1][i] if k in shapes else None for k in config.pixel_keys]
         jobs += native_jobs(i, plan, starts, len(jobs), one_thread)
@@ -1217,10 +1223,12 @@ def output_tables(
     if dtype == "bfloat16":
         import ml_dtypes  # 0.5-1 s to import: only when bfloat16 arrays are asked for
 
-        bits = native if bf16 else bfloat16_bits(values)
+        with np.errstate(all="ignore"):  # huge constants overflow to inf, as in transformers
+            bits = native if bf16 else bfloat16_bits(values)
         return np.ascontiguousarray(bits), ml_dtypes.bfloat16, None
     if dtype == "float16":
-        return values.astype(np.float16).view(np.uint16), np.float16, None
+        with np.errstate(all="ignore"):  # as above
+            return values.astype(np.float16).view(np.uint16), np.float16, None
     identity = np.broadcast_to(identity_table(), native.shape)
     # A copy: the family's table is cached and shared by every call.
     return np.ascontiguousarray(identity), None, np.array(values, np.float32)
