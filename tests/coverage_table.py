@@ -44,13 +44,7 @@ EXCEPTIONS: dict[str, str] = {
 }
 
 # Video classes mmfast does not compute, by model type, with the reason.
-_TIME_MAJOR = (
-    "rows (time, channel, y, x) of distinct frames: the engine writes the layout, but the "
-    "video class's sampling and plans are not written"
-)
 VIDEO_EXCEPTIONS: dict[str, str] = {
-    "muse_glimmer": _TIME_MAJOR,
-    "muse_spark": _TIME_MAJOR,
     "nemotron_h_omni": _NEMOTRON,
 }
 

@@ -204,6 +204,19 @@ def test_minimax_stale_size_reads_as_the_class_default() -> None:
     assert (resized.min_pixels, resized.max_pixels) == (100, 9999)
 
 
+@needs_torch
+def test_muse_linspace_is_torchs() -> None:
+    """``torch.linspace(0, end, steps).long()``, which MuseGlimmerVideoProcessor samples
+    frames with, for every clip length to 800 frames and every count to 130 (torch rounds
+    each value once: numpy's float32 arithmetic differs in thousands of them)."""
+    import torch
+
+    for end in range(800):
+        for steps in range(1, min(end + 1, 130) + 1):
+            want = torch.linspace(0, end, steps).long().tolist()
+            assert models.muse_glimmer.torch_linspace(end, steps) == want, (end, steps)
+
+
 def test_muse_rows_are_time_major() -> None:
     """Each row is the patch's (channel, y, x) values, then the same again: rows laid out
     (time, channel, y, x) for a still frame."""

@@ -248,6 +248,7 @@ VIDEO_MODELS = [
     "nvidia/Cosmos3-Edge",
     "tencent/Hy4",
     "MiniMaxAI/MiniMax-M3",
+    "meta-models/Muse-Glimmer-30B",
     "LanguageBind/Video-LLaVA-7B-hf",
     "zai-org/GLM-4.1V-9B-Thinking",
     "zai-org/GLM-4.6V",
@@ -483,6 +484,23 @@ VIDEO_CASES += [
     VideoCase(MOLMO2, 6, 20, 24, 1.0, {"num_frames": 40, "fps": None}),
     VideoCase(MOLMO2, 1000, 16, 16, 10.0, {}, {"max_fps": 100}),
 ]
+# Muse Glimmer: num_frames capping the rate (116 frames asked of 700), both at once at an odd
+# rate, unresized frames, and three frames a temporal group under a small token cap.
+MUSE = "meta-models/Muse-Glimmer-30B"
+VIDEO_CASES += [
+    VideoCase(MUSE, 700, 20, 30, 30.0, {"fps": 5}),
+    VideoCase(MUSE, 301, 30, 44, 29.97, {"fps": 1.7, "num_frames": 11}),
+    VideoCase(MUSE, 9, 28, 56, 10.0, {}, {"do_resize": False}),
+    VideoCase(
+        MUSE,
+        8,
+        60,
+        45,
+        10.0,
+        {"do_sample_frames": False},
+        {"temporal_patch_size": 3, "max_video_frame_tokens": 4},
+    ),
+]
 # MiniCPM-V's long-clip sampling (a clip longer than max_num_frames seconds).
 VIDEO_CASES += [
     VideoCase("openbmb/MiniCPM-V-4.6", 50, 40, 60, 10.0, {}, {"max_num_frames": 2}),
@@ -573,6 +591,10 @@ VIDEO_TOKENS: dict[str, tuple[str, str]] = {
     ERNIE: ("ernie4_5_vl_moe.processing_ernie4_5_vl_moe.Ernie4_5_VLMoeProcessor", "<|VIDEO|>"),
     VL3: ("video_llama_3.processing_video_llama_3.VideoLlama3Processor", "<|video_pad|>"),
     KIMI: ("kimi_k25.processing_kimi_k25.Kimi_K25Processor", "<|kimi_k25_video_placeholder|>"),
+    "meta-models/Muse-Glimmer-30B": (
+        "muse_glimmer.processing_muse_glimmer.MuseGlimmerProcessor",
+        "<|video|>",
+    ),
 }
 
 
@@ -608,7 +630,15 @@ def hf_video_tokens(case: VideoCase) -> int:
     path, token = VIDEO_TOKENS[case.model_id]
     module, name = path.rsplit(".", 1)
     cls = getattr(importlib.import_module(f"transformers.models.{module}"), name)
-    fake = SimpleNamespace(video_processor=video_processor, image_token=token, video_token=token)
+    # The markers around the placeholders (Muse Glimmer's), which the count leaves out.
+    fake = SimpleNamespace(
+        video_processor=video_processor,
+        image_token=token,
+        video_token=token,
+        video_start_token="",
+        video_sep_token="",
+        video_end_token="",
+    )
     if hasattr(cls, "replace_frame_token_id"):
         fake.replace_frame_token_id = MethodType(cls.replace_frame_token_id, fake)
     return str(cls.replace_video_token(fake, out, 0)).count(token)

@@ -153,7 +153,7 @@ from mmfast.models.minicpmv4_6 import MiniCPMV4_6Config, MiniCPMV4_6VideoConfig
 from mmfast.models.minimax_m3_vl import MiniMaxM3VLConfig
 from mmfast.models.mllama import MllamaConfig
 from mmfast.models.molmo2 import Molmo2Config, Molmo2VideoConfig
-from mmfast.models.muse_glimmer import MuseGlimmerConfig
+from mmfast.models.muse_glimmer import MuseGlimmerConfig, MuseGlimmerVideoConfig
 from mmfast.models.ovis2 import Ovis2Config
 from mmfast.models.paddleocr_vl import PaddleOCRVLConfig
 from mmfast.models.perception_lm import PerceptionLMConfig, PerceptionLMVideoConfig
@@ -231,6 +231,7 @@ __all__ = [
     "Molmo2Config",
     "Molmo2VideoConfig",
     "MuseGlimmerConfig",
+    "MuseGlimmerVideoConfig",
     "Ovis2Config",
     "PI0Config",
     "PPChart2TableConfig",

@@ -615,8 +615,13 @@ class Qwen2VLVideoConfig(VideoConfig):
 
     def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
         """``video_grid_thw`` (clips, 3) int64."""
-        grids = [cast("QwenVideoPlan", plan).grid for plan in plans]
-        return {"video_grid_thw": np.array(grids, np.int64).reshape(-1, 3)}
+        return {"video_grid_thw": video_grid_thw(plans)}
+
+
+def video_grid_thw(plans: Sequence[VideoPlan]) -> NDArray[np.int64]:
+    """(clips, 3) int64: each :class:`QwenVideoPlan`'s grid."""
+    grids = [cast("QwenVideoPlan", plan).grid for plan in plans]
+    return np.array(grids, np.int64).reshape(-1, 3)
 
 
 def video_fields(
