@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +39,8 @@ from mmfast.models.qwen2_vl import (
     QwenVideoPlan,
     call_over_legacy_pixels,
     patch_fields,
+    temporal_groups,
+    video_grid_thw,
 )
 
 __all__ = ["HYV4VLConfig", "HYV4VLVideoConfig", "frame_tokens", "video_smart_resize"]
@@ -265,14 +267,9 @@ class HYV4VLVideoConfig(VideoConfig):
                 f"(the patch grouping), got {height}x{width}"
             )
         t = self.temporal_patch_size
-        grid_t = -(-frames // t)
-        grid_h, grid_w = size[0] // self.patch_size, size[1] // self.patch_size
         resize = Resize(size, self.resample, "torch") if self.do_resize else None
-        out = Patchify(self.patch_size, t, 1)
-        slots = [min(i, frames - 1) for i in range(grid_t * t)]
-        views = tuple(
-            (tuple(slots[g * t : (g + 1) * t]), View(resize=resize, out=out)) for g in range(grid_t)
-        )
+        views = temporal_groups(frames, t, View(resize=resize, out=Patchify(self.patch_size, t, 1)))
+        grid_t, grid_h, grid_w = len(views), size[0] // self.patch_size, size[1] // self.patch_size
         rows = grid_t * grid_h * grid_w
         return QwenVideoPlan(
             height=height,
@@ -288,8 +285,7 @@ class HYV4VLVideoConfig(VideoConfig):
 
     def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
         """``video_grid_thw`` (clips, 3) int64."""
-        grids = [cast("QwenVideoPlan", plan).grid for plan in plans]
-        return {"video_grid_thw": np.array(grids, np.int64).reshape(-1, 3)}
+        return {"video_grid_thw": video_grid_thw(plans)}
 
 
 def _build_video(model_id: str | None, cfg: Fields) -> HYV4VLVideoConfig:

@@ -43,6 +43,7 @@ from mmfast.models.qwen2_vl import (
     call_over_legacy_pixels,
     patch_fields,
     smart_resize,
+    temporal_groups,
 )
 
 __all__ = ["MiniMaxM3VLConfig", "MiniMaxM3VLVideoConfig"]
@@ -234,20 +235,17 @@ class MiniMaxM3VLVideoConfig(VideoConfig):
                 f"got {height}x{width}"
             )
         t = self.temporal_patch_size
-        grid_t = -(-frames // t)
-        grid_h, grid_w = size[0] // self.patch_size, size[1] // self.patch_size
         resize = Resize(size, self.resample, "torch") if self.do_resize else None
-        out = Patchify(self.patch_size, t, self.merge_size)
-        slots = [min(i, frames - 1) for i in range(grid_t * t)]
+        views = temporal_groups(
+            frames, t, View(resize=resize, out=Patchify(self.patch_size, t, self.merge_size))
+        )
+        grid_t, grid_h, grid_w = len(views), size[0] // self.patch_size, size[1] // self.patch_size
         rows = grid_t * grid_h * grid_w
         return MiniMaxVideoPlan(
             height=height,
             width=width,
             frames=frames,
-            views=tuple(
-                (tuple(slots[g * t : (g + 1) * t]), View(resize=resize, out=out))
-                for g in range(grid_t)
-            ),
+            views=views,
             output_shapes=MappingProxyType(
                 {"pixel_values_videos": (rows, 3 * t * self.patch_size**2)}
             ),

@@ -50,7 +50,7 @@ from mmfast.models.base import (
     plan_constants,
 )
 from mmfast.models.config import Fields, Source
-from mmfast.models.qwen2_vl import QwenVideoPlan, grid_thw, video_grid_thw
+from mmfast.models.qwen2_vl import QwenVideoPlan, grid_thw, temporal_groups, video_grid_thw
 
 __all__ = ["MuseGlimmerConfig", "MuseGlimmerVideoConfig", "smart_resize", "torch_linspace"]
 
@@ -340,20 +340,17 @@ class MuseGlimmerVideoConfig(VideoConfig):
             )
         else:
             size = (height, width)
-        grid_t = -(-frames // t)
-        grid_h, grid_w = size[0] // p, size[1] // p
         resize = Resize(size, self.resample, "torch") if self.do_resize else None
-        out = Patchify(p, t, 1, time_major=True)
-        slots = [min(i, frames - 1) for i in range(grid_t * t)]
+        views = temporal_groups(
+            frames, t, View(resize=resize, out=Patchify(p, t, 1, time_major=True))
+        )
+        grid_t, grid_h, grid_w = len(views), size[0] // p, size[1] // p
         rows = grid_t * grid_h * grid_w
         return QwenVideoPlan(
             height=height,
             width=width,
             frames=frames,
-            views=tuple(
-                (tuple(slots[g * t : (g + 1) * t]), View(resize=resize, out=out))
-                for g in range(grid_t)
-            ),
+            views=views,
             output_shapes=MappingProxyType({"pixel_values_videos": (rows, t * 3 * p * p)}),
             num_video_tokens=rows // self.merge_size**2,
             grid=(grid_t, grid_h, grid_w),

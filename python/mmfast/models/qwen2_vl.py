@@ -592,14 +592,11 @@ class Qwen2VLVideoConfig(VideoConfig):
                 f"got {height}x{width}"
             )
         t = self.temporal_patch_size
-        grid_t = -(-frames // t)
-        grid_h, grid_w = size[0] // self.patch_size, size[1] // self.patch_size
         resize = Resize(size, self.resample, "torch") if self.do_resize else None
-        out = Patchify(self.patch_size, t, self.merge_size)
-        slots = [min(i, frames - 1) for i in range(grid_t * t)]
-        views = tuple(
-            (tuple(slots[g * t : (g + 1) * t]), View(resize=resize, out=out)) for g in range(grid_t)
+        views = temporal_groups(
+            frames, t, View(resize=resize, out=Patchify(self.patch_size, t, self.merge_size))
         )
+        grid_t, grid_h, grid_w = len(views), size[0] // self.patch_size, size[1] // self.patch_size
         rows = grid_t * grid_h * grid_w
         return QwenVideoPlan(
             height=height,
@@ -616,6 +613,15 @@ class Qwen2VLVideoConfig(VideoConfig):
     def batch_outputs(self, plans: Sequence[VideoPlan]) -> dict[str, Any]:
         """``video_grid_thw`` (clips, 3) int64."""
         return {"video_grid_thw": video_grid_thw(plans)}
+
+
+def temporal_groups(frames: int, t: int, view: View) -> tuple[tuple[tuple[int, ...], View], ...]:
+    """A clip's views for patch rows of ``t`` time slots: ``view`` over each group of ``t``
+    sampled frames in turn (the frame of each slot), the last frame repeated to fill the
+    last group."""
+    groups = -(-frames // t)
+    slots = [min(i, frames - 1) for i in range(groups * t)]
+    return tuple((tuple(slots[g * t : (g + 1) * t]), view) for g in range(groups))
 
 
 def video_grid_thw(plans: Sequence[VideoPlan]) -> NDArray[np.int64]:
