@@ -584,11 +584,22 @@ pub fn run_batch<T: Element>(
         slot.sort_unstable_by_key(|&(k, _)| k);
         groups[g].1.push((j, slot.into_iter().map(|(_, s)| s).collect()));
     }
+    // The largest images first (input pixels plus output values), so that the last task to
+    // finish is a short one: a 12 MP image taken last kept one thread busy while the
+    // other waited.
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&g| {
+        let (image, group) = &groups[g];
+        let (h, w) = images[*image].size;
+        let written: usize = group.iter().flat_map(|(_, slot)| slot).map(|s| s.len()).sum();
+        std::cmp::Reverse(h.saturating_mul(w).saturating_add(written))
+    });
     // Each task takes its group once; the results are read in image order, so the error
     // reported does not depend on the threads.
     let tasks: Vec<Mutex<Option<Group<'_, T>>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
     let results: Vec<Mutex<Result<(), TransformError>>> = tasks.iter().map(|_| Mutex::new(Ok(()))).collect();
-    workers::run(threads, pool_threads, tasks.len(), &|g| {
+    workers::run(threads, pool_threads, tasks.len(), &|i| {
+        let g = order[i];
         let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some((image, group)) = taken {
             *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
