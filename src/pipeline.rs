@@ -1386,6 +1386,38 @@ mod tests {
     }
 
     #[test]
+    fn patch_rows_split_among_threads_are_unchanged() {
+        // Bands of merge groups split among a team: streamed (outputs of 1 MB and more) or
+        // copied, read in place or from a resize.
+        let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
+        let src = pattern(700, 504, 5);
+        let image = Image {
+            pixels: &src,
+            channels: 3,
+            rows: None,
+            size: (700, 504),
+        };
+        let patches = Patches {
+            patch_size: 14,
+            ..PATCHES
+        };
+        for (resize, (h, w)) in [
+            (Resize::Keep, (700, 504)),
+            (Resize::Pillow(Filter::Bicubic, (560, 448)), (560, 448)),
+            (Resize::Torch(TorchMode::Bilinear, true, (112, 140)), (112, 140)),
+        ] {
+            let jobs = [job(0, resize, Layout::Patches(patches), 0)];
+            let len = output_len(&jobs[0], (h, w));
+            let mut one = vec![f32::NAN; len];
+            let mut four = vec![f32::NAN; len];
+            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut one, 1, POOL).unwrap();
+            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut four, 4, POOL).unwrap();
+            assert_eq!(one, alone(&src, (700, 504), &jobs[0], &norm), "{resize:?}");
+            assert_eq!(one, four, "{resize:?}");
+        }
+    }
+
+    #[test]
     fn rgbx_and_gray_sources_are_packed_like_rgb() {
         let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
         let rgb = pattern(32, 44, 7);

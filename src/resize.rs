@@ -953,12 +953,12 @@ pub(crate) fn separable(
     };
     let rgb = || src.as_rgb().expect("packed above");
     let vertical_pass = |coeffs: &Coeffs, band: &[u8], band_first: usize, stride: usize, out: &mut [u8]| {
-        by_bands(0..coeffs.out_len(), out, stride, |rows, chunk| {
+        by_bands(0..coeffs.out_len(), out, stride, MIN_BAND, |rows, chunk| {
             vertical_rows(kernel, band, band_first, stride, coeffs, rows, chunk);
         });
     };
     let horizontal_pass = |plan: &Horizontal, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]| {
-        by_bands(rows, out, w2 * 3, |rows, chunk| match paste {
+        by_bands(rows, out, w2 * 3, MIN_BAND, |rows, chunk| match paste {
             Some(pad) => pasted_rows(plan, src, pad, rows, chunk),
             None => plan.run(src, rows, chunk),
         });
@@ -968,7 +968,7 @@ pub(crate) fn separable(
         // No horizontal pass: the vertical one reads packed RGB rows where they are.
         (None, Some(vertical)) => match src.as_rgb() {
             Some(rgb) => vertical_pass(vertical, rgb, 0, w * 3, dst),
-            None => by_bands(0..vertical.out_len(), dst, w * 3, |rows, chunk| {
+            None => by_bands(0..vertical.out_len(), dst, w * 3, MIN_BAND, |rows, chunk| {
                 vertical_from_rows(kernel, &src, vertical, rows, chunk);
             }),
         },
@@ -1042,25 +1042,27 @@ fn vertical_from_rows(kernel: Kernel, src: &Source<'_>, coeffs: &Coeffs, rows: R
     }
 }
 
-/// Runs `pass(rows, out_rows)` over the output `rows` (`row_len` bytes each), split
-/// into bands that the members of the calling thread's team take (see
-/// [`crate::workers::bands`]), or in one go outside a team.
+/// Rows of a resize pass below which a band costs more to hand out than to compute.
+pub(crate) const MIN_BAND: usize = 32;
+
+/// Runs `pass(rows, out_rows)` over the output `rows` (`row_len` values each), split
+/// into bands of at least `min_band` rows that the members of the calling thread's team
+/// take (see [`crate::workers::bands`]), or in one go outside a team.
 ///
 /// Every output row depends only on its own inputs, so the split changes no byte.
 pub(crate) fn by_bands<T: Send>(
     rows: Range<usize>,
     out: &mut [T],
     row_len: usize,
+    min_band: usize,
     pass: impl Fn(Range<usize>, &mut [T]) + Sync,
 ) {
-    // Below this many rows a band costs more to hand out than to compute.
-    const MIN_BAND: usize = 32;
     let members = workers::team_size();
-    if members == 1 || rows.len() < 2 * MIN_BAND {
+    if members == 1 || rows.len() < 2 * min_band {
         pass(rows, out);
         return;
     }
-    let band = rows.len().div_ceil(4 * members).max(MIN_BAND);
+    let band = rows.len().div_ceil(4 * members).max(min_band);
     // One lock per band, each taken once, by the thread that runs it.
     let chunks: Vec<Mutex<&mut [T]>> = out.chunks_mut(band * row_len).map(Mutex::new).collect();
     workers::bands(chunks.len(), &|i| {

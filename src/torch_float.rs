@@ -52,16 +52,13 @@ use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{by_bands, check_buffers, Backend, Source};
+use crate::resize::{by_bands, check_buffers, Backend, Source, MIN_BAND};
 use crate::torch_resize::nearest_exact_indices;
 use crate::transforms::checked_len;
 use crate::workers;
 
 /// Channels of the images handled here.
 const CHANNELS: usize = 3;
-
-/// Below this many output rows a band costs more to hand out than to compute.
-const MIN_BAND: usize = 32;
 
 /// torch's interpolation modes for float tensors without antialiasing, as transformers maps
 /// PIL's NEAREST, BILINEAR and BICUBIC (LANCZOS needs antialiasing in torchvision).
@@ -804,7 +801,7 @@ fn rounded_bytes<V: Values>(
     dst: &mut [u8],
     (height, width): (usize, usize),
 ) {
-    by_bands(0..height, dst, width * CHANNELS, |rows, chunk| {
+    by_bands(0..height, dst, width * CHANNELS, MIN_BAND, |rows, chunk| {
         let first = rows.start;
         path.run(plan, values, width, rows, &mut |oy, planes| {
             let line = &mut chunk[(oy - first) * width * CHANNELS..][..width * CHANNELS];
