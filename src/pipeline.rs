@@ -80,6 +80,14 @@ impl Resize {
         }
     }
 
+    /// The size of `size`'s pixels once resized.
+    fn output_size(self, size: (usize, usize)) -> (usize, usize) {
+        match self {
+            Resize::Keep => size,
+            Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) => to,
+        }
+    }
+
     /// Whether [`Resize::run_part`] computes only the part's pixels (the separable
     /// convolutions), rather than cropping them from the whole result.
     fn computes_parts(self) -> bool {
@@ -445,6 +453,37 @@ impl Job {
         Ok((owned.map(|v| (v, size)), origin))
     }
 
+    /// The canvas and patches of a job whose patch rows read the input image (of `size`)
+    /// where it is, unresized, on a canvas (Kimi-VL's pad to whole merge groups): only the
+    /// canvas's margins are filled, and no canvas is written.
+    fn pasted_patches(&self, size: (usize, usize)) -> Option<(Pad, Patches)> {
+        match (self.pad, &self.layout) {
+            (Some(pad), Some(Layout::Patches(p)))
+                if self.source.is_none()
+                    && self.crop.is_none()
+                    && self.frames.is_empty()
+                    && self.resize.output_size(size) == size =>
+            {
+                Some((pad, *p))
+            }
+            _ => None,
+        }
+    }
+
+    /// A video's further frames (`self.frames` of `images`), prepared as the first one was.
+    fn further_frames<'i>(&self, images: &[Image<'i>]) -> Result<Vec<Cow<'i, [u8]>>, TransformError> {
+        self.frames
+            .iter()
+            .map(|&f| {
+                let frame = images[f].source()?;
+                Ok(match self.prepare(frame, None, true)?.0 {
+                    Some((v, _)) => Cow::Owned(v),
+                    None => frame.to_rgb()?,
+                })
+            })
+            .collect()
+    }
+
     /// The smallest part of a resize from `from` to `to` that holds every pixel this job's
     /// windows read, spanning each axis the resize keeps (see [`resize::part_fits`]);
     /// `None` for other layouts or windows that read nothing.
@@ -762,6 +801,14 @@ fn run_image<T: Element>(
             pixels.insert(j, Pixels::Pasted(job.source, pad));
             continue;
         }
+        if let (Some((pad, p)), [dst], false) = (
+            job.pasted_patches(image.size),
+            &mut slot[..],
+            read_later.contains(&j),
+        ) {
+            normalize_source_to_patches(input, Some(pad), p, &norms[job.table], dst)?;
+            continue;
+        }
         // Pixels a later job reads are kept whole.
         let whole = read_later.contains(&j);
         let (prepared, origin) = if job.source.is_none() {
@@ -801,7 +848,7 @@ fn run_image<T: Element>(
             match (&job.layout, &mut slot[..]) {
                 (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(input, &norms[job.table], dst)?,
                 (Some(Layout::Patches(p)), [dst]) => {
-                    normalize_source_to_patches(input, *p, &norms[job.table], dst)?;
+                    normalize_source_to_patches(input, None, *p, &norms[job.table], dst)?;
                 }
                 (Some(Layout::Windows(windows)), [dst]) => {
                     crop_windows(input, windows, &norms[job.table], dst)?;
@@ -820,15 +867,7 @@ fn run_image<T: Element>(
                     job.source,
                 ),
             };
-            // A video's further frames, prepared as the first one was.
-            let mut others = Vec::with_capacity(job.frames.len());
-            for &f in &job.frames {
-                let frame = images[f].source()?;
-                others.push(match job.prepare(frame, None, true)?.0 {
-                    Some((v, _)) => Cow::Owned(v),
-                    None => frame.to_rgb()?,
-                });
-            }
+            let others = job.further_frames(images)?;
             let frames: Vec<&[u8]> = std::iter::once(first)
                 .chain(others.iter().map(|f| &**f))
                 .collect();

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use crate::affine::Affine;
 use crate::error::{invalid, TransformError};
+use crate::image::Pad;
 use crate::lookup::Lookup;
 use crate::resize::{by_bands, Source};
 #[cfg(target_arch = "x86_64")]
@@ -671,17 +672,29 @@ pub fn normalize_to_patches<T: bytemuck::Pod + Send + Sync>(
 /// [`normalize_to_patches`] of one still frame read where it is: RGB, Pillow's RGBX or
 /// grayscale, rows back to back or one by one (see [`Source`]); the same values as from its
 /// packed RGB pixels, without packing them first (a 12 MP Pillow image that needs no resize
-/// would otherwise be copied once more, 36 MB).
+/// would otherwise be copied once more, 36 MB). With `pad`, of the frame pasted on that
+/// canvas, whose colour only the margins are filled with (no canvas is written).
 ///
 /// # Errors
-/// As [`normalize_to_patches`].
+/// As [`normalize_to_patches`], or a frame that does not fit the canvas.
 pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
     src: Source<'_>,
+    pad: Option<Pad>,
     patches: Patches,
     norm: &Normalize<T>,
     dst: &mut [T],
 ) -> Result<(), TransformError> {
-    let (h, w) = src.size();
+    let (ih, iw) = src.size();
+    let Pad {
+        size: (h, w),
+        at: (top, left),
+        fill,
+    } = pad.unwrap_or(Pad {
+        size: (ih, iw),
+        at: (0, 0),
+        fill: [0; 3],
+    });
+    pad.map_or(Ok(()), |pad| pad.check((ih, iw)))?;
     let unit = checked_len("patches", &[patches.patch_size, patches.merge_size])?;
     if unit == 0 || patches.temporal_patch_size == 0 || h % unit != 0 || w % unit != 0 {
         return Err(invalid(
@@ -690,17 +703,34 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
             format!("({h}, {w})"),
         ));
     }
+    let tables = norm.tables();
+    let margin: [T; 3] = std::array::from_fn(|c| tables[c][usize::from(fill[c])]);
+    let inside = top..top + ih;
     patches_by_band(1, (h, w), patches, norm, dst, |_, rows, r, g, b| {
-        if let Some(run) = src.run_of(rows.clone()) {
-            norm.run_pixels(run, src.channels(), r, g, b);
-            return;
+        if iw == w && inside.contains(&rows.start) && rows.end <= inside.end {
+            if let Some(run) = src.run_of(rows.start - top..rows.end - top) {
+                norm.run_pixels(run, src.channels(), r, g, b);
+                return;
+            }
         }
         let lines = r
             .chunks_exact_mut(w)
             .zip(g.chunks_exact_mut(w))
             .zip(b.chunks_exact_mut(w));
         for (y, ((r, g), b)) in rows.zip(lines) {
-            norm.run_pixels(src.row(y), src.channels(), r, g, b);
+            let mut planes = [r, g, b];
+            if inside.contains(&y) {
+                for (plane, value) in planes.iter_mut().zip(margin) {
+                    plane[..left].fill(value);
+                    plane[left + iw..].fill(value);
+                }
+                let [r, g, b] = planes.map(|plane| &mut plane[left..left + iw]);
+                norm.run_pixels(src.row(y - top), src.channels(), r, g, b);
+            } else {
+                for (plane, value) in planes.iter_mut().zip(margin) {
+                    plane.fill(value);
+                }
+            }
         }
     })
 }
@@ -908,6 +938,7 @@ pub fn f32_from_le_bytes(src: &[u8], dst: &mut [f32]) -> Result<(), TransformErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::pad_rgb;
 
     const CLIP_MEAN: [f64; 3] = [0.481_454_66, 0.457_827_5, 0.408_210_73];
     const CLIP_STD: [f64; 3] = [0.268_629_54, 0.261_302_58, 0.275_777_11];
@@ -1129,6 +1160,68 @@ mod tests {
         }
     }
 
+    #[test]
+    fn patches_of_a_source_on_a_canvas_equal_those_of_the_canvas() {
+        let norm = &Normalize::new([0.48, 0.46, 0.41], [0.27, 0.26, 0.28], 1.0 / 255.0).unwrap();
+        let (h, w) = (56, 84);
+        let src = pattern(h * w * 3);
+        let rgbx: Vec<u8> = src
+            .chunks_exact(3)
+            .flat_map(|px| [px[0], px[1], px[2], 9])
+            .collect();
+        let gray: Vec<u8> = src.iter().step_by(3).copied().collect();
+        let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v; 3]).collect();
+        for p in [
+            Patches {
+                patch_size: 14,
+                temporal_patch_size: 2,
+                merge_size: 2,
+                time_major: false,
+            },
+            Patches {
+                patch_size: 7,
+                temporal_patch_size: 3,
+                merge_size: 1,
+                time_major: true,
+            },
+        ] {
+            let unit = p.patch_size * p.merge_size;
+            for (pixels, c, rgb) in [(&src, 3, &src), (&rgbx, 4, &src), (&gray, 1, &gray_rgb)] {
+                // Each row running to the end of the memory block, as Pillow's do.
+                let rows: Vec<&[u8]> = (0..h).map(|y| &pixels[y * w * c..]).collect();
+                for source in [
+                    Source::packed(pixels, c, (h, w)).unwrap(),
+                    Source::rows(&rows, c, (h, w)).unwrap(),
+                ] {
+                    // At the top-left with rows as wide (read as one run), and inside the
+                    // canvas with margins on every side.
+                    for (canvas, at) in [((h + unit, w), (0, 0)), ((h + unit, w + 2 * unit), (unit - 1, 1))] {
+                        let pad = Pad {
+                            size: canvas,
+                            at,
+                            fill: [7, 200, 33],
+                        };
+                        let mut pasted = vec![0u8; canvas.0 * canvas.1 * 3];
+                        let packed = Source::packed(rgb, 3, (h, w)).unwrap();
+                        pad_rgb(packed, canvas, at, pad.fill, &mut pasted).unwrap();
+                        let want = naive_patches(&[&pasted], canvas, p, norm);
+                        let mut got = vec![f32::NAN; want.len()];
+                        normalize_source_to_patches(source, Some(pad), p, norm, &mut got).unwrap();
+                        assert_eq!(got, want, "{p:?} c={c} on {canvas:?} at {at:?}");
+                    }
+                    let outside = Pad {
+                        size: (h, w),
+                        at: (1, 0),
+                        fill: [0; 3],
+                    };
+                    let err =
+                        normalize_source_to_patches(source, Some(outside), p, norm, &mut []).unwrap_err();
+                    assert!(err.to_string().contains("pad"), "{err}");
+                }
+            }
+        }
+    }
+
     /// HF's patchify index arithmetic, written out per element.
     fn naive_patches(frames: &[&[u8]], (h, w): (usize, usize), p: Patches, norm: &Normalize) -> Vec<f32> {
         let (ps, t, m) = (p.patch_size, p.temporal_patch_size, p.merge_size);
@@ -1299,7 +1392,7 @@ mod tests {
                     Source::rows(&rows, c, (h, w)).unwrap(),
                 ] {
                     let mut got = vec![f32::NAN; want.len()];
-                    normalize_source_to_patches(source, p, norm, &mut got).unwrap();
+                    normalize_source_to_patches(source, None, p, norm, &mut got).unwrap();
                     assert_eq!(got, want, "{p:?} {h}x{w} c={c}");
                 }
             }
