@@ -2,8 +2,8 @@
 //! normalise it into its slots of the output, with no intermediate tensors.
 //!
 //! The Python layer decides every number (windows, sizes, fill colours, patch layout,
-//! offsets, tables); this module only moves pixels, in parallel across images, and
-//! across the row bands of a large image's resizes.
+//! offsets, tables); this module only moves pixels, in parallel across images (the largest
+//! first), and across the bands of a large image's resizes and patch rows.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -595,8 +595,8 @@ enum Pixels {
 /// Each job writes its own ranges of `dst` (see [`Job::segments`]), disjoint from every
 /// other job's, with the values of table `norms[job.table]`; values no job writes are left
 /// as they are (a zeroed output stays zero: HF's zero padding across a batch). An image's
-/// jobs run in order on one thread; images run in parallel, and so do the row bands of a
-/// large resize.
+/// jobs run in order on one thread; images run in parallel, the largest first, and so do
+/// the bands of a large resize or patch layout.
 ///
 /// # Errors
 /// A job that reads a missing image, table or later job, overlapping or out-of-range

@@ -354,12 +354,16 @@ impl<'a> Arbitrary<'a> for Plan {
             };
             let resized = job.pixel_size(from).ok();
             if u.ratio(1u8, 4u8)? {
-                job.pad = Some(pad(u, resized.unwrap_or((1, 1)))?);
-                if matches!(job.layout, Some(Layout::Patches(_))) && !rare(u)? {
-                    // A canvas the patch layout still accepts would need snapping too:
-                    // leave such plans to the rare draws.
-                    job.pad = None;
+                let mut canvas = pad(u, resized.unwrap_or((1, 1)))?;
+                if let Some(Layout::Patches(p)) = &job.layout {
+                    // Usually a canvas of whole merge groups, as Kimi-VL pads.
+                    let unit = p.patch_size.saturating_mul(p.merge_size);
+                    if (1..=40).contains(&unit) && !rare(u)? {
+                        let snap = |v: usize| v.div_ceil(unit).max(1) * unit;
+                        canvas.size = (snap(canvas.size.0), snap(canvas.size.1));
+                    }
                 }
+                job.pad = Some(canvas);
             }
             let size = job.pixel_size(from).ok();
             if job.layout.is_none() && u.ratio(2u8, 3u8)? {
