@@ -514,12 +514,12 @@ unsafe fn run_fma<V: Values>(
 }
 
 /// [`generic`] with [`horizontal`] eight outputs of a channel a vector: each output's `N`
-/// values gathered from the row's planar run, each lane running [`chain`]'s multiply and
-/// FMAs in their order (the same bits). Phi-4-multimodal's bicubic global view and Molmo2's
-/// resizes on several threads take it: float32 planes 896x896 to 448x448 took 5.4-6.6 ms
-/// bicubic and 3.6-4.3 ms bilinear before, 3.7-4.3 and 2.5-2.6 ms after; a Phi-4 call at
-/// 640x480, 10.4-11.2 ms before, 8.9-9.4 ms after (where the byte tables and the gathers
-/// are most of what is left).
+/// values read from the row's planar run by [`block_taps`], each lane running [`chain`]'s
+/// multiply and FMAs in their order (the same bits). Phi-4-multimodal's bicubic global view
+/// and Molmo2's resizes on several threads take it: float32 planes 896x896 to 448x448 took
+/// 5.4-6.6 ms bicubic and 3.6-4.3 ms bilinear before, 3.7-4.3 and 2.5-2.6 ms after; a Phi-4
+/// call at 640x480, 10.4-11.2 ms before, 8.9-9.4 ms after (on the Xeon). On a Zen 1 EPYC,
+/// loading adjacent taps instead of gathering them took that call from 12.1 to 8.7 ms.
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
@@ -532,31 +532,23 @@ unsafe fn generic_fma<const N: usize, V: Values>(
     rows: Range<usize>,
     emit: &mut dyn FnMut(usize, &[f32]),
 ) {
-    use std::arch::x86_64::{
-        _mm256_fmadd_ps, _mm256_i32gather_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps,
-        _mm256_storeu_ps,
-    };
-    const LANES: usize = 8;
+    use std::arch::x86_64::{_mm256_fmadd_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_storeu_ps};
     let width = tx.index.len();
     let (index, weight) = columns(tx);
     let blocks = width / LANES * LANES;
+    let adjacent = adjacent_blocks(&index, blocks);
     let row_sums = |line: &[f32], sums: &mut [f32]| {
         let src_width = line.len() / CHANNELS;
         for (run, plane) in line.chunks_exact(src_width).zip(sums.chunks_exact_mut(width)) {
-            for ox in (0..blocks).step_by(LANES) {
+            for (ox, &adjacent) in (0..blocks).step_by(LANES).zip(&adjacent) {
                 // SAFETY: AVX2 and FMA are guaranteed by the caller; outputs ox..ox + 8 lie in
-                // `index`, `weight` and `plane`, and every gathered index is a column of `run`.
+                // `index`, `weight` and `plane`, and every index is a column of `run`.
                 unsafe {
-                    let value = |j: usize| {
-                        _mm256_i32gather_ps::<4>(
-                            run.as_ptr(),
-                            _mm256_loadu_si256(index[j][ox..].as_ptr().cast()),
-                        )
-                    };
+                    let value = block_taps(run, &index, ox, adjacent);
                     let tap = |j: usize| _mm256_loadu_ps(weight[j][ox..].as_ptr());
-                    let mut acc = _mm256_fmadd_ps(value(0), tap(0), _mm256_mul_ps(value(1), tap(1)));
-                    for j in 2..N {
-                        acc = _mm256_fmadd_ps(value(j), tap(j), acc);
+                    let mut acc = _mm256_fmadd_ps(value[0], tap(0), _mm256_mul_ps(value[1], tap(1)));
+                    for (j, &value) in value.iter().enumerate().skip(2) {
+                        acc = _mm256_fmadd_ps(value, tap(j), acc);
                     }
                     _mm256_storeu_ps(plane[ox..].as_mut_ptr(), acc);
                 }
@@ -569,6 +561,85 @@ unsafe fn generic_fma<const N: usize, V: Values>(
     };
     let mut out = vec![0f32; CHANNELS * width];
     generic(src, ty, tx, rows, &mut out, emit, row_sums);
+}
+
+/// Outputs a vector in the vector loops.
+#[cfg(target_arch = "x86_64")]
+const LANES: usize = 8;
+
+/// Per block of [`LANES`] outputs (of the first `blocks`), whether each output's taps are
+/// adjacent columns (`index[j] = index[0] + j`), as they are away from the edges, for
+/// [`block_taps`].
+#[cfg(target_arch = "x86_64")]
+fn adjacent_blocks<const N: usize>(index: &[Vec<i32>; N], blocks: usize) -> Vec<bool> {
+    (0..blocks)
+        .step_by(LANES)
+        .map(|ox| {
+            (N == 2 || N == 4)
+                && (ox..ox + LANES).all(|i| (1..N).all(|j| index[j][i] == index[0][i] + j as i32))
+        })
+        .collect()
+}
+
+/// Tap `j`'s values of outputs `ox..ox + 8` as vector `j`: with `adjacent` (see
+/// [`adjacent_blocks`]), each output's `N` values in one load, the loads transposed;
+/// otherwise gathered. AVX2's gather is microcoded on AMD's Zen (and slowed on Intel by
+/// the Gather Data Sampling fix): on a 2-vCPU EPYC (Zen 1), the four gathers of the
+/// bicubic row sums were 61% of the loop.
+///
+/// # Safety
+/// The CPU must support AVX2; outputs `ox..ox + 8` must lie in `index`, each index a
+/// column of `run`, and `adjacent` must be [`adjacent_blocks`]' answer for the block.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block_taps<const N: usize>(
+    run: &[f32],
+    index: &[Vec<i32>; N],
+    ox: usize,
+    adjacent: bool,
+) -> [std::arch::x86_64::__m256; N] {
+    use std::arch::x86_64::{
+        _mm256_i32gather_ps, _mm256_loadu_si256, _mm256_set_m128, _mm256_shuffle_ps, _mm256_unpackhi_ps,
+        _mm256_unpacklo_ps, _mm_castpd_ps, _mm_load_sd, _mm_loadh_pd, _mm_loadu_ps,
+    };
+    let first = &index[0][ox..ox + LANES];
+    let at = |k: usize| run[first[k] as usize..].as_ptr();
+    // SAFETY (all blocks): AVX2 is guaranteed by the caller. Where the block is adjacent,
+    // output k's taps are columns first[k]..first[k] + N of `run`: the loads read them.
+    // Gathers read the columns the caller guarantees.
+    unsafe {
+        if adjacent && N == 4 {
+            // Output k's four values, outputs 0-3 in the low lanes and 4-7 in the high.
+            let [r0, r1, r2, r3] =
+                [0, 1, 2, 3].map(|k| _mm256_set_m128(_mm_loadu_ps(at(k + 4)), _mm_loadu_ps(at(k))));
+            let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+            let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+            let taps = [
+                _mm256_shuffle_ps::<0x44>(t0, t2),
+                _mm256_shuffle_ps::<0xEE>(t0, t2),
+                _mm256_shuffle_ps::<0x44>(t1, t3),
+                _mm256_shuffle_ps::<0xEE>(t1, t3),
+            ];
+            return std::array::from_fn(|j| taps[j]);
+        }
+        if adjacent && N == 2 {
+            // Outputs k and k + 1's pairs in one 16-byte vector.
+            let pairs = |k: usize| _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(at(k).cast()), at(k + 1).cast()));
+            let (r0, r1) = (
+                _mm256_set_m128(pairs(4), pairs(0)),
+                _mm256_set_m128(pairs(6), pairs(2)),
+            );
+            let taps = [
+                _mm256_shuffle_ps::<0x88>(r0, r1),
+                _mm256_shuffle_ps::<0xDD>(r0, r1),
+            ];
+            return std::array::from_fn(|j| taps[j]);
+        }
+        std::array::from_fn(|j| {
+            _mm256_i32gather_ps::<4>(run.as_ptr(), _mm256_loadu_si256(index[j][ox..].as_ptr().cast()))
+        })
+    }
 }
 
 /// `taps`' indices (as `i32`, for gathers) and weights, one run per tap.
@@ -586,10 +657,11 @@ fn columns<const N: usize>(taps: &Taps<N>) -> ([Vec<i32>; N], [Vec<f32>; N]) {
 
 /// [`Plan::ChannelsLast`]'s loop eight outputs of a channel at a time: the two source rows an
 /// output row reads as planar runs (each row read once while the next output rows still
-/// read it), the four values of each output gathered from them. Every lane runs the scalar
-/// loop's multiplies and FMAs in its order, so the bits are the same. Molmo2 at 640x480
-/// on one thread (its 378x378 and 644x644 resizes): 7.2 ms a call in this loop before,
-/// 3.9 ms after (perf samples); the whole call 13.0-14.0 ms before, 10.4-11.1 ms after.
+/// read it), the four values of each output read from them by [`block_taps`]. Every lane
+/// runs the scalar loop's multiplies and FMAs in its order, so the bits are the same.
+/// Molmo2 at 640x480 on one thread (its 378x378 and 644x644 resizes): 7.2 ms a call in
+/// this loop before, 3.9 ms after (perf samples); the whole call 13.0-14.0 ms before,
+/// 10.4-11.1 ms after (on the Xeon; on a Zen 1 EPYC, 10.4 -> 8.3 ms without gathers).
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
@@ -603,13 +675,13 @@ unsafe fn channels_last_fma<V: Values>(
     emit: &mut dyn FnMut(usize, &[f32]),
 ) {
     use std::arch::x86_64::{
-        _mm256_fmadd_ps, _mm256_i32gather_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps,
-        _mm256_set1_ps, _mm256_storeu_ps,
+        _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_storeu_ps,
     };
-    const LANES: usize = 8;
     let width = tx.index.len();
     let src_width = src.width();
     let (index, weight) = columns(tx);
+    let blocks = width / LANES * LANES;
+    let adjacent = adjacent_blocks(&index, blocks);
     let mut lines = [vec![0f32; CHANNELS * src_width], vec![0f32; CHANNELS * src_width]];
     // The source row each line holds.
     let mut held = [usize::MAX; 2];
@@ -631,25 +703,24 @@ unsafe fn channels_last_fma<V: Values>(
             });
         }
         let (top, bottom) = (&lines[slots[0]], &lines[slots[1]]);
-        let blocks = width / LANES * LANES;
-        for ox in (0..blocks).step_by(LANES) {
+        for (ox, &adjacent) in (0..blocks).step_by(LANES).zip(&adjacent) {
             // SAFETY: AVX2 and FMA are guaranteed by the caller; outputs ox..ox + 8 lie in
-            // `index`, `weight` and each plane of `out`, and every gathered index is a
-            // column of the source, inside each plane of `top` and `bottom`.
+            // `index`, `weight` and each plane of `out`, and every index is a column of the
+            // source, inside each plane of `top` and `bottom`.
             unsafe {
-                let i0 = _mm256_loadu_si256(index[0][ox..].as_ptr().cast());
-                let i1 = _mm256_loadu_si256(index[1][ox..].as_ptr().cast());
                 let w0 = _mm256_loadu_ps(weight[0][ox..].as_ptr());
                 let w1 = _mm256_loadu_ps(weight[1][ox..].as_ptr());
                 let (h0, h1) = (_mm256_set1_ps(h0), _mm256_set1_ps(h1));
                 let (w00, w01) = (_mm256_mul_ps(h0, w0), _mm256_mul_ps(h0, w1));
                 let (w10, w11) = (_mm256_mul_ps(h1, w0), _mm256_mul_ps(h1, w1));
                 for c in 0..CHANNELS {
-                    let (t, b) = (top[c * src_width..].as_ptr(), bottom[c * src_width..].as_ptr());
-                    let sum = _mm256_mul_ps(_mm256_i32gather_ps::<4>(t, i1), w01);
-                    let sum = _mm256_fmadd_ps(_mm256_i32gather_ps::<4>(t, i0), w00, sum);
-                    let sum = _mm256_fmadd_ps(_mm256_i32gather_ps::<4>(b, i0), w10, sum);
-                    let sum = _mm256_fmadd_ps(_mm256_i32gather_ps::<4>(b, i1), w11, sum);
+                    let plane = c * src_width..(c + 1) * src_width;
+                    let [t0, t1] = block_taps(&top[plane.clone()], &index, ox, adjacent);
+                    let [b0, b1] = block_taps(&bottom[plane], &index, ox, adjacent);
+                    let sum = _mm256_mul_ps(t1, w01);
+                    let sum = _mm256_fmadd_ps(t0, w00, sum);
+                    let sum = _mm256_fmadd_ps(b0, w10, sum);
+                    let sum = _mm256_fmadd_ps(b1, w11, sum);
                     _mm256_storeu_ps(out[c * width + ox..].as_mut_ptr(), sum);
                 }
             }
