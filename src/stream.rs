@@ -14,7 +14,8 @@
 
 use std::arch::x86_64::{
     __m512i, _mm512_mask_storeu_epi32, _mm512_maskz_loadu_epi32, _mm512_permutex2var_epi32,
-    _mm512_permutexvar_epi32, _mm512_setzero_si512, _mm512_stream_si512, _mm_sfence,
+    _mm512_permutexvar_epi32, _mm512_setzero_si512, _mm512_stream_si512, _mm_loadu_si128, _mm_sfence,
+    _mm_stream_si128,
 };
 
 /// Outputs smaller than this are written with ordinary stores: they are fresh zeroed
@@ -24,6 +25,42 @@ use std::arch::x86_64::{
 /// 0.36 -> 0.29 ms, while streaming Qwen2.5-VL's 0.9 MB (zeroed) output at 168x224 took
 /// 0.18 -> 0.34 ms.
 pub(crate) const STREAM_MIN_BYTES: usize = crate::alloc::POOL_MIN_BYTES;
+
+/// Copies a line of 64 bytes (16 4-byte values) into `dst`, which starts 16-byte aligned,
+/// with SSE2's streaming stores (any x86-64 CPU): a patch line of 16 values where
+/// [`Lines`] cannot run, no packing needed, as every line of an aligned output starts
+/// aligned. The caller [`fence`]s before the output is read. On a 2-vCPU AMD EPYC (Zen 1)
+/// copying Qwen3-VL's 640x480 output from its planar scratch took 0.31 ms so against
+/// 0.76-0.89 ms with `memcpy` (a C loop of the same copies).
+///
+/// # Panics
+/// `dst` or `src` is not 64 bytes, or `dst` is not 16-byte aligned.
+#[inline]
+pub(crate) fn stream_line<T: bytemuck::Pod>(dst: &mut [T], src: &[T]) {
+    let (dst, src) = (
+        bytemuck::cast_slice_mut::<T, u8>(dst),
+        bytemuck::cast_slice::<T, u8>(src),
+    );
+    assert!(
+        dst.len() == 64 && src.len() == 64 && (dst.as_ptr() as usize).is_multiple_of(16),
+        "64 bytes into 16-byte aligned memory"
+    );
+    for i in (0..64).step_by(16) {
+        // SAFETY: bytes i..i + 16 lie inside both, as checked; `dst`'s are 16-byte aligned.
+        unsafe {
+            _mm_stream_si128(
+                dst.as_mut_ptr().add(i).cast(),
+                _mm_loadu_si128(src.as_ptr().add(i).cast()),
+            );
+        }
+    }
+}
+
+/// Orders the streaming stores made so far before later stores (SSE's `sfence`).
+pub(crate) fn fence() {
+    // SAFETY: SSE is part of x86-64.
+    unsafe { _mm_sfence() };
+}
 
 /// Whether [`Lines`] can run on this CPU.
 pub(crate) fn detected() -> bool {

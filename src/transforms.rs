@@ -764,10 +764,15 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
     // its lines in output order.
     let band_len = unit * w;
     let band_out = (gw / m) * m * m * row_len;
-    // A large output written once and read by the model, not by this process: streamed.
+    // A large output written once and read by the model, not by this process: streamed,
+    // through AVX-512 where the CPU has it, else (lines of 16 4-byte values into 16-byte
+    // aligned memory) line by line.
     #[cfg(target_arch = "x86_64")]
-    let streamed =
-        size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES && p <= 16 && stream::detected();
+    let large = size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES;
+    #[cfg(target_arch = "x86_64")]
+    let streamed = large && p <= 16 && stream::detected();
+    #[cfg(target_arch = "x86_64")]
+    let lines_streamed = large && !streamed && p == 16 && (dst.as_ptr() as usize).is_multiple_of(16);
     // At least two bands (56 image rows for Qwen's 28) to a member.
     by_bands(0..h / unit, dst, band_out, 2, |bands, out| {
         let mut planes = vec![norm.black()[0]; frames * 3 * band_len];
@@ -790,9 +795,15 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
             // line cost more than the copy (13.9 ms against 8.8 ms for a 1920x1080 image).
             match p {
                 14 => copy_band(&planes, (w, gw), patches, band_out, copy_array::<T, 14>),
+                #[cfg(target_arch = "x86_64")]
+                16 if lines_streamed => copy_band(&planes, (w, gw), patches, band_out, stream::stream_line),
                 16 => copy_band(&planes, (w, gw), patches, band_out, copy_array::<T, 16>),
                 _ => copy_band(&planes, (w, gw), patches, band_out, <[T]>::copy_from_slice),
             }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if lines_streamed {
+            stream::fence();
         }
     });
     Ok(())
@@ -1279,14 +1290,18 @@ mod tests {
 
     #[test]
     fn large_patches_are_streamed_in_order() {
-        // Outputs of at least STREAM_MIN_BYTES are streamed where the CPU has AVX-512F (the
-        // ordinary copies elsewhere): Qwen2.5-VL's and Qwen3-VL's sizes for a 640x480 image,
-        // a two-frame clip, and the output starting at every 4-byte offset of a cache line.
+        // Outputs of at least STREAM_MIN_BYTES are streamed where the CPU has AVX-512F, and
+        // lines of 16 values into 16-byte aligned outputs elsewhere (the ordinary copies
+        // otherwise): Qwen2.5-VL's and Qwen3-VL's sizes for a 640x480 image, a two-frame
+        // clip, and outputs starting at several 4-byte offsets of a cache line (the
+        // buffer's start is 16-byte aligned, as glibc aligns every allocation).
         let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
         for (p, (h, w), frames, offset) in [
             (14, (476, 644), 1, 0),
             (16, (480, 640), 2, 3),
             (16, (448, 640), 1, 15),
+            (16, (480, 640), 1, 0),
+            (16, (448, 640), 2, 4),
         ] {
             let p = Patches {
                 patch_size: p,
