@@ -14,8 +14,8 @@
 
 use std::arch::x86_64::{
     __m512i, _mm512_mask_storeu_epi32, _mm512_maskz_loadu_epi32, _mm512_permutex2var_epi32,
-    _mm512_permutexvar_epi32, _mm512_setzero_si512, _mm512_stream_si512, _mm_loadu_si128, _mm_sfence,
-    _mm_stream_si128,
+    _mm512_permutexvar_epi32, _mm512_setzero_si512, _mm512_stream_si512, _mm_loadl_epi64, _mm_loadu_si128,
+    _mm_sfence, _mm_stream_si128, _mm_unpacklo_epi64,
 };
 
 /// Outputs smaller than this are written with ordinary stores: they are fresh zeroed
@@ -53,6 +53,43 @@ pub(crate) fn stream_line<T: bytemuck::Pod>(dst: &mut [T], src: &[T]) {
                 _mm_loadu_si128(src.as_ptr().add(i).cast()),
             );
         }
+    }
+}
+
+/// Copies two lines of 56 bytes (14 4-byte values each) into `dst`, which starts 16-byte
+/// aligned, with SSE2's streaming stores: [`stream_line`] for a patch size of 14 (Qwen2.5-VL's),
+/// whose lines start 16-byte aligned only every other line, so two lines go together, seven
+/// 16-byte stores, the fourth holding the end of the first and the start of the second.
+///
+/// # Panics
+/// `dst` is not 112 bytes or not 16-byte aligned, or a line is not 56 bytes.
+#[inline]
+pub(crate) fn stream_pair<T: bytemuck::Pod>(dst: &mut [T], first: &[T], second: &[T]) {
+    let dst = bytemuck::cast_slice_mut::<T, u8>(dst);
+    let (a, b) = (
+        bytemuck::cast_slice::<T, u8>(first),
+        bytemuck::cast_slice::<T, u8>(second),
+    );
+    assert!(
+        dst.len() == 112 && a.len() == 56 && b.len() == 56 && (dst.as_ptr() as usize).is_multiple_of(16),
+        "two lines of 56 bytes into 112 bytes of 16-byte aligned memory"
+    );
+    let to = dst.as_mut_ptr();
+    // SAFETY: every load reads bytes inside `a` or `b` (0..48 and 48..56 of `a`, 0..8 and
+    // 8..56 of `b`), every store 16 bytes inside `dst` at a multiple of 16, as checked.
+    unsafe {
+        for i in (0..48).step_by(16) {
+            _mm_stream_si128(to.add(i).cast(), _mm_loadu_si128(a.as_ptr().add(i).cast()));
+            _mm_stream_si128(
+                to.add(64 + i).cast(),
+                _mm_loadu_si128(b.as_ptr().add(8 + i).cast()),
+            );
+        }
+        let (end, start) = (
+            _mm_loadl_epi64(a.as_ptr().add(48).cast()),
+            _mm_loadl_epi64(b.as_ptr().cast()),
+        );
+        _mm_stream_si128(to.add(48).cast(), _mm_unpacklo_epi64(end, start));
     }
 }
 

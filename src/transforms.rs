@@ -765,14 +765,15 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
     let band_len = unit * w;
     let band_out = (gw / m) * m * m * row_len;
     // A large output written once and read by the model, not by this process: streamed,
-    // through AVX-512 where the CPU has it, else (lines of 16 4-byte values into 16-byte
-    // aligned memory) line by line.
+    // through AVX-512 where the CPU has it, else (lines of 14 or 16 4-byte values into
+    // 16-byte aligned memory) a line or two at a time.
     #[cfg(target_arch = "x86_64")]
     let large = size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES;
     #[cfg(target_arch = "x86_64")]
     let streamed = large && p <= 16 && stream::detected();
     #[cfg(target_arch = "x86_64")]
-    let lines_streamed = large && !streamed && p == 16 && (dst.as_ptr() as usize).is_multiple_of(16);
+    let lines_streamed =
+        large && !streamed && matches!(p, 14 | 16) && (dst.as_ptr() as usize).is_multiple_of(16);
     // At least two bands (56 image rows for Qwen's 28) to a member.
     by_bands(0..h / unit, dst, band_out, 2, |bands, out| {
         let mut planes = vec![norm.black()[0]; frames * 3 * band_len];
@@ -794,6 +795,8 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
             // Fixed-size copies for the patch sizes models use: a memcpy call per 14-value
             // line cost more than the copy (13.9 ms against 8.8 ms for a 1920x1080 image).
             match p {
+                #[cfg(target_arch = "x86_64")]
+                14 if lines_streamed => stream_pairs(&planes, (w, gw), patches, band_out),
                 14 => copy_band(&planes, (w, gw), patches, band_out, copy_array::<T, 14>),
                 #[cfg(target_arch = "x86_64")]
                 16 if lines_streamed => copy_band(&planes, (w, gw), patches, band_out, stream::stream_line),
@@ -822,6 +825,24 @@ fn copy_band<T: bytemuck::Pod>(
     gather_band(planes, w, gw, patches, |line| {
         copy_line(out.next().expect("a line per line"), line);
     });
+}
+
+/// [`gather_band`] into `band_out` two 14-value lines at a time, streamed (see
+/// [`stream::stream_pair`]; a band has an even number of lines, `3 * t * 14` a patch row).
+#[cfg(target_arch = "x86_64")]
+fn stream_pairs<T: bytemuck::Pod>(
+    planes: &[T],
+    (w, gw): (usize, usize),
+    patches: Patches,
+    band_out: &mut [T],
+) {
+    let mut out = band_out.chunks_exact_mut(2 * patches.patch_size);
+    let mut first = None;
+    gather_band(planes, w, gw, patches, |line| match first.take() {
+        None => first = Some(line),
+        Some(a) => stream::stream_pair(out.next().expect("a place per two lines"), a, line),
+    });
+    assert!(first.is_none(), "an even number of lines");
 }
 
 /// The band loop of [`patches_by_band`] for a large output of 4-byte values (`T` is then
@@ -868,12 +889,12 @@ fn copy_array<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
 /// reads frame `i`'s.
 #[inline(always)]
 #[allow(clippy::inline_always)] // Inlined into `stream_bands`, so `Lines::push` inlines there.
-fn gather_band<T: bytemuck::Pod>(
-    planes: &[T],
+fn gather_band<'a, T: bytemuck::Pod>(
+    planes: &'a [T],
     w: usize,
     gw: usize,
     patches: Patches,
-    mut line: impl FnMut(&[T]),
+    mut line: impl FnMut(&'a [T]),
 ) {
     let Patches {
         patch_size: p,
@@ -1291,7 +1312,7 @@ mod tests {
     #[test]
     fn large_patches_are_streamed_in_order() {
         // Outputs of at least STREAM_MIN_BYTES are streamed where the CPU has AVX-512F, and
-        // lines of 16 values into 16-byte aligned outputs elsewhere (the ordinary copies
+        // lines of 14 or 16 values into 16-byte aligned outputs elsewhere (the ordinary copies
         // otherwise): Qwen2.5-VL's and Qwen3-VL's sizes for a 640x480 image, a two-frame
         // clip, and outputs starting at several 4-byte offsets of a cache line (the
         // buffer's start is 16-byte aligned, as glibc aligns every allocation).
@@ -1302,6 +1323,7 @@ mod tests {
             (16, (448, 640), 1, 15),
             (16, (480, 640), 1, 0),
             (16, (448, 640), 2, 4),
+            (14, (476, 644), 2, 8),
         ] {
             let p = Patches {
                 patch_size: p,
