@@ -1933,9 +1933,10 @@ mod avx512 {
         __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
         _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_inserti32x4, _mm512_loadu_si512,
         _mm512_madd_epi16, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8,
-        _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutexvar_epi8, _mm512_set1_epi32,
-        _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm_cvtsi32_si128,
-        _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch, _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0,
+        _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
+        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32,
+        _mm512_storeu_si512, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch,
+        _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0,
     };
     use std::ops::Range;
 
@@ -2100,25 +2101,53 @@ mod avx512 {
         unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
     }
 
-    /// [`super::pack_rgbx`] of every pixel, sixteen a byte permute (the last ones masked);
+    /// [`super::pack_rgbx`] of every pixel: sixty-four at a time as three two-source byte
+    /// permutes of four full loads into three full stores, then sixteen a masked permute;
     /// returns the pixels packed.
+    ///
+    /// On a 2-vCPU Zen 5 EPYC, sixteen a masked permute took 0.14 ms of Gemma 3's 1.18 ms
+    /// for a 1920x1080 PIL image, most of it building the masks.
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub(super) unsafe fn pack_rgbx(row: &[u8], out: &mut [u8]) -> usize {
-        let index = const {
-            let mut index = [0u8; 64];
-            let mut i = 0;
-            while i < 48 {
-                index[i] = (i / 3 * 4 + i % 3) as u8;
-                i += 1;
+        // Byte `i` of output vector `j` is byte `i % 3` of pixel `(64j + i) / 3`, which lies
+        // in input vectors `j` and `j + 1` (bytes 0..128 of the pair) for `j` up to 2.
+        const BLOCKS: [__m512i; 3] = {
+            let mut blocks = [[0u8; 64]; 3];
+            let mut j = 0;
+            while j < 3 {
+                let mut i = 0;
+                while i < 64 {
+                    let o = 64 * j + i;
+                    blocks[j][i] = (o / 3 * 4 + o % 3 - 64 * j) as u8;
+                    i += 1;
+                }
+                j += 1;
             }
             // SAFETY: 64 bytes are a valid `__m512i`.
-            unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
+            unsafe { std::mem::transmute::<[[u8; 64]; 3], [__m512i; 3]>(blocks) }
         };
         let pixels = (row.len() / 4).min(out.len() / 3);
-        for x in (0..pixels).step_by(16) {
+        let mut x = 0;
+        while x + 64 <= pixels {
+            // SAFETY: pixels x..x + 64 are the 256 bytes read and their 192 bytes written,
+            // inside both slices as `pixels` bounds them.
+            unsafe {
+                let (src, dst) = (row.as_ptr().add(4 * x), out.as_mut_ptr().add(3 * x));
+                let v: [__m512i; 4] = std::array::from_fn(|i| _mm512_loadu_si512(src.add(64 * i).cast()));
+                for (j, index) in BLOCKS.into_iter().enumerate() {
+                    _mm512_storeu_si512(
+                        dst.add(64 * j).cast(),
+                        _mm512_permutex2var_epi8(v[j], index, v[j + 1]),
+                    );
+                }
+            }
+            x += 64;
+        }
+        let index = BLOCKS[0];
+        for x in (x..pixels).step_by(16) {
             let n = (pixels - x).min(16);
             // SAFETY: the masks read the 4n bytes of pixels x..x + n from `row` and write
             // their 3n bytes into `out`, both inside as `pixels` bounds them.
