@@ -482,6 +482,23 @@ impl Path {
             Path::Fma => unsafe { run_fma(plan, src, width, rows, emit) },
         }
     }
+
+    /// Three planes of `line.len() / 3` values → their pixels' HWC bytes in `line`, each
+    /// value [`round_clamp`]ed.
+    fn round_into_pixels(self, planes: &[f32], line: &mut [u8]) {
+        let width = line.len() / CHANNELS;
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if self == Path::Fma {
+            // SAFETY: `Path::Fma` exists only on CPUs with AVX2.
+            done = unsafe { round_into_pixels_avx2(planes, line) };
+        }
+        let (r, gb) = planes.split_at(width);
+        let (g, b) = gb.split_at(width);
+        for (x, px) in line.chunks_exact_mut(CHANNELS).enumerate().skip(done) {
+            px.copy_from_slice(&[r[x], g[x], b[x]].map(round_clamp));
+        }
+    }
 }
 
 /// [`Plan::run`] compiled with FMA (every `mul_add` one instruction), the generic loop and
@@ -876,13 +893,57 @@ fn rounded_bytes<V: Values>(
         let first = rows.start;
         path.run(plan, values, width, rows, &mut |oy, planes| {
             let line = &mut chunk[(oy - first) * width * CHANNELS..][..width * CHANNELS];
-            for (c, plane) in planes.chunks_exact(width).enumerate() {
-                for (px, &v) in line.chunks_exact_mut(CHANNELS).zip(plane) {
-                    px[c] = round_clamp(v);
-                }
-            }
+            path.round_into_pixels(planes, line);
         });
     });
+}
+
+/// [`Path::round_into_pixels`] eight pixels a block while a block's 16-byte stores (24
+/// bytes, then 4 that the next block overwrites) fit in `line`; returns the pixels written.
+/// Rounding half to even is `_mm256_round_ps`'s nearest mode, whatever MXCSR says; on a
+/// 2-vCPU Zen 5 EPYC, the scalar loop, a channel at a time, was 31% of a Molmo2 call at
+/// 640x480.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn round_into_pixels_avx2(planes: &[f32], line: &mut [u8]) -> usize {
+    use std::arch::x86_64::{
+        _mm256_castsi256_si128, _mm256_cvttps_epi32, _mm256_extracti128_si256, _mm256_loadu_ps,
+        _mm256_max_ps, _mm256_min_ps, _mm256_packs_epi32, _mm256_packus_epi16, _mm256_round_ps,
+        _mm256_set1_ps, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm_storeu_si128,
+        _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
+    };
+    let width = line.len() / CHANNELS;
+    let (zero, top) = (_mm256_set1_ps(0.0), _mm256_set1_ps(255.0));
+    // After the packs each 128-bit lane holds its four pixels' R, then G, then B bytes.
+    let z = -1;
+    let order = _mm256_setr_epi8(
+        0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, z, z, z, z, 0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, z, z, z, z,
+    );
+    let mut x = 0;
+    while CHANNELS * (x + LANES) + 4 <= line.len() {
+        // SAFETY: pixels x..x + 8 lie in each plane (`x + 8 <= width`); the stores write
+        // bytes 3x..3x + 28 of `line`, inside it as the loop bounds them.
+        unsafe {
+            let [r, g, b] = [0, 1, 2].map(|c| {
+                let v = _mm256_loadu_ps(planes[c * width + x..][..LANES].as_ptr());
+                let v = _mm256_min_ps(_mm256_max_ps(v, zero), top);
+                _mm256_cvttps_epi32(_mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v))
+            });
+            let bytes = _mm256_packus_epi16(
+                _mm256_packs_epi32(r, g),
+                _mm256_packs_epi32(b, _mm256_setzero_si256()),
+            );
+            let pixels = _mm256_shuffle_epi8(bytes, order);
+            let at = line.as_mut_ptr().add(CHANNELS * x);
+            _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(pixels));
+            _mm_storeu_si128(at.add(12).cast(), _mm256_extracti128_si256::<1>(pixels));
+        }
+        x += LANES;
+    }
+    x
 }
 
 /// HWC u8 RGB `src`, each byte mapped through its channel's table (`tables[c][x]`, the
@@ -1361,6 +1422,27 @@ mod tests {
                         "c={c} {mode:?} ({h}, {w}) -> ({h2}, {w2}) on {backend:?}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn pixels_round_alike_on_every_path() {
+        let mut paths = vec![Path::Scalar];
+        paths.extend(Path::fma());
+        let mut rng = Rng(11);
+        for width in 1..40 {
+            // Halves (ties), quarters and values past both ends of 0..=255.
+            let planes: Vec<f32> = (0..3 * width)
+                .map(|_| rng.below(1200) as f32 / 4.0 - 20.0)
+                .collect();
+            let want: Vec<u8> = (0..3 * width)
+                .map(|i| round_clamp(planes[(i % 3) * width + i / 3]))
+                .collect();
+            for &path in &paths {
+                let mut got = vec![0u8; 3 * width];
+                path.round_into_pixels(&planes, &mut got);
+                assert_eq!(got, want, "width {width} on {path:?}");
             }
         }
     }
