@@ -69,6 +69,8 @@ pub enum Buffer {
     U16(Vec<u16>),
     /// uint8 pixels.
     U8(Vec<u8>),
+    /// int64 attention masks.
+    I64(Vec<i64>),
 }
 
 impl Buffer {
@@ -77,6 +79,7 @@ impl Buffer {
             Buffer::F32(v) => v.capacity() * 4,
             Buffer::U16(v) => v.capacity() * 2,
             Buffer::U8(v) => v.capacity(),
+            Buffer::I64(v) => v.capacity() * 8,
         }
     }
 }
@@ -107,6 +110,7 @@ macro_rules! pooled {
 pooled!(f32, F32);
 pooled!(u16, U16);
 pooled!(u8, U8);
+pooled!(i64, I64);
 
 /// Outputs under this size are not pooled: the allocator serves them cheaply.
 pub const POOL_MIN_BYTES: usize = 1 << 20;

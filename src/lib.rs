@@ -938,6 +938,39 @@ mod _native {
         })
     }
 
+    /// A new int64 attention mask of ``shape`` = (..., height, width): frame ``k`` of the
+    /// leading axes (C order) 1 on the first ``areas[k] = (h, w)`` rows and columns, 0
+    /// elsewhere. Written with the GIL released, streamed to memory when large; a large
+    /// mask's memory comes from the pool of freed outputs.
+    #[pyfunction]
+    fn area_mask<'py>(
+        py: Python<'py>,
+        shape: &Bound<'py, PyAny>,
+        areas: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<i64>>> {
+        let shape: Vec<usize> = extract("shape", "a sequence of non-negative integers", shape)?;
+        let areas: Vec<(usize, usize)> = extract("areas", "a sequence of (height, width) pairs", areas)?;
+        let [lead @ .., height, width] = shape.as_slice() else {
+            return Err(fail(
+                "shape",
+                "at least two dimensions (..., height, width)",
+                format!("{shape:?}"),
+            ));
+        };
+        let len = array_len::<i64>(&shape)?;
+        let frames: usize = lead.iter().product();
+        if areas.len() != frames {
+            return Err(fail(
+                "areas",
+                format!("one (height, width) per frame of shape {shape:?} ({frames})"),
+                format!("{} areas", areas.len()),
+            ));
+        }
+        let (mut out, _) = alloc::output::<i64>("shape", len)?;
+        detach(py, || transforms::area_mask(&mut out, (*height, *width), &areas))??;
+        into_output(py, out, &shape)
+    }
+
     /// Resize (3, H, W) float32 planes to ``size`` = (height, width) like
     /// ``torch.nn.functional.interpolate`` of the (1, 3, H, W) tensor with ``align_corners=False``
     /// and no antialiasing, bit for bit (torch 2.15 on x86-64; the kernel of

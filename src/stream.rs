@@ -1,6 +1,6 @@
 //! Writing a large output in order, 4-byte values a line at a time, with non-temporal
 //! stores: any line through AVX-512 where the CPU has it, else lines of 14 or 16 values
-//! through SSE2 ([`stream_line`], [`stream_pair`]).
+//! through SSE2 ([`stream_line`], [`stream_pair`]); and rows of any bytes ([`stream_copy`]).
 //!
 //! A patch layout's output (Qwen's: 7.4 MB for a 640x480 image, 290 MB at 12 MP) is written
 //! once and read by the model, not by this process: ordinary stores first read each cache
@@ -93,6 +93,30 @@ pub(crate) fn stream_pair<T: bytemuck::Pod>(dst: &mut [T], first: &[T], second: 
         );
         _mm_stream_si128(to.add(48).cast(), _mm_unpacklo_epi64(end, start));
     }
+}
+
+/// Copies `src` into `dst` (of the same length) with SSE2's streaming stores for its
+/// 16-byte aligned part and ordinary ones for the ends: rows of any length at any offset.
+/// The caller [`fence`]s before the output is read.
+///
+/// # Panics
+/// `dst` and `src` differ in length.
+pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "dst and src of one length");
+    let head = dst.as_ptr().align_offset(16).min(dst.len());
+    let body = (dst.len() - head) / 16 * 16;
+    dst[..head].copy_from_slice(&src[..head]);
+    for i in (head..head + body).step_by(16) {
+        // SAFETY: bytes i..i + 16 lie inside both slices (i + 16 <= head + body <= len), and
+        // `dst`'s are 16-byte aligned from `head` on.
+        unsafe {
+            _mm_stream_si128(
+                dst.as_mut_ptr().add(i).cast(),
+                _mm_loadu_si128(src.as_ptr().add(i).cast()),
+            );
+        }
+    }
+    dst[head + body..].copy_from_slice(&src[head + body..]);
 }
 
 /// Orders the streaming stores made so far before later stores (SSE's `sfence`).

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mmfast
-from mmfast import reference
+from mmfast import _native, reference
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 LLAMA4 = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
@@ -277,3 +277,42 @@ def test_reference_imports_without_the_native_module():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 5), (2, 3, 301, 217), (3, 0, 4), (1, 1, 1), (2, 1, 7, 1)])
+def test_area_mask_marks_each_frames_area(shape):
+    """``_native.area_mask`` against numpy, twice over: a large mask's memory comes back from
+    the pool holding the last mask's values, which the next one must all overwrite."""
+    rng = np.random.default_rng(len(shape))
+    height, width = shape[-2:]
+    frames = int(np.prod(shape[:-2]))
+    for _ in range(2):
+        areas = [
+            (int(rng.integers(0, height + 1)), int(rng.integers(0, width + 1)))
+            for _ in range(frames)
+        ]
+        want = np.zeros((frames, height, width), np.int64)
+        for k, (h, w) in enumerate(areas):
+            want[k, :h, :w] = 1
+        got = _native.area_mask(shape, areas)
+        assert got.dtype == np.int64
+        assert got.shape == shape
+        assert np.array_equal(got.reshape(want.shape), want)
+        del got
+
+
+@pytest.mark.parametrize(
+    ("shape", "areas", "arg"),
+    [
+        ((4,), [], "shape"),
+        ((2, 3), [(3, 1)], "areas"),
+        ((2, 3), [(1, 4)], "areas"),
+        ((2, 2, 3), [(1, 1)], "areas"),
+        ((2, 3), [(1, -1)], "areas"),
+        ((2, 3), "ab", "areas"),
+        ((2**40, 2**40, 2**40), [], "shape"),
+    ],
+)
+def test_area_mask_errors_name_the_argument(shape, areas, arg):
+    with pytest.raises(mmfast.MmfastError, match=rf"^{arg}: "):
+        _native.area_mask(shape, areas)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Final, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from mmfast import reference
+from mmfast import _native, reference
 from mmfast.errors import MmfastError
 from mmfast.models.geometry import CropBox
 
@@ -160,13 +160,13 @@ def resizer(backend: str, size: tuple[int, int], resample: int) -> Resize:
     return Resize(size, resample, "pillow" if backend == "pil" else "torch")
 
 
-def fill_area(mask: NDArray[np.int64], height: int, width: int) -> None:
-    """``mask[..., :height, :width] = 1`` and 0 on the rest of its last two axes, each value
-    written once (an ``np.zeros`` mask filled after writes the area twice: at 1920x1080, 1.1
-    to 1.7 ms of an Idefics2 call's 15 ms went to zeroing its 22 MB int64 mask)."""
-    mask[..., :height, :width] = 1
-    mask[..., :height, width:] = 0
-    mask[..., height:, :] = 0
+def area_mask(shape: Sequence[int], areas: Sequence[tuple[int, int]]) -> NDArray[np.int64]:
+    """An int64 attention mask of ``shape`` (..., height, width): each frame of the leading
+    axes (C order) 1 on its ``(h, w)`` of ``areas`` (rows ``:h``, columns ``:w``), 0
+    elsewhere, each value written once by the core with the GIL released (an ``np.zeros``
+    mask filled after writes the area twice; numpy's fill of an ``np.empty`` one reads each
+    line in before writing it: 0.6 ms of an Idefics2 call's 2.0 ms at 640x480)."""
+    return _native.area_mask(tuple(shape), list(areas))
 
 
 @dataclass(frozen=True)

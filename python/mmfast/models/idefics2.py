@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-import numpy as np
 from numpy.typing import NDArray
 
 from mmfast.errors import MmfastError
@@ -33,8 +32,8 @@ from mmfast.models.base import (
     ModelConfig,
     Pad,
     View,
+    area_mask,
     check_image_size,
-    fill_area,
     float32_tables,
     identity_table,
     plan_constants,
@@ -269,12 +268,9 @@ class Idefics2Config(ModelConfig):
             [size for p in plans[a:b] for _, size in self.frames(p.height, p.width)]
             for a, b in starts
         ]
-        mask = np.empty((len(frames), max(map(len, frames)), height, width), np.int64)
-        for i, sample in enumerate(frames):
-            for j, (h, w) in enumerate(sample):
-                fill_area(mask[i, j], h, w)
-            mask[i, len(sample) :] = 0
-        return {"pixel_attention_mask": mask}
+        slots = max(map(len, frames))
+        areas = [area for sample in frames for area in sample + [(0, 0)] * (slots - len(sample))]
+        return {"pixel_attention_mask": area_mask((len(frames), slots, height, width), areas)}
 
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> Idefics2Config:

@@ -38,8 +38,8 @@ from mmfast.models.base import (
     VideoConfig,
     VideoPlan,
     View,
+    area_mask,
     check_image_size,
-    fill_area,
     float32_tables,
     identity_table,
     plan_constants,
@@ -228,12 +228,11 @@ class Idefics3Config(ModelConfig):
         ``rows`` and ``cols`` as nested lists, one list per sample."""
         starts = list(itertools.pairwise([0, *itertools.accumulate(sample_sizes)]))
         frames = [sum(p.output_shapes["pixel_values"][0] for p in plans[a:b]) for a, b in starts]
-        # Each value written once (see fill_area).
-        mask = np.empty((len(sample_sizes), max(frames), self.tile, self.tile), np.int64)
-        for i, n in enumerate(frames):
-            mask[i, :n] = 1
-            mask[i, n:] = 0
-        out: dict[str, Any] = {"pixel_attention_mask": mask}
+        slots = max(frames)
+        tile = (self.tile, self.tile)
+        areas = [area for n in frames for area in [tile] * n + [(0, 0)] * (slots - n)]
+        shape = (len(sample_sizes), slots, *tile)
+        out: dict[str, Any] = {"pixel_attention_mask": area_mask(shape, areas)}
         if self.return_row_col_info:
             out["rows"] = [[p.tiles.tiles_h for p in plans[a:b] if p.tiles] for a, b in starts]
             out["cols"] = [[p.tiles.tiles_w for p in plans[a:b] if p.tiles] for a, b in starts]
@@ -509,10 +508,8 @@ class SmolVLMVideoConfig(VideoConfig):
             return {}
         frames = max(p.frames for p in plans)
         height, width = plans[0].output_shapes[self.output_key][2:]
-        mask = np.empty((len(plans), frames, height, width), np.int64)
-        for i, plan in enumerate(plans):
-            fill_area(mask[i], *cast("SmolVLMVideoPlan", plan).frame_hw)
-        return {"pixel_attention_mask": mask}
+        areas = [cast("SmolVLMVideoPlan", plan).frame_hw for plan in plans for _ in range(frames)]
+        return {"pixel_attention_mask": area_mask((len(plans), frames, height, width), areas)}
 
 
 def _build_video(model_id: str | None, cfg: Fields) -> SmolVLMVideoConfig:
