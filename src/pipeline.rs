@@ -470,6 +470,40 @@ impl Job {
         }
     }
 
+    /// The canvas and source window of a job whose one window is the whole canvas of its
+    /// pad, read from the input image where it is, unresized (Fuyu's pad to 1080x1920): the
+    /// window reaches past the pixels, where the core writes the fill's normalised values,
+    /// and no canvas is written.
+    fn pasted_window(&self, size: (usize, usize)) -> Option<(Pad, Window)> {
+        match (self.pad, &self.layout) {
+            (Some(pad), Some(Layout::Windows(windows)))
+                if self.source.is_none()
+                    && self.crop.is_none()
+                    && self.frames.is_empty()
+                    && self.resize.output_size(size) == size
+                    && windows[..]
+                        == [Window {
+                            top: 0,
+                            left: 0,
+                            height: pad.size.0,
+                            width: pad.size.1,
+                        }] =>
+            {
+                let at = |v: usize| isize::try_from(v).ok().map(|v| -v);
+                Some((
+                    pad,
+                    Window {
+                        top: at(pad.at.0)?,
+                        left: at(pad.at.1)?,
+                        height: pad.size.0,
+                        width: pad.size.1,
+                    },
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// A video's further frames (`self.frames` of `images`), prepared as the first one was.
     fn further_frames<'i>(&self, images: &[Image<'i>]) -> Result<Vec<Cow<'i, [u8]>>, TransformError> {
         self.frames
@@ -801,13 +835,10 @@ fn run_image<T: Element>(
             pixels.insert(j, Pixels::Pasted(job.source, pad));
             continue;
         }
-        if let (Some((pad, p)), [dst], false) = (
-            job.pasted_patches(image.size),
-            &mut slot[..],
-            read_later.contains(&j),
-        ) {
-            normalize_source_to_patches(input, Some(pad), p, &norms[job.table], dst)?;
-            continue;
+        if let ([dst], false) = (&mut slot[..], read_later.contains(&j)) {
+            if write_pasted(job, input, image.size, &norms[job.table], dst)? {
+                continue;
+            }
         }
         // Pixels a later job reads are kept whole.
         let whole = read_later.contains(&j);
@@ -897,6 +928,27 @@ fn run_image<T: Element>(
         }
     }
     Ok(())
+}
+
+/// Writes a job that pads the unresized input (`src`, of `size`) into `dst` without a
+/// canvas, where its layout allows ([`Job::pasted_patches`], [`Job::pasted_window`]);
+/// whether it did.
+fn write_pasted<T: Element>(
+    job: &Job,
+    src: Source<'_>,
+    size: (usize, usize),
+    norm: &Normalize<T>,
+    dst: &mut [T],
+) -> Result<bool, TransformError> {
+    if let Some((pad, p)) = job.pasted_patches(size) {
+        normalize_source_to_patches(src, Some(pad), p, norm, dst)?;
+    } else if let Some((pad, window)) = job.pasted_window(size) {
+        let fill = std::array::from_fn(|c| norm.tables()[c][usize::from(pad.fill[c])]);
+        crop_windows(src, &[window], &norm.clone().with_outside(fill), dst)?;
+    } else {
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 /// The jobs of `group` (one image's) that only pad pixels which later jobs read, every
@@ -1224,6 +1276,50 @@ mod tests {
                         "{size:?} on {canvas:?}, {channels} channels, crops {crops}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_over_a_whole_pad_equals_the_padded_canvas_cut() {
+        // The canvas's one window reads the input where it is (RGB, or RGBX rows), the fill
+        // written as its normalised values: the same as normalising the padded canvas.
+        let norm = Normalize::new([0.1, 0.2, 0.3], [0.5, 0.6, 0.7], 1.0 / 255.0).unwrap();
+        let src = pattern(7, 9, 2);
+        let rgbx: Vec<u8> = src.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 99]).collect();
+        for at in [(0, 0), (2, 3), (5, 7)] {
+            let pad = Pad {
+                size: (12, 16),
+                at,
+                fill: [1, 200, 37],
+            };
+            let plain = job(0, Resize::Keep, Layout::Windows(vec![window(0, 0, 12, 16)]), 0);
+            let mut padded = vec![0; 12 * 16 * 3];
+            pad_rgb(
+                Source::packed(&src, 3, (7, 9)).unwrap(),
+                (12, 16),
+                at,
+                pad.fill,
+                &mut padded,
+            )
+            .unwrap();
+            let want = alone(&padded, (12, 16), &plain, &norm);
+            let padding = Job {
+                pad: Some(pad),
+                ..plain
+            };
+            assert!(padding.pasted_window((7, 9)).is_some());
+            for (pixels, channels) in [(&src, 3), (&rgbx, 4)] {
+                let image = Image {
+                    pixels,
+                    channels,
+                    rows: None,
+                    size: (7, 9),
+                };
+                let mut out = vec![f32::NAN; want.len()];
+                let jobs = std::slice::from_ref(&padding);
+                run_batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+                assert_eq!(out, want, "at {at:?}, {channels} channels");
             }
         }
     }
