@@ -486,10 +486,11 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
         let mut to = 0;
         for py in 0..window.height / p {
             for px in 0..window.width / p {
-                let left = window.left + (px * p) as isize;
+                // Saturated: a patch past isize::MAX is past the image all the same.
+                let left = window.left.saturating_add((px * p) as isize);
                 let cols_in = overlap(left, p, w);
                 for y in 0..p {
-                    let row = window.top + (py * p + y) as isize;
+                    let row = window.top.saturating_add((py * p + y) as isize);
                     let cols = if (0..h as isize).contains(&row) {
                         cols_in.clone()
                     } else {
@@ -1553,6 +1554,26 @@ mod tests {
         let mut back = vec![0f32; values.len()];
         f32_from_le_bytes(&bytes, &mut back).unwrap();
         assert_eq!(back, values);
+    }
+
+    #[test]
+    fn hwc_patches_past_the_ends_of_isize_are_outside() {
+        let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
+        let src = vec![7u8; 2 * 2 * 3];
+        for (top, left) in [(0, isize::MAX), (isize::MAX - 1, 0), (isize::MIN, isize::MAX - 2)] {
+            let window = Window {
+                top,
+                left,
+                height: 2,
+                width: 4,
+            };
+            let mut dst = vec![f32::NAN; 3 * 8];
+            normalize_to_hwc_patches(&src, (2, 2), &[window], 2, &norm, &mut dst).unwrap();
+            assert!(
+                dst.iter().all(|v| v.to_bits() == (-2.0f32).to_bits()),
+                "{window:?}: {dst:?}"
+            );
+        }
     }
 
     #[test]

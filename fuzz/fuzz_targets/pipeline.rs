@@ -367,7 +367,16 @@ impl<'a> Arbitrary<'a> for Plan {
             }
             let size = job.pixel_size(from).ok();
             if job.layout.is_none() && u.ratio(2u8, 3u8)? {
-                job.layout = Some(Layout::Windows(windows(u, size.unwrap_or((1, 1)))?));
+                job.layout = Some(Layout::Windows(match (job.pad, size) {
+                    // Often a pad's whole canvas, as Fuyu cuts it.
+                    (Some(_), Some((height, width))) if u.arbitrary()? => vec![Window {
+                        top: 0,
+                        left: 0,
+                        height,
+                        width,
+                    }],
+                    _ => windows(u, size.unwrap_or((1, 1)))?,
+                }));
             }
             let len = size.and_then(|s| output_len(&job, s).ok());
             job.offset = match u.int_in_range(0u8..=11)? {
