@@ -453,19 +453,22 @@ impl Job {
         Ok((owned.map(|v| (v, size)), origin))
     }
 
+    /// The pad of a job that pads the input image (of `size`) itself, uncropped and
+    /// unresized, which its layout may then read where it is.
+    fn input_pad(&self, size: (usize, usize)) -> Option<Pad> {
+        let unchanged = self.source.is_none()
+            && self.crop.is_none()
+            && self.frames.is_empty()
+            && self.resize.output_size(size) == size;
+        self.pad.filter(|_| unchanged)
+    }
+
     /// The canvas and patches of a job whose patch rows read the input image (of `size`)
     /// where it is, unresized, on a canvas (Kimi-VL's pad to whole merge groups): only the
     /// canvas's margins are filled, and no canvas is written.
     fn pasted_patches(&self, size: (usize, usize)) -> Option<(Pad, Patches)> {
-        match (self.pad, &self.layout) {
-            (Some(pad), Some(Layout::Patches(p)))
-                if self.source.is_none()
-                    && self.crop.is_none()
-                    && self.frames.is_empty()
-                    && self.resize.output_size(size) == size =>
-            {
-                Some((pad, *p))
-            }
+        match (self.input_pad(size)?, &self.layout) {
+            (pad, Some(Layout::Patches(p))) => Some((pad, *p)),
             _ => None,
         }
     }
@@ -475,33 +478,27 @@ impl Job {
     /// window reaches past the pixels, where the core writes the fill's normalised values,
     /// and no canvas is written.
     fn pasted_window(&self, size: (usize, usize)) -> Option<(Pad, Window)> {
-        match (self.pad, &self.layout) {
-            (Some(pad), Some(Layout::Windows(windows)))
-                if self.source.is_none()
-                    && self.crop.is_none()
-                    && self.frames.is_empty()
-                    && self.resize.output_size(size) == size
-                    && windows[..]
-                        == [Window {
-                            top: 0,
-                            left: 0,
-                            height: pad.size.0,
-                            width: pad.size.1,
-                        }] =>
-            {
-                let at = |v: usize| isize::try_from(v).ok().map(|v| -v);
-                Some((
-                    pad,
-                    Window {
-                        top: at(pad.at.0)?,
-                        left: at(pad.at.1)?,
-                        height: pad.size.0,
-                        width: pad.size.1,
-                    },
-                ))
-            }
-            _ => None,
+        let pad = self.input_pad(size)?;
+        let (height, width) = pad.size;
+        let whole = Window {
+            top: 0,
+            left: 0,
+            height,
+            width,
+        };
+        if !matches!(&self.layout, Some(Layout::Windows(windows)) if windows[..] == [whole]) {
+            return None;
         }
+        let back = |v: usize| isize::try_from(v).ok().map(|v| -v);
+        Some((
+            pad,
+            Window {
+                top: back(pad.at.0)?,
+                left: back(pad.at.1)?,
+                height,
+                width,
+            },
+        ))
     }
 
     /// A video's further frames (`self.frames` of `images`), prepared as the first one was.
