@@ -936,7 +936,7 @@ fn gather_band<'a, T: bytemuck::Pod>(
 ///
 /// # Errors
 /// [`TransformError::InvalidArgument`] for an area larger than a frame or a `dst` that does
-/// not hold the frames.
+/// not hold the frames, [`TransformError::Overflow`] for a frame whose size does not fit.
 pub fn area_mask(
     dst: &mut [i64],
     (height, width): (usize, usize),
@@ -949,7 +949,7 @@ pub fn area_mask(
             format!("an area of {h}x{w}"),
         ));
     }
-    let frame = height * width;
+    let frame = checked_len("areas", &[height, width])?;
     if Some(dst.len()) != areas.len().checked_mul(frame) {
         return Err(invalid(
             "dst",
@@ -1600,6 +1600,7 @@ mod tests {
         let mut dst = vec![0i64; 12];
         assert!(area_mask(&mut dst, (2, 3), &[(3, 1), (0, 0)]).is_err());
         assert!(area_mask(&mut dst, (2, 3), &[(2, 3)]).is_err());
+        assert!(area_mask(&mut none, (usize::MAX, 2), &[]).is_err());
     }
 
     #[test]
