@@ -599,7 +599,7 @@ impl Job {
                         "another dtype",
                     )
                 })?;
-                resize_mapped_planes(pixels, size, norm.tables(), dst, *to, *mode, *one_thread)
+                resize_mapped_planes(pixels, size, norm, dst, *to, *mode, *one_thread)
             }
             (Some(_), dst) => Err(invalid("out", "one output range", dst.len())),
         }
@@ -1738,16 +1738,7 @@ mod tests {
             .unwrap();
         assert_eq!(size, (24, 32));
         let mut want = vec![0f32; 3 * 64];
-        resize_mapped_planes(
-            &pixels,
-            size,
-            norm.tables(),
-            &mut want,
-            (8, 8),
-            FloatMode::Bicubic,
-            false,
-        )
-        .unwrap();
+        resize_mapped_planes(&pixels, size, &norm, &mut want, (8, 8), FloatMode::Bicubic, false).unwrap();
         want.extend(alone(&pixels, size, &tiles, &norm));
         let jobs = [canvas, global, tiles];
         for threads in [1, 2] {

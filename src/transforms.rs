@@ -172,7 +172,7 @@ impl<T: bytemuck::Pod> Normalize<T> {
 
     /// [`Normalize::run`] from pixels of `channels` bytes: 3 (RGB), 4 (RGBX, the fourth
     /// byte unread) or 1 (grayscale, its value in every channel).
-    fn run_pixels(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) {
+    pub(crate) fn run_pixels(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) {
         if channels == 3 {
             return self.run(src, r, g, b);
         }

@@ -594,7 +594,7 @@ fn reference(
                 mode,
                 one_thread,
                 size: to,
-            } => resize_mapped_planes(&pixels, size, norm.tables(), dst, *to, *mode, *one_thread)?,
+            } => resize_mapped_planes(&pixels, size, norm, dst, *to, *mode, *one_thread)?,
             Layout::HwcPatches { .. } | Layout::Canvas { .. } | Layout::Strip { .. } => {
                 unreachable!("written above")
             }

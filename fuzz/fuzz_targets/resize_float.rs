@@ -19,6 +19,7 @@ use mmfast::torch_float::{
     resize_float_rgb, resize_float_rgb_with, resize_mapped_planes, resize_planes, resize_planes_with,
     FloatMode,
 };
+use mmfast::transforms::Normalize;
 use mmfast::workers;
 use mmfast_fuzz::{channel_range, size, Fill, Lie};
 
@@ -77,7 +78,7 @@ fuzz_target!(|input: Input| {
     let planes: Vec<f32> = (0..3 * h * w)
         .map(|i| f32::from(src[(i % (h * w)) * 3 + i / (h * w)]))
         .collect();
-    let identity: [[f32; 256]; 3] = [std::array::from_fn(|x| x as f32); 3];
+    let identity = Normalize::from_tables([std::array::from_fn(|x| x as f32); 3]);
     let out_len = 3 * to.0 * to.1;
     let mut from_planes = vec![f32::NAN; out_len];
     resize_planes(&planes, from, &mut from_planes, to, mode, one_thread).unwrap();
