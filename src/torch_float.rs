@@ -37,9 +37,10 @@
 //! Rust never contracts on its own: the fused steps are `mul_add`. The scalar path calls
 //! the C library's `fmaf` for them; the FMA path compiles the same code with the `avx2` and
 //! `fma` target features (one instruction each, and the vertical sums vectorised, each lane
-//! doing the scalar operations in the same order). Measured on one thread of the
-//! development VM (2 vCPUs shared with other jobs, load average 7, release build, median of
-//! 15): Phi-4-multimodal's global view of a 1344x2240 canvas (bicubic to 448x448) 83.6 ms
+//! doing the scalar operations in the same order); where the CPU has AVX-512, the horizontal
+//! sums take sixteen outputs a vector wherever an axis's taps are dense enough ([`Window`]).
+//! Measured on one thread of the development VM (2 vCPUs shared with other jobs, load
+//! average 7, release build, median of 15): Phi-4-multimodal's global view of a 1344x2240 canvas (bicubic to 448x448) 83.6 ms
 //! scalar, 22.7 ms FMA (torch itself: 23 ms in the same conditions); Molmo2's 1080x1920 to
 //! 644x1176 bilinear 71.5 ms scalar, 23.3 ms FMA (torch, with its float conversion and
 //! rounding: 38 ms).
@@ -52,7 +53,7 @@ use std::ops::Range;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{by_bands, check_buffers, Backend, Source, MIN_BAND};
+use crate::resize::{by_bands, check_buffers, Backend, Kernel, Source, MIN_BAND};
 use crate::torch_resize::nearest_exact_indices;
 use crate::transforms::{checked_len, Normalize};
 use crate::workers;
@@ -433,28 +434,34 @@ fn corner_sum([t0, t1, b0, b1]: [f32; 4], [w00, w01, w10, w11]: [f32; 4]) -> f32
     b1.mul_add(w11, sum)
 }
 
-/// The code a [`Backend`] runs: the scalar path, or the same code compiled with FMA.
+/// The code a [`Backend`] runs: the scalar path, the same code compiled with FMA, or that
+/// with AVX-512's loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Path {
     Scalar,
     /// Only ever constructed after AVX2 and FMA were detected on this CPU.
     #[cfg(target_arch = "x86_64")]
     Fma,
+    /// Only ever constructed after AVX2, FMA and [`Backend::Avx512`]'s subsets were
+    /// detected on this CPU.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
 }
 
 impl Path {
     fn select(backend: Backend) -> Result<Path, TransformError> {
+        let unsupported = |needs: &str| {
+            invalid(
+                "backend",
+                "a backend this CPU supports",
+                format!("{backend:?} without {needs}"),
+            )
+        };
         match backend {
             Backend::Scalar => Ok(Path::Scalar),
-            Backend::Auto => Ok(Path::fma().unwrap_or(Path::Scalar)),
-            // The float resize has no AVX-512 code: both run the FMA path.
-            Backend::Avx2 | Backend::Avx512 => Path::fma().ok_or_else(|| {
-                invalid(
-                    "backend",
-                    "a backend this CPU supports",
-                    format!("{backend:?} without AVX2 and FMA"),
-                )
-            }),
+            Backend::Auto => Ok(Path::avx512().or_else(Path::fma).unwrap_or(Path::Scalar)),
+            Backend::Avx2 => Path::fma().ok_or_else(|| unsupported("AVX2 and FMA")),
+            Backend::Avx512 => Path::avx512().ok_or_else(|| unsupported("AVX-512, AVX2 and FMA")),
         }
     }
 
@@ -462,6 +469,14 @@ impl Path {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             return Some(Path::Fma);
+        }
+        None
+    }
+
+    fn avx512() -> Option<Path> {
+        #[cfg(target_arch = "x86_64")]
+        if Path::fma().is_some() && Kernel::select(Backend::Avx512).is_ok() {
+            return Some(Path::Avx512);
         }
         None
     }
@@ -480,6 +495,9 @@ impl Path {
             // SAFETY: `Path::Fma` exists only on CPUs with AVX2 and FMA.
             #[cfg(target_arch = "x86_64")]
             Path::Fma => unsafe { run_fma(plan, src, width, rows, emit) },
+            // SAFETY: `Path::Avx512` exists only on CPUs with AVX-512, AVX2 and FMA.
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512 => unsafe { run_avx512(plan, src, width, rows, emit) },
         }
     }
 
@@ -489,8 +507,8 @@ impl Path {
         let width = line.len() / CHANNELS;
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
-        if self == Path::Fma {
-            // SAFETY: `Path::Fma` exists only on CPUs with AVX2.
+        if self != Path::Scalar {
+            // SAFETY: `Path::Fma` and `Path::Avx512` exist only on CPUs with AVX2.
             done = unsafe { round_into_pixels_avx2(planes, line) };
         }
         let (r, gb) = planes.split_at(width);
@@ -672,13 +690,53 @@ fn columns<const N: usize>(taps: &Taps<N>) -> ([Vec<i32>; N], [Vec<f32>; N]) {
     )
 }
 
-/// [`Plan::ChannelsLast`]'s loop eight outputs of a channel at a time: the two source rows an
-/// output row reads as planar runs (each row read once while the next output rows still
-/// read it), the four values of each output read from them by [`block_taps`]. Every lane
-/// runs the scalar loop's multiplies and FMAs in its order, so the bits are the same.
-/// Molmo2 at 640x480 on one thread (its 378x378 and 644x644 resizes): 7.2 ms a call in
-/// this loop before, 3.9 ms after (perf samples); the whole call 13.0-14.0 ms before,
-/// 10.4-11.1 ms after (on the Xeon; on a Zen 1 EPYC, 10.4 -> 8.3 ms without gathers).
+/// [`Plan::ChannelsLast`]'s loop over output rows `rows`: the two source rows an output row
+/// reads as planar runs (each row read once while the next output rows still read it),
+/// handed with the row's weights to `row(top, bottom, [h0, h1], out)`, which writes the
+/// output row's three planar runs.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn channels_last_rows<V: Values>(
+    src: &V,
+    ty: &Taps<2>,
+    width: usize,
+    rows: Range<usize>,
+    emit: &mut dyn FnMut(usize, &[f32]),
+    mut row: impl FnMut(&[f32], &[f32], [f32; 2], &mut [f32]),
+) {
+    let src_width = src.width();
+    let mut lines = [vec![0f32; CHANNELS * src_width], vec![0f32; CHANNELS * src_width]];
+    // The source row each line holds.
+    let mut held = [usize::MAX; 2];
+    let mut out = vec![0f32; CHANNELS * width];
+    for oy in rows {
+        let [y0, y1] = ty.index[oy];
+        // The lines of rows y0 and y1, read into a line the other one does not need.
+        let mut slots = [0usize; 2];
+        for (j, &row) in [y0, y1].iter().enumerate() {
+            slots[j] = held.iter().position(|&r| r == row).unwrap_or_else(|| {
+                let s = if j == 1 {
+                    1 - slots[0]
+                } else {
+                    usize::from(held[0] == y1)
+                };
+                src.line(row, &mut lines[s]);
+                held[s] = row;
+                s
+            });
+        }
+        row(&lines[slots[0]], &lines[slots[1]], ty.weight[oy], &mut out);
+        emit(oy, &out);
+    }
+}
+
+/// [`Plan::ChannelsLast`]'s loop eight outputs of a channel at a time
+/// ([`channels_last_rows`]), the four values of each output read from the two rows by
+/// [`block_taps`]. Every lane runs the scalar loop's multiplies and FMAs in its order, so
+/// the bits are the same. Molmo2 at 640x480 on one thread (its 378x378 and 644x644
+/// resizes): 7.2 ms a call in this loop before, 3.9 ms after (perf samples); the whole call
+/// 13.0-14.0 ms before, 10.4-11.1 ms after (on the Xeon; on a Zen 1 EPYC, 10.4 -> 8.3 ms
+/// without gathers).
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
@@ -699,27 +757,7 @@ unsafe fn channels_last_fma<V: Values>(
     let (index, weight) = columns(tx);
     let blocks = width / LANES * LANES;
     let adjacent = adjacent_blocks(&index, blocks);
-    let mut lines = [vec![0f32; CHANNELS * src_width], vec![0f32; CHANNELS * src_width]];
-    // The source row each line holds.
-    let mut held = [usize::MAX; 2];
-    let mut out = vec![0f32; CHANNELS * width];
-    for oy in rows {
-        let ([y0, y1], [h0, h1]) = (ty.index[oy], ty.weight[oy]);
-        // The lines of rows y0 and y1, read into a line the other one does not need.
-        let mut slots = [0usize; 2];
-        for (j, &row) in [y0, y1].iter().enumerate() {
-            slots[j] = held.iter().position(|&r| r == row).unwrap_or_else(|| {
-                let s = if j == 1 {
-                    1 - slots[0]
-                } else {
-                    usize::from(held[0] == y1)
-                };
-                src.line(row, &mut lines[s]);
-                held[s] = row;
-                s
-            });
-        }
-        let (top, bottom) = (&lines[slots[0]], &lines[slots[1]]);
+    channels_last_rows(src, ty, width, rows, emit, |top, bottom, [h0, h1], out| {
         for (ox, &adjacent) in (0..blocks).step_by(LANES).zip(&adjacent) {
             // SAFETY: AVX2 and FMA are guaranteed by the caller; outputs ox..ox + 8 lie in
             // `index`, `weight` and each plane of `out`, and every index is a column of the
@@ -750,8 +788,260 @@ unsafe fn channels_last_fma<V: Values>(
                 out[c * width + ox] = corner_sum([t[x0], t[x1], b[x0], b[x1]], w);
             }
         }
-        emit(oy, &out);
+    });
+}
+
+/// [`Plan::run`] with AVX-512's loops where they apply ([`generic_avx512`],
+/// [`channels_last_avx512`], on the same terms as [`run_fma`]'s), else [`run_fma`] (the
+/// scalar loops compiled for AVX-512 were slower: Molmo2 at 4032x3024 on one thread, 6.1 ->
+/// 7.0 ms a call).
+///
+/// # Safety
+/// The CPU must support AVX-512 (F, BW, VL), AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn run_avx512<V: Values>(
+    plan: &Plan,
+    src: &V,
+    width: usize,
+    rows: Range<usize>,
+    emit: &mut dyn FnMut(usize, &[f32]),
+) {
+    // SAFETY (all arms): the caller guarantees AVX-512, AVX2 and FMA.
+    match plan {
+        Plan::ChannelsLast { rows: ty, cols: tx } if src.width() <= 2 * width => unsafe {
+            channels_last_avx512(src, ty, tx, rows, emit);
+        },
+        Plan::Linear { rows: ty, cols: tx } => unsafe { generic_avx512(src, ty, tx, rows, emit) },
+        Plan::Cubic { rows: ty, cols: tx } => unsafe { generic_avx512(src, ty, tx, rows, emit) },
+        Plan::Nearest { .. } | Plan::ChannelsLast { .. } => unsafe { run_fma(plan, src, width, rows, emit) },
     }
+}
+
+/// Outputs a vector in the AVX-512 loops.
+#[cfg(target_arch = "x86_64")]
+const WIDE: usize = 16;
+
+/// The outputs a [`Window`] must hold on average for the AVX-512 loops to take an axis;
+/// sparser, the AVX2 loops are faster. On a 2-vCPU Zen 5 EPYC, bicubic float32 planes
+/// (median of 5 interleaved runs, one thread): 896x896 to 448x448 (15 outputs a window)
+/// 0.81 -> 0.67 ms, 1344x1344 to 448x448 (10) 1.87 -> 2.00 ms, 2240x2240 to 448x448 (6)
+/// 3.56 -> 4.81 ms.
+#[cfg(target_arch = "x86_64")]
+const DENSE: usize = 12;
+
+/// Up to [`WIDE`] consecutive outputs of one axis whose taps all lie in the `2 * WIDE`
+/// columns from `base`: two loads of those columns and one two-source permute per tap give
+/// the outputs' values, in place of a load per output and transposes (or gathers).
+/// Narrowing twofold, 15 outputs share a window; fivefold, 6.
+#[cfg(target_arch = "x86_64")]
+struct Window<const N: usize> {
+    /// The first output.
+    start: usize,
+    /// The first column.
+    base: usize,
+    /// The lanes of the outputs (the rest are computed from column `base` and not stored).
+    lanes: u16,
+    /// The lanes of each half of the columns that lie inside the source row.
+    loads: [u16; 2],
+    /// Tap `j` of each lane: its column's offset from `base`, and its weight.
+    offset: [[i32; WIDE]; N],
+    weight: [[f32; WIDE]; N],
+}
+
+/// `taps`' outputs as [`Window`]s, in order, for source rows of `in_size` columns.
+#[cfg(target_arch = "x86_64")]
+fn windows<const N: usize>(taps: &Taps<N>, in_size: usize) -> Vec<Window<N>> {
+    let lanes = |n: usize| u16::try_from((1u32 << n.min(WIDE)) - 1).expect("at most 16 lanes");
+    let span = |index: &[usize; N]| (index.iter().min().copied(), index.iter().max().copied());
+    let mut windows = Vec::with_capacity(taps.index.len().div_ceil(WIDE));
+    let mut start = 0;
+    while start < taps.index.len() {
+        let (Some(mut first), Some(mut last)) = span(&taps.index[start]) else {
+            unreachable!("an output has taps")
+        };
+        let mut end = start + 1;
+        while let Some(index) = taps.index.get(end).filter(|_| end - start < WIDE) {
+            let (Some(lo), Some(hi)) = span(index) else {
+                unreachable!("an output has taps")
+            };
+            if hi.max(last) - lo.min(first) >= 2 * WIDE {
+                break;
+            }
+            (first, last) = (lo.min(first), hi.max(last));
+            end += 1;
+        }
+        let mut window = Window {
+            start,
+            base: first,
+            lanes: lanes(end - start),
+            loads: [
+                lanes(in_size - first),
+                lanes((in_size - first).saturating_sub(WIDE)),
+            ],
+            offset: [[0; WIDE]; N],
+            weight: [[0.0; WIDE]; N],
+        };
+        for (k, (index, weight)) in taps.index[start..end]
+            .iter()
+            .zip(&taps.weight[start..end])
+            .enumerate()
+        {
+            for j in 0..N {
+                window.offset[j][k] = i32::try_from(index[j] - first).expect("an offset under 32");
+                window.weight[j][k] = weight[j];
+            }
+        }
+        windows.push(window);
+        start = end;
+    }
+    windows
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const N: usize> Window<N> {
+    /// Each tap's values in `run`, a source row of the `in_size` columns the window was made
+    /// for, as vectors of the window's lanes.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `run` must be such a row.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn taps(&self, run: &[f32]) -> [std::arch::x86_64::__m512; N] {
+        use std::arch::x86_64::{_mm512_loadu_si512, _mm512_maskz_loadu_ps, _mm512_permutex2var_ps};
+        let inside = self.loads.map(|lanes| lanes.count_ones() as usize);
+        debug_assert!(self.base + inside[0] + inside[1] <= run.len());
+        let at = run.as_ptr().wrapping_add(self.base);
+        // SAFETY: AVX-512F is guaranteed by the caller; the masked loads read only the
+        // columns inside `run` (`loads`), and each offset picks one of the 32 loaded.
+        unsafe {
+            let lo = _mm512_maskz_loadu_ps(self.loads[0], at);
+            let hi = _mm512_maskz_loadu_ps(self.loads[1], at.wrapping_add(WIDE));
+            std::array::from_fn(|j| {
+                _mm512_permutex2var_ps(lo, _mm512_loadu_si512(self.offset[j].as_ptr().cast()), hi)
+            })
+        }
+    }
+
+    /// Tap `j`'s weights.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn weight(&self, j: usize) -> std::arch::x86_64::__m512 {
+        // SAFETY: AVX-512F is guaranteed by the caller; the row holds 16 weights.
+        unsafe { std::arch::x86_64::_mm512_loadu_ps(self.weight[j].as_ptr()) }
+    }
+
+    /// The window's outputs from `sums` into `plane`, a planar run of the axis's outputs.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `plane` must hold the axis's outputs.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store(&self, plane: &mut [f32], sums: std::arch::x86_64::__m512) {
+        debug_assert!(self.start + self.lanes.count_ones() as usize <= plane.len());
+        // SAFETY: AVX-512F is guaranteed by the caller; the masked store writes the
+        // window's outputs, inside `plane`.
+        unsafe {
+            std::arch::x86_64::_mm512_mask_storeu_ps(plane.as_mut_ptr().add(self.start), self.lanes, sums);
+        }
+    }
+}
+
+/// [`generic`] with its horizontal sums sixteen outputs of a channel a vector, by
+/// [`Window`]s, each lane running [`chain`]'s multiply and FMAs in their order (the same
+/// bits); the vertical sums compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn generic_avx512<const N: usize, V: Values>(
+    src: &V,
+    ty: &Taps<N>,
+    tx: &Taps<N>,
+    rows: Range<usize>,
+    emit: &mut dyn FnMut(usize, &[f32]),
+) {
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_mul_ps};
+    let width = tx.index.len();
+    let windows = windows(tx, src.width());
+    if windows.len() * DENSE > width {
+        // SAFETY: the caller guarantees AVX2 and FMA.
+        return unsafe { generic_fma(src, ty, tx, rows, emit) };
+    }
+    let row_sums = |line: &[f32], sums: &mut [f32]| {
+        let src_width = line.len() / CHANNELS;
+        for (run, plane) in line.chunks_exact(src_width).zip(sums.chunks_exact_mut(width)) {
+            for window in &windows {
+                // SAFETY: AVX-512F and FMA are guaranteed by the caller; `run` is a source
+                // row and `plane` a run of the axis's outputs.
+                unsafe {
+                    let value = window.taps(run);
+                    let mut acc = _mm512_fmadd_ps(
+                        value[0],
+                        window.weight(0),
+                        _mm512_mul_ps(value[1], window.weight(1)),
+                    );
+                    for (j, &value) in value.iter().enumerate().skip(2) {
+                        acc = _mm512_fmadd_ps(value, window.weight(j), acc);
+                    }
+                    window.store(plane, acc);
+                }
+            }
+        }
+    };
+    let mut out = vec![0f32; CHANNELS * width];
+    generic(src, ty, tx, rows, &mut out, emit, row_sums);
+}
+
+/// [`Plan::ChannelsLast`]'s loop sixteen outputs of a channel a vector
+/// ([`channels_last_rows`]), each output's four values read from the two rows by
+/// [`Window`]s; every lane runs the scalar loop's multiplies and FMAs in its order.
+///
+/// # Safety
+/// The CPU must support AVX-512F and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn channels_last_avx512<V: Values>(
+    src: &V,
+    ty: &Taps<2>,
+    tx: &Taps<2>,
+    rows: Range<usize>,
+    emit: &mut dyn FnMut(usize, &[f32]),
+) {
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps};
+    let width = tx.index.len();
+    let src_width = src.width();
+    let windows = windows(tx, src_width);
+    if windows.len() * DENSE > width {
+        // SAFETY: the caller guarantees AVX2 and FMA.
+        return unsafe { channels_last_fma(src, ty, tx, rows, emit) };
+    }
+    channels_last_rows(src, ty, width, rows, emit, |top, bottom, [h0, h1], out| {
+        for window in &windows {
+            // SAFETY: AVX-512F and FMA are guaranteed by the caller; each plane of `top`
+            // and `bottom` is a source row, each plane of `out` a run of the outputs.
+            unsafe {
+                let (w0, w1) = (window.weight(0), window.weight(1));
+                let (h0, h1) = (_mm512_set1_ps(h0), _mm512_set1_ps(h1));
+                let (w00, w01) = (_mm512_mul_ps(h0, w0), _mm512_mul_ps(h0, w1));
+                let (w10, w11) = (_mm512_mul_ps(h1, w0), _mm512_mul_ps(h1, w1));
+                for c in 0..CHANNELS {
+                    let plane = c * src_width..(c + 1) * src_width;
+                    let [t0, t1] = window.taps(&top[plane.clone()]);
+                    let [b0, b1] = window.taps(&bottom[plane]);
+                    let sum = _mm512_mul_ps(t1, w01);
+                    let sum = _mm512_fmadd_ps(t0, w00, sum);
+                    let sum = _mm512_fmadd_ps(b0, w10, sum);
+                    let sum = _mm512_fmadd_ps(b1, w11, sum);
+                    window.store(&mut out[c * width..(c + 1) * width], sum);
+                }
+            }
+        }
+    });
 }
 
 fn check_size(arg: &'static str, (h, w): (usize, usize)) -> Result<usize, TransformError> {
@@ -1121,6 +1411,14 @@ mod tests {
     use super::*;
     use crate::testing::Rng;
 
+    /// The backends this CPU runs.
+    fn backends() -> Vec<Backend> {
+        [Backend::Scalar, Backend::Avx2, Backend::Avx512]
+            .into_iter()
+            .filter(|&backend| Path::select(backend).is_ok())
+            .collect()
+    }
+
     /// A 6x5 float image, values spread around zero like normalised pixels.
     fn image() -> Vec<f32> {
         (0..3 * 6 * 5)
@@ -1320,10 +1618,7 @@ mod tests {
 
     #[test]
     fn every_path_and_band_matches_the_per_pixel_formulas() {
-        let mut backends = vec![Backend::Scalar];
-        if Path::fma().is_some() {
-            backends.push(Backend::Avx2);
-        }
+        let backends = backends();
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         for case in 0..90 {
             let size = |rng: &mut Rng| match case % 3 {
@@ -1370,10 +1665,7 @@ mod tests {
 
     #[test]
     fn u8_paths_agree() {
-        let mut backends = vec![Backend::Scalar];
-        if Path::fma().is_some() {
-            backends.push(Backend::Avx2);
-        }
+        let backends = backends();
         let mut rng = Rng(7);
         for case in 0..60 {
             let (h, w) = (1 + rng.below(90), 1 + rng.below(90));
@@ -1431,6 +1723,7 @@ mod tests {
     fn pixels_round_alike_on_every_path() {
         let mut paths = vec![Path::Scalar];
         paths.extend(Path::fma());
+        paths.extend(Path::avx512());
         let mut rng = Rng(11);
         for width in 1..40 {
             // Halves (ties), quarters and values past both ends of 0..=255.
