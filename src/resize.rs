@@ -1978,7 +1978,7 @@ mod avx512 {
     /// the bytes of two adjacent taps as a 16-bit pair, so one `madd` gives sixteen outputs'
     /// sums of one channel for two taps, and a block takes three byte permutes (one per
     /// channel) per two taps, where [`Horizontal`]'s four-output blocks take two per four
-    /// taps and four outputs. For tables of at most eight taps whose sixteen windows of
+    /// taps and four outputs. For tables of at most ten taps whose sixteen windows of
     /// every block lie within 128 bytes (scales down to about 1/1.7 on RGBX rows, 1/2.4 on
     /// RGB), for that pixel size.
     pub(super) struct Planar {
@@ -2005,11 +2005,11 @@ mod avx512 {
     const PLANAR_RGB: __m512i = rgb_bytes(16, true);
 
     impl Planar {
-        /// The sixteen-output pass of `coeffs`, or `None` for more than eight taps.
+        /// The sixteen-output pass of `coeffs`, or `None` for more than ten taps.
         fn new(coeffs: &Coeffs, split_taps: bool) -> Option<Planar> {
             let out_w = coeffs.out_len();
             let pairs = (0..out_w).map(|i| coeffs.taps(i).1.len().div_ceil(2)).max()?;
-            if !(1..=4).contains(&pairs) {
+            if !(1..=5).contains(&pairs) {
                 return None;
             }
             let last = |x: usize| x.min(out_w - 1);
@@ -2410,7 +2410,8 @@ mod avx512 {
                     1 => self.planar::<1, C, SPLIT>(planar, permutes, src, rows, out),
                     2 => self.planar::<2, C, SPLIT>(planar, permutes, src, rows, out),
                     3 => self.planar::<3, C, SPLIT>(planar, permutes, src, rows, out),
-                    _ => self.planar::<4, C, SPLIT>(planar, permutes, src, rows, out),
+                    4 => self.planar::<4, C, SPLIT>(planar, permutes, src, rows, out),
+                    _ => self.planar::<5, C, SPLIT>(planar, permutes, src, rows, out),
                 }
             }
         }
