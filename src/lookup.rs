@@ -92,6 +92,9 @@ impl Lookup {
     /// the run from channel `i % 3`'s table. Many short runs go in one call: the tables
     /// are loaded once (a patch line is 42 or 48 values).
     ///
+    /// With `stream`, whole blocks of values at 16-byte aligned addresses are written with
+    /// streaming stores (see [`crate::stream`]); the caller fences before `dst` is read.
+    ///
     /// # Panics
     /// When a run reaches past `src` or `dst`.
     pub(crate) fn run_interleaved<T: bytemuck::Pod>(
@@ -99,6 +102,7 @@ impl Lookup {
         src: &[u8],
         dst: &mut [T],
         runs: &[(usize, usize, usize)],
+        stream: bool,
     ) {
         assert_eq!(
             size_of::<T>(),
@@ -114,7 +118,7 @@ impl Lookup {
         let out = bytemuck::cast_slice_mut::<T, u8>(dst).as_mut_ptr();
         // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; every run lies
         // inside `src` and `dst`, as checked above.
-        unsafe { vbmi::run_interleaved(self, src.as_ptr(), out, runs) };
+        unsafe { vbmi::run_interleaved(self, src.as_ptr(), out, runs, stream) };
     }
 }
 
@@ -146,10 +150,11 @@ fn gather(channels: usize, c: usize, width: usize) -> Gather {
 #[cfg(target_arch = "x86_64")]
 mod vbmi {
     use std::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_mask_loadu_epi8, _mm512_mask_storeu_epi8,
-        _mm512_maskz_loadu_epi8, _mm512_movepi8_mask, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
-        _mm512_setzero_si512, _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8,
-        _mm512_unpacklo_epi16, _mm512_unpacklo_epi8,
+        __m512i, _mm512_castsi512_si128, _mm512_extracti32x4_epi32, _mm512_loadu_si512,
+        _mm512_mask_blend_epi8, _mm512_mask_loadu_epi8, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8,
+        _mm512_movepi8_mask, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_setzero_si512,
+        _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16,
+        _mm512_unpacklo_epi8, _mm_stream_si128,
     };
 
     use super::Lookup;
@@ -188,17 +193,25 @@ mod vbmi {
         }
     }
 
-    /// Writes `v` to the 64 bytes at `out`, only those of `keep` when `MASKED`.
+    /// Writes `v` to the 64 bytes at `out`, only those of `keep` when `MASKED`; with
+    /// `stream`, all 64 with streaming stores where `out` is 16-byte aligned.
     ///
     /// # Safety
     /// The CPU must support AVX-512F and BW, and the bytes written must be writable.
     #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn put<const MASKED: bool>(out: *mut u8, keep: u64, v: __m512i) {
+    unsafe fn put<const MASKED: bool>(out: *mut u8, keep: u64, v: __m512i, stream: bool) {
         // SAFETY: the caller guarantees the features and the bytes written; masked-off
-        // bytes are neither written nor touched.
+        // bytes are neither written nor touched; streaming stores' 16 bytes are aligned.
         unsafe {
             if MASKED {
                 _mm512_mask_storeu_epi8(out.cast(), keep, v);
+            } else if stream && (out as usize).is_multiple_of(16) {
+                // Four 16-byte streaming stores: outputs come from `malloc`, 16-byte
+                // aligned (a large one 16 bytes past a page), so 64-byte ones would not apply.
+                _mm_stream_si128(out.cast(), _mm512_castsi512_si128(v));
+                _mm_stream_si128(out.add(16).cast(), _mm512_extracti32x4_epi32::<1>(v));
+                _mm_stream_si128(out.add(32).cast(), _mm512_extracti32x4_epi32::<2>(v));
+                _mm_stream_si128(out.add(48).cast(), _mm512_extracti32x4_epi32::<3>(v));
             } else {
                 _mm512_storeu_si512(out.cast(), v);
             }
@@ -206,7 +219,7 @@ mod vbmi {
     }
 
     /// Writes 64 looked-up values, `width` bytes each, to `out` (only the first `n` when
-    /// `MASKED`): `byte(k)` holds byte `k` of each lane's value.
+    /// `MASKED`; see [`put`] for `stream`): `byte(k)` holds byte `k` of each lane's value.
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI, and `out` must hold the bytes written.
@@ -216,6 +229,7 @@ mod vbmi {
         width: usize,
         out: *mut u8,
         n: usize,
+        stream: bool,
     ) {
         let keep = |i: usize| mask(64 * i, n * width);
         // SAFETY: the caller guarantees the CPU features and the bytes written.
@@ -225,17 +239,17 @@ mod vbmi {
                     let (b0, b1, b2, b3) = (byte(0), byte(1), byte(2), byte(3));
                     let (lo01, hi01) = (_mm512_unpacklo_epi8(b0, b1), _mm512_unpackhi_epi8(b0, b1));
                     let (lo23, hi23) = (_mm512_unpacklo_epi8(b2, b3), _mm512_unpackhi_epi8(b2, b3));
-                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi16(lo01, lo23));
-                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi16(lo01, lo23));
-                    put::<MASKED>(out.add(128), keep(2), _mm512_unpacklo_epi16(hi01, hi23));
-                    put::<MASKED>(out.add(192), keep(3), _mm512_unpackhi_epi16(hi01, hi23));
+                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi16(lo01, lo23), stream);
+                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi16(lo01, lo23), stream);
+                    put::<MASKED>(out.add(128), keep(2), _mm512_unpacklo_epi16(hi01, hi23), stream);
+                    put::<MASKED>(out.add(192), keep(3), _mm512_unpackhi_epi16(hi01, hi23), stream);
                 }
                 2 => {
                     let (b0, b1) = (byte(0), byte(1));
-                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi8(b0, b1));
-                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi8(b0, b1));
+                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi8(b0, b1), stream);
+                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi8(b0, b1), stream);
                 }
-                _ => put::<MASKED>(out, keep(0), byte(0)),
+                _ => put::<MASKED>(out, keep(0), byte(0), stream),
             }
         }
     }
@@ -318,7 +332,13 @@ mod vbmi {
                     ),
                 };
                 let planes = &lookup.channels[c];
-                store::<MASKED>(|k| look_up(&planes[k], values), width, outs[c].add(width * at), n);
+                store::<MASKED>(
+                    |k| look_up(&planes[k], values),
+                    width,
+                    outs[c].add(width * at),
+                    n,
+                    false,
+                );
             }
         }
     }
@@ -337,6 +357,7 @@ mod vbmi {
         src: *const u8,
         out: *mut u8,
         runs: &[(usize, usize, usize)],
+        stream: bool,
     ) {
         // SAFETY (the loads): the caller guarantees the CPU features; `order` holds 64 bytes.
         let tables: [[[__m512i; 4]; 4]; 3] = std::array::from_fn(|c| {
@@ -382,9 +403,9 @@ mod vbmi {
                     let at = out.add(width * block);
                     let phase = (block - start) % 3;
                     if n == 64 {
-                        interleaved_block::<false>(lookup, &tables, order, bytes, at, phase, 64);
+                        interleaved_block::<false>(lookup, &tables, order, bytes, at, phase, 64, stream);
                     } else {
-                        interleaved_block::<true>(lookup, &tables, order, bytes, at, phase, n);
+                        interleaved_block::<true>(lookup, &tables, order, bytes, at, phase, n, stream);
                     }
                 }
             }
@@ -403,13 +424,14 @@ mod vbmi {
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
     }
 
-    /// The `n` values (64 unless `MASKED`) of `bytes`, written to `out`, the first of them
-    /// of channel `first`: each lane looked up in its channel's planes (one lookup when
-    /// they are all the same).
+    /// The `n` values (64 unless `MASKED`) of `bytes`, written to `out` (streamed as
+    /// [`put`] does with `stream`), the first of them of channel `first`: each lane looked up
+    /// in its channel's planes (one lookup when they are all the same).
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI; `out` must hold `width * n` bytes.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn interleaved_block<const MASKED: bool>(
         lookup: &Lookup,
         tables: &[[[__m512i; 4]; 4]; 3],
@@ -418,6 +440,7 @@ mod vbmi {
         out: *mut u8,
         first: usize,
         n: usize,
+        stream: bool,
     ) {
         let (ones, twos) = lookup.phases[first];
         let [red, green, blue] = tables;
@@ -435,7 +458,7 @@ mod vbmi {
             }
         };
         // SAFETY: the caller guarantees the features and the bytes written.
-        unsafe { store::<MASKED>(byte, lookup.width, out, n) };
+        unsafe { store::<MASKED>(byte, lookup.width, out, n, stream) };
     }
 }
 
@@ -453,7 +476,13 @@ mod vbmi {
     }
 
     /// Never called: no [`Lookup`] exists off x86-64.
-    pub(super) unsafe fn run_interleaved(_: &Lookup, _: *const u8, _: *mut u8, _: &[(usize, usize, usize)]) {
+    pub(super) unsafe fn run_interleaved(
+        _: &Lookup,
+        _: *const u8,
+        _: *mut u8,
+        _: &[(usize, usize, usize)],
+        _: bool,
+    ) {
         unreachable!("no Lookup off x86-64")
     }
 }
@@ -511,14 +540,16 @@ mod tests {
                     (&split[..], 0),
                     (&[(0, 5, values)][..], 5),
                 ] {
-                    let mut dst = vec![T::zeroed(); values + 70];
-                    lookup.run_interleaved(&src, &mut dst, runs);
-                    for (i, value) in dst.iter().enumerate() {
-                        let want = match i.checked_sub(to).and_then(|j| src.get(j).map(|&v| (j, v))) {
-                            Some((j, byte)) => tables[j % 3][usize::from(byte)],
-                            None => T::zeroed(),
-                        };
-                        assert_eq!(*value, want, "value {i} of {values} from {to}, runs {runs:?}");
+                    for stream in [false, true] {
+                        let mut dst = vec![T::zeroed(); values + 70];
+                        lookup.run_interleaved(&src, &mut dst, runs, stream);
+                        for (i, value) in dst.iter().enumerate() {
+                            let want = match i.checked_sub(to).and_then(|j| src.get(j).map(|&v| (j, v))) {
+                                Some((j, byte)) => tables[j % 3][usize::from(byte)],
+                                None => T::zeroed(),
+                            };
+                            assert_eq!(*value, want, "value {i} of {values} from {to}, runs {runs:?}");
+                        }
                     }
                 }
             }
@@ -541,8 +572,9 @@ mod tests {
                         want[at + i] = tables[i % 3][usize::from(src[from + i])];
                     }
                 }
-                lookup.run_interleaved(&src, &mut dst, &runs);
-                assert_eq!(dst, want, "runs {runs:?}");
+                let stream = rng.below(2) == 0;
+                lookup.run_interleaved(&src, &mut dst, &runs, stream);
+                assert_eq!(dst, want, "runs {runs:?}, streamed: {stream}");
             }
         }
     }

@@ -206,10 +206,11 @@ impl<T: bytemuck::Pod> Normalize<T> {
 
     /// Normalises runs of interleaved RGB `src` into `dst`, interleaved the same way: run
     /// `(from, to, len)` (whole pixels) writes `dst[to..to + len]` ([`Lookup`] 64 values at
-    /// a time where the CPU has it). The caller guarantees the runs lie inside both.
-    fn run_interleaved(&self, src: &[u8], dst: &mut [T], runs: &[(usize, usize, usize)]) {
+    /// a time where the CPU has it, streamed with `stream`; the caller then fences). The
+    /// caller guarantees the runs lie inside both.
+    fn run_interleaved(&self, src: &[u8], dst: &mut [T], runs: &[(usize, usize, usize)], stream: bool) {
         if let Some(lookup) = &self.lookup {
-            return lookup.run_interleaved(src, dst, runs);
+            return lookup.run_interleaved(src, dst, runs, stream);
         }
         let [tr, tg, tb] = &self.tables;
         for &(from, to, len) in runs {
@@ -474,14 +475,20 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
             .ok_or_else(|| invalid("windows", "a total that fits in memory", windows.len()))?;
     }
     check_out(dst, total)?;
+    // An output larger than the cache (Inkling's 295 MB at 12 MP) is written once and read
+    // by the model: streamed.
+    #[cfg(target_arch = "x86_64")]
+    let stream = size_of_val(dst) >= stream::STREAM_PAST_CACHE_BYTES;
+    #[cfg(not(target_arch = "x86_64"))]
+    let stream = false;
     let outside = norm.outside();
     let mut runs = Vec::new();
     let mut start = 0;
     for (i, window) in windows.iter().enumerate() {
         let len = 3 * window.height * window.width;
         // A window the same as the one before (Inkling's two time slots of each square) is
-        // a copy of its values.
-        if i > 0 && windows[i - 1] == *window {
+        // a copy of its values, unless they were streamed to memory.
+        if !stream && i > 0 && windows[i - 1] == *window {
             dst.copy_within(start - len..start, start);
             start += len;
             continue;
@@ -521,7 +528,11 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
                 }
             }
         }
-        norm.run_interleaved(src, out, &runs);
+        norm.run_interleaved(src, out, &runs, stream);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if stream {
+        stream::fence();
     }
     Ok(())
 }
@@ -1575,14 +1586,18 @@ mod tests {
             height: 8,
             width: 8,
         });
-        let windows = [a, a, b, b, a, b];
-        let mut got = vec![f32::NAN; 6 * 3 * 64];
-        normalize_to_hwc_patches(&src, (h, w), &windows, p, &norm, &mut got).unwrap();
-        for (window, got) in windows.iter().zip(got.chunks_exact(3 * 64)) {
-            let mut want = vec![f32::NAN; 3 * 64];
-            normalize_to_hwc_patches(&src, (h, w), &[*window], p, &norm, &mut want).unwrap();
-            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "{window:?}");
+        // A few windows, and enough of them for an output that is streamed.
+        let few = [a, a, b, b, a, b];
+        let many = few.repeat(stream::STREAM_PAST_CACHE_BYTES / (4 * 3 * 64) / few.len() + 1);
+        for windows in [&few[..], &many] {
+            let mut got = vec![f32::NAN; windows.len() * 3 * 64];
+            normalize_to_hwc_patches(&src, (h, w), windows, p, &norm, &mut got).unwrap();
+            for (window, got) in windows.iter().zip(got.chunks_exact(3 * 64)) {
+                let mut want = vec![f32::NAN; 3 * 64];
+                normalize_to_hwc_patches(&src, (h, w), &[*window], p, &norm, &mut want).unwrap();
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{window:?} of {} windows", windows.len());
+            }
         }
     }
 
