@@ -92,16 +92,20 @@ impl Lookup {
     /// the run from channel `i % 3`'s table. Many short runs go in one call: the tables
     /// are loaded once (a patch line is 42 or 48 values).
     ///
+    /// `dst` is `copies` equal parts, the runs' `to` counted in the first: each value is
+    /// written into every part from the one lookup (Inkling's two time slots of a square).
     /// With `stream`, whole blocks of values at 16-byte aligned addresses are written with
     /// streaming stores (see [`crate::stream`]); the caller fences before `dst` is read.
     ///
     /// # Panics
-    /// When a run reaches past `src` or `dst`.
+    /// When `dst` is not `copies` (at least one) equal parts, or a run reaches past `src` or
+    /// the first part.
     pub(crate) fn run_interleaved<T: bytemuck::Pod>(
         &self,
         src: &[u8],
         dst: &mut [T],
         runs: &[(usize, usize, usize)],
+        copies: usize,
         stream: bool,
     ) {
         assert_eq!(
@@ -109,17 +113,38 @@ impl Lookup {
             self.width,
             "tables and values of one element type"
         );
+        assert!(
+            copies > 0 && dst.len().is_multiple_of(copies),
+            "{} values in {copies} equal parts",
+            dst.len()
+        );
+        let part = dst.len() / copies;
         let fits = |at: usize, len: usize, end: usize| at.checked_add(len).is_some_and(|e| e <= end);
         assert!(
             runs.iter()
-                .all(|&(from, to, len)| fits(from, len, src.len()) && fits(to, len, dst.len())),
-            "runs inside src and dst"
+                .all(|&(from, to, len)| fits(from, len, src.len()) && fits(to, len, part)),
+            "runs inside src and the first part of dst"
         );
         let out = bytemuck::cast_slice_mut::<T, u8>(dst).as_mut_ptr();
+        let writes = Writes {
+            copies,
+            apart: self.width * part,
+            stream,
+        };
         // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; every run lies
-        // inside `src` and `dst`, as checked above.
-        unsafe { vbmi::run_interleaved(self, src.as_ptr(), out, runs, stream) };
+        // inside `src` and each part of `dst`, as checked above.
+        unsafe { vbmi::run_interleaved(self, src.as_ptr(), out, runs, writes) };
     }
+}
+
+/// How looked-up values are written: into `copies` places `apart` bytes apart, with
+/// streaming stores where whole and aligned when `stream`.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct Writes {
+    copies: usize,
+    apart: usize,
+    stream: bool,
 }
 
 /// The output index of lane `p` of a looked-up vector once `vbmi::store`'s unpacks, which
@@ -157,7 +182,7 @@ mod vbmi {
         _mm512_unpacklo_epi8, _mm_stream_si128,
     };
 
-    use super::Lookup;
+    use super::{Lookup, Writes};
 
     pub(super) fn detected() -> bool {
         is_x86_feature_detected!("avx512f")
@@ -193,13 +218,36 @@ mod vbmi {
         }
     }
 
-    /// Writes `v` to the 64 bytes at `out`, only those of `keep` when `MASKED`; with
-    /// `stream`, all 64 with streaming stores where `out` is 16-byte aligned.
+    /// One copy, ordinary stores.
+    const ONCE: Writes = Writes {
+        copies: 1,
+        apart: 0,
+        stream: false,
+    };
+
+    /// Writes `v` to the 64 bytes at `out` and each copy of them (see [`Writes`]), only
+    /// those of `keep` when `MASKED`; with `stream`, all 64 with streaming stores where
+    /// `out` is 16-byte aligned.
     ///
     /// # Safety
     /// The CPU must support AVX-512F and BW, and the bytes written must be writable.
     #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn put<const MASKED: bool>(out: *mut u8, keep: u64, v: __m512i, stream: bool) {
+    unsafe fn put<const MASKED: bool>(out: *mut u8, keep: u64, v: __m512i, writes: Writes) {
+        // SAFETY: the caller guarantees the features and the bytes written.
+        unsafe {
+            put_once::<MASKED>(out, keep, v, writes.stream);
+            for copy in 1..writes.copies {
+                put_once::<MASKED>(out.add(copy * writes.apart), keep, v, writes.stream);
+            }
+        }
+    }
+
+    /// [`put`]'s write of one copy.
+    ///
+    /// # Safety
+    /// As [`put`].
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn put_once<const MASKED: bool>(out: *mut u8, keep: u64, v: __m512i, stream: bool) {
         // SAFETY: the caller guarantees the features and the bytes written; masked-off
         // bytes are neither written nor touched; streaming stores' 16 bytes are aligned.
         unsafe {
@@ -219,7 +267,7 @@ mod vbmi {
     }
 
     /// Writes 64 looked-up values, `width` bytes each, to `out` (only the first `n` when
-    /// `MASKED`; see [`put`] for `stream`): `byte(k)` holds byte `k` of each lane's value.
+    /// `MASKED`; see [`put`] for `writes`): `byte(k)` holds byte `k` of each lane's value.
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI, and `out` must hold the bytes written.
@@ -229,7 +277,7 @@ mod vbmi {
         width: usize,
         out: *mut u8,
         n: usize,
-        stream: bool,
+        writes: Writes,
     ) {
         let keep = |i: usize| mask(64 * i, n * width);
         // SAFETY: the caller guarantees the CPU features and the bytes written.
@@ -239,17 +287,17 @@ mod vbmi {
                     let (b0, b1, b2, b3) = (byte(0), byte(1), byte(2), byte(3));
                     let (lo01, hi01) = (_mm512_unpacklo_epi8(b0, b1), _mm512_unpackhi_epi8(b0, b1));
                     let (lo23, hi23) = (_mm512_unpacklo_epi8(b2, b3), _mm512_unpackhi_epi8(b2, b3));
-                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi16(lo01, lo23), stream);
-                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi16(lo01, lo23), stream);
-                    put::<MASKED>(out.add(128), keep(2), _mm512_unpacklo_epi16(hi01, hi23), stream);
-                    put::<MASKED>(out.add(192), keep(3), _mm512_unpackhi_epi16(hi01, hi23), stream);
+                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi16(lo01, lo23), writes);
+                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi16(lo01, lo23), writes);
+                    put::<MASKED>(out.add(128), keep(2), _mm512_unpacklo_epi16(hi01, hi23), writes);
+                    put::<MASKED>(out.add(192), keep(3), _mm512_unpackhi_epi16(hi01, hi23), writes);
                 }
                 2 => {
                     let (b0, b1) = (byte(0), byte(1));
-                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi8(b0, b1), stream);
-                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi8(b0, b1), stream);
+                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi8(b0, b1), writes);
+                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi8(b0, b1), writes);
                 }
-                _ => put::<MASKED>(out, keep(0), byte(0), stream),
+                _ => put::<MASKED>(out, keep(0), byte(0), writes),
             }
         }
     }
@@ -337,7 +385,7 @@ mod vbmi {
                     width,
                     outs[c].add(width * at),
                     n,
-                    false,
+                    ONCE,
                 );
             }
         }
@@ -357,7 +405,7 @@ mod vbmi {
         src: *const u8,
         out: *mut u8,
         runs: &[(usize, usize, usize)],
-        stream: bool,
+        writes: Writes,
     ) {
         // SAFETY (the loads): the caller guarantees the CPU features; `order` holds 64 bytes.
         let tables: [[[__m512i; 4]; 4]; 3] = std::array::from_fn(|c| {
@@ -403,9 +451,9 @@ mod vbmi {
                     let at = out.add(width * block);
                     let phase = (block - start) % 3;
                     if n == 64 {
-                        interleaved_block::<false>(lookup, &tables, order, bytes, at, phase, 64, stream);
+                        interleaved_block::<false>(lookup, &tables, order, bytes, at, phase, 64, writes);
                     } else {
-                        interleaved_block::<true>(lookup, &tables, order, bytes, at, phase, n, stream);
+                        interleaved_block::<true>(lookup, &tables, order, bytes, at, phase, n, writes);
                     }
                 }
             }
@@ -424,8 +472,8 @@ mod vbmi {
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
     }
 
-    /// The `n` values (64 unless `MASKED`) of `bytes`, written to `out` (streamed as
-    /// [`put`] does with `stream`), the first of them of channel `first`: each lane looked up
+    /// The `n` values (64 unless `MASKED`) of `bytes`, written to `out` as [`put`] does
+    /// with `writes`, the first of them of channel `first`: each lane looked up
     /// in its channel's planes (one lookup when they are all the same).
     ///
     /// # Safety
@@ -440,7 +488,7 @@ mod vbmi {
         out: *mut u8,
         first: usize,
         n: usize,
-        stream: bool,
+        writes: Writes,
     ) {
         let (ones, twos) = lookup.phases[first];
         let [red, green, blue] = tables;
@@ -458,13 +506,13 @@ mod vbmi {
             }
         };
         // SAFETY: the caller guarantees the features and the bytes written.
-        unsafe { store::<MASKED>(byte, lookup.width, out, n, stream) };
+        unsafe { store::<MASKED>(byte, lookup.width, out, n, writes) };
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 mod vbmi {
-    use super::Lookup;
+    use super::{Lookup, Writes};
 
     pub(super) fn detected() -> bool {
         false
@@ -481,7 +529,7 @@ mod vbmi {
         _: *const u8,
         _: *mut u8,
         _: &[(usize, usize, usize)],
-        _: bool,
+        _: Writes,
     ) {
         unreachable!("no Lookup off x86-64")
     }
@@ -528,7 +576,7 @@ mod tests {
         }
         // Runs of interleaved values: longer than a block (whose first value falls on each
         // channel in turn), split into pixel-sized runs, and written further on; with
-        // distinct tables and with one for all three.
+        // distinct tables and with one for all three; into one part or several.
         let uniform = Lookup::new(&[tables[1]; 3]).expect("VBMI, as above");
         for (lookup, tables) in [(&lookup, tables), (&uniform, [tables[1]; 3])] {
             for values in [0usize, 1, 2, 3, 20, 63, 64, 65, 191, 192, 193, 640] {
@@ -540,15 +588,20 @@ mod tests {
                     (&split[..], 0),
                     (&[(0, 5, values)][..], 5),
                 ] {
-                    for stream in [false, true] {
-                        let mut dst = vec![T::zeroed(); values + 70];
-                        lookup.run_interleaved(&src, &mut dst, runs, stream);
+                    for (stream, copies) in [(false, 1), (true, 1), (false, 2), (true, 3)] {
+                        let part = values + 70;
+                        let mut dst = vec![T::zeroed(); copies * part];
+                        lookup.run_interleaved(&src, &mut dst, runs, copies, stream);
                         for (i, value) in dst.iter().enumerate() {
-                            let want = match i.checked_sub(to).and_then(|j| src.get(j).map(|&v| (j, v))) {
+                            let j = (i % part).checked_sub(to);
+                            let want = match j.and_then(|j| src.get(j).map(|&v| (j, v))) {
                                 Some((j, byte)) => tables[j % 3][usize::from(byte)],
                                 None => T::zeroed(),
                             };
-                            assert_eq!(*value, want, "value {i} of {values} from {to}, runs {runs:?}");
+                            assert_eq!(
+                                *value, want,
+                                "value {i} of {values} x {copies} from {to}, runs {runs:?}"
+                            );
                         }
                     }
                 }
@@ -565,16 +618,19 @@ mod tests {
                     runs.push((rng.below(src.len() - len + 1), to, len));
                     to += len + if rng.below(4) == 0 { 1 + rng.below(4) } else { 0 };
                 }
-                let mut dst = vec![T::zeroed(); to + 70];
+                let (part, copies) = (to + 70, 1 + rng.below(3));
+                let mut dst = vec![T::zeroed(); copies * part];
                 let mut want = dst.clone();
-                for &(from, at, len) in &runs {
-                    for i in 0..len {
-                        want[at + i] = tables[i % 3][usize::from(src[from + i])];
+                for first in (0..want.len()).step_by(part) {
+                    for &(from, at, len) in &runs {
+                        for i in 0..len {
+                            want[first + at + i] = tables[i % 3][usize::from(src[from + i])];
+                        }
                     }
                 }
                 let stream = rng.below(2) == 0;
-                lookup.run_interleaved(&src, &mut dst, &runs, stream);
-                assert_eq!(dst, want, "runs {runs:?}, streamed: {stream}");
+                lookup.run_interleaved(&src, &mut dst, &runs, copies, stream);
+                assert_eq!(dst, want, "runs {runs:?} x {copies}, streamed: {stream}");
             }
         }
     }

@@ -204,23 +204,33 @@ impl<T: bytemuck::Pod> Normalize<T> {
         }
     }
 
-    /// Normalises runs of interleaved RGB `src` into `dst`, interleaved the same way: run
-    /// `(from, to, len)` (whole pixels) writes `dst[to..to + len]` ([`Lookup`] 64 values at
-    /// a time where the CPU has it, streamed with `stream`; the caller then fences). The
-    /// caller guarantees the runs lie inside both.
-    fn run_interleaved(&self, src: &[u8], dst: &mut [T], runs: &[(usize, usize, usize)], stream: bool) {
+    /// Normalises runs of interleaved RGB `src` into each of the `copies` equal parts of
+    /// `dst`, interleaved the same way: run `(from, to, len)` (whole pixels) writes
+    /// `part[to..to + len]` ([`Lookup`] 64 values at a time where the CPU has it, streamed
+    /// with `stream`; the caller then fences). The caller guarantees that the parts are not
+    /// empty and the runs lie inside `src` and a part.
+    fn run_interleaved(
+        &self,
+        src: &[u8],
+        dst: &mut [T],
+        runs: &[(usize, usize, usize)],
+        copies: usize,
+        stream: bool,
+    ) {
         if let Some(lookup) = &self.lookup {
-            return lookup.run_interleaved(src, dst, runs, stream);
+            return lookup.run_interleaved(src, dst, runs, copies, stream);
         }
         let [tr, tg, tb] = &self.tables;
-        for &(from, to, len) in runs {
-            for (px, out) in src[from..from + len]
-                .chunks_exact(3)
-                .zip(dst[to..to + len].chunks_exact_mut(3))
-            {
-                out[0] = tr[usize::from(px[0])];
-                out[1] = tg[usize::from(px[1])];
-                out[2] = tb[usize::from(px[2])];
+        for part in dst.chunks_exact_mut(dst.len() / copies) {
+            for &(from, to, len) in runs {
+                for (px, out) in src[from..from + len]
+                    .chunks_exact(3)
+                    .zip(part[to..to + len].chunks_exact_mut(3))
+                {
+                    out[0] = tr[usize::from(px[0])];
+                    out[1] = tg[usize::from(px[1])];
+                    out[2] = tb[usize::from(px[2])];
+                }
             }
         }
     }
@@ -482,23 +492,25 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
     #[cfg(not(target_arch = "x86_64"))]
     let stream = false;
     let outside = norm.outside();
-    let mut runs = Vec::new();
+    let (mut runs, mut edges) = (Vec::new(), Vec::new());
     let mut start = 0;
-    for (i, window) in windows.iter().enumerate() {
+    for copies in windows.chunk_by(|a, b| a == b) {
+        let window = &copies[0];
         let len = 3 * window.height * window.width;
-        // A window the same as the one before (Inkling's two time slots of each square) is
-        // a copy of its values, unless they were streamed to memory.
-        if !stream && i > 0 && windows[i - 1] == *window {
-            dst.copy_within(start - len..start, start);
-            start += len;
+        if len == 0 {
             continue;
         }
-        let out = &mut dst[start..start + len];
-        start += len;
+        let out = &mut dst[start..start + copies.len() * len];
+        start += out.len();
+        // Equal windows in a row (Inkling's two time slots of each square) are written
+        // from one lookup when streamed, and copied from the first in the cache.
+        let lookups = if stream { copies.len() } else { 1 };
+        let (looked_up, copied) = out.split_at_mut(lookups * len);
         // Line y of patch (py, px), in that order, is the next 3 * p output values: one run
-        // of the image's bytes, the outside value past the image. The runs are looked up
-        // together.
+        // of the image's bytes, the outside value past the image (a line's columns inside
+        // it are kept in `edges`). The runs are looked up together.
         runs.clear();
+        edges.clear();
         let mut to = 0;
         for py in 0..window.height / p {
             for px in 0..window.width / p {
@@ -517,18 +529,26 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
                         runs.push((at, to + 3 * cols.start, 3 * cols.len()));
                     }
                     if cols.len() < p {
-                        let line = &mut out[to..to + 3 * p];
-                        let (before, after) = line.split_at_mut(3 * cols.start);
-                        let after = &mut after[3 * cols.len()..];
-                        for pixel in before.chunks_exact_mut(3).chain(after.chunks_exact_mut(3)) {
-                            pixel.copy_from_slice(&outside);
-                        }
+                        edges.push((to, cols));
                     }
                     to += 3 * p;
                 }
             }
         }
-        norm.run_interleaved(src, out, &runs, stream);
+        for part in looked_up.chunks_exact_mut(len) {
+            for (to, cols) in &edges {
+                let line = &mut part[*to..to + 3 * p];
+                let (before, after) = line.split_at_mut(3 * cols.start);
+                let after = &mut after[3 * cols.len()..];
+                for pixel in before.chunks_exact_mut(3).chain(after.chunks_exact_mut(3)) {
+                    pixel.copy_from_slice(&outside);
+                }
+            }
+        }
+        norm.run_interleaved(src, looked_up, &runs, lookups, stream);
+        for part in copied.chunks_exact_mut(len) {
+            part.copy_from_slice(&looked_up[..len]);
+        }
     }
     #[cfg(target_arch = "x86_64")]
     if stream {
@@ -1587,7 +1607,7 @@ mod tests {
             width: 8,
         });
         // A few windows, and enough of them for an output that is streamed.
-        let few = [a, a, b, b, a, b];
+        let few = [a, a, b, b, b, a, b];
         let many = few.repeat(stream::STREAM_PAST_CACHE_BYTES / (4 * 3 * 64) / few.len() + 1);
         for windows in [&few[..], &many] {
             let mut got = vec![f32::NAN; windows.len() * 3 * 64];
