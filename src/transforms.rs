@@ -507,32 +507,35 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
         let lookups = if stream { copies.len() } else { 1 };
         let (looked_up, copied) = out.split_at_mut(lookups * len);
         // Line y of patch (py, px), in that order, is the next 3 * p output values: one run
-        // of the image's bytes, the outside value past the image (a line's columns inside
-        // it are kept in `edges`). The runs are looked up together.
+        // of the image's bytes, the outside value past the image (`edges` holds the lines of
+        // the patches that reach past it, each with its columns inside). The runs are looked
+        // up together.
         runs.clear();
         edges.clear();
         let mut to = 0;
         for py in 0..window.height / p {
+            // Saturated: a patch past isize::MAX is past the image all the same.
+            let top = window.top.saturating_add((py * p) as isize);
+            let rows = overlap(top, p, h);
             for px in 0..window.width / p {
-                // Saturated: a patch past isize::MAX is past the image all the same.
                 let left = window.left.saturating_add((px * p) as isize);
-                let cols_in = overlap(left, p, w);
-                for y in 0..p {
-                    let row = window.top.saturating_add((py * p + y) as isize);
-                    let cols = if (0..h as isize).contains(&row) {
-                        cols_in.clone()
-                    } else {
-                        0..0
-                    };
-                    if !cols.is_empty() {
-                        let at = (row as usize * w + (left + cols.start as isize) as usize) * 3;
-                        runs.push((at, to + 3 * cols.start, 3 * cols.len()));
-                    }
-                    if cols.len() < p {
-                        edges.push((to, cols));
-                    }
-                    to += 3 * p;
+                let cols = overlap(left, p, w);
+                if !rows.is_empty() && !cols.is_empty() {
+                    // The patch's first line inside the image, and the lines below it.
+                    let first =
+                        (top + rows.start as isize) as usize * w + (left + cols.start as isize) as usize;
+                    runs.extend(rows.clone().map(|y| {
+                        let at = 3 * (first + (y - rows.start) * w);
+                        (at, to + 3 * (p * y + cols.start), 3 * cols.len())
+                    }));
                 }
+                if rows.len() < p || cols.len() < p {
+                    edges.extend((0..p).map(|y| {
+                        let inside = if rows.contains(&y) { cols.clone() } else { 0..0 };
+                        (to + 3 * p * y, inside)
+                    }));
+                }
+                to += 3 * p * p;
             }
         }
         for part in looked_up.chunks_exact_mut(len) {
@@ -1089,7 +1092,7 @@ mod tests {
         assert_eq!(norm.black().map(f32::to_bits), [0f32.to_bits(); 3]);
         // Patches of 2, and the sizes with fixed-size line copies (14 and 16), on the same
         // geometry scaled by k: windows inside, reaching past the bottom-right, before the
-        // top-left, and outside.
+        // top-left (by whole patches and by half a patch), and outside.
         for k in [1, 7, 8] {
             let (h, w, p) = (3 * k, 5 * k, 2 * k);
             let src = pattern(h * w * 3);
@@ -1098,6 +1101,7 @@ mod tests {
                 (0, 0, 2 * k, 4 * k),
                 (0, 2 * ki, 4 * k, 4 * k),
                 (-2 * ki, -ki, 4 * k, 2 * k),
+                (-ki, 0, 4 * k, 4 * k),
                 (4 * ki, 6 * ki, 2 * k, 2 * k),
             ] {
                 let window = Window {
