@@ -32,33 +32,44 @@ pub fn zeroed<T: bytemuck::Zeroable>(arg: &'static str, len: usize) -> Result<Ve
         if raw.is_null() {
             return Err(oom());
         }
-        advise_huge_pages(raw, layout.size());
+        let _ = advise_huge_pages(raw, layout.size());
         #[allow(clippy::cast_ptr_alignment, reason = "the layout is T's, so is its alignment")]
         let ptr = raw.cast::<T>();
         Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)).into_vec())
     }
 }
 
-/// Asks Linux to back the 2 MiB-aligned interior of a fresh buffer with huge pages.
+/// Asks Linux to back the 2 MiB-aligned interior of a fresh buffer with huge pages, and
+/// returns the bytes it was asked for (0 when none, or when the advice was refused).
 ///
 /// Outputs are written once, straight after allocation, so their first-touch page
 /// faults are a large share of the work: 4 KiB pages cost a fault per 1024 float32
 /// values. Only advice: where transparent huge pages are off, nothing changes.
 #[cfg(target_os = "linux")]
-pub fn advise_huge_pages(ptr: *mut u8, size: usize) {
+#[must_use]
+pub fn advise_huge_pages(ptr: *const u8, size: usize) -> usize {
     const HUGE: usize = 2 << 20;
     let start = (ptr as usize).next_multiple_of(HUGE);
     let end = (ptr as usize + size) / HUGE * HUGE;
-    if end > start {
-        // SAFETY: [start, end) lies inside an allocation the caller owns; MADV_HUGEPAGE
-        // changes how it is backed, never its contents.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    if end <= start {
+        return 0;
+    }
+    // SAFETY: [start, end) lies inside an allocation the caller holds; MADV_HUGEPAGE
+    // changes how it is backed, never its contents.
+    let refused = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    if refused == 0 {
+        end - start
+    } else {
+        0
     }
 }
 
 /// Asks nothing where transparent huge pages do not exist.
 #[cfg(not(target_os = "linux"))]
-pub fn advise_huge_pages(_ptr: *mut u8, _size: usize) {}
+#[must_use]
+pub fn advise_huge_pages(_ptr: *const u8, _size: usize) -> usize {
+    0
+}
 
 /// A freed output buffer of one of the output element types.
 #[derive(Debug)]

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 import mmfast
-from mmfast import MmfastError, UnsupportedModelError, processors, reference
+from mmfast import MmfastError, UnsupportedModelError, _native, processors, reference
 from mmfast.models.base import Resized
 from mmfast.models.geometry import CropBox
 from mmfast.processors import BatchFeature
@@ -671,6 +671,44 @@ def test_encoded_images_equal_their_decoded_arrays(model_id: str) -> None:
         files.append(buffer.getvalue())
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     assert_same_outputs(proc(files), proc([mmfast.decode_image(f) for f in files]))
+
+
+THP = Path("/sys/kernel/mm/transparent_hugepage")
+
+
+def test_decode_blocks_are_offered_huge_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each RGB or L file is decoded into a fresh block offered huge pages where the kernel
+    has them (all of its whole 2 MiB pages), with Pillow's pixels; a block under 2 MiB gets
+    none."""
+    advised: list[int] = []
+    real = _native.advise_huge_pages
+
+    def advise(image: Any) -> int:
+        advised.append(real(image))
+        return advised[-1]
+
+    monkeypatch.setattr(_native, "advise_huge_pages", advise)
+    rgb = Image.fromarray(smooth(1200, 1500, 3))
+    huge = 2 << 20
+    for image, fmt, block in (
+        (rgb, "JPEG", 1200 * 1500 * 4),
+        (rgb.convert("L"), "PNG", 1200 * 1500),
+        (rgb.resize((97, 61)), "JPEG", 0),
+    ):
+        buffer = io.BytesIO()
+        image.save(buffer, fmt)
+        got = mmfast.decode_image(buffer.getvalue())
+        assert np.array_equal(got, np.asarray(Image.open(buffer).convert("RGB")))
+        if THP.exists():
+            assert block - 2 * huge < advised[-1] <= block and advised[-1] % huge == 0, fmt
+        else:
+            assert advised[-1] == 0
+    assert len(advised) == 3
+    small = Image.new("RGB", (7, 5))
+    with pytest.raises(MmfastError, match="image: expected an RGB or L Pillow image"):
+        real((small.im.ptr, (5, 5), small.im))
+    with pytest.raises(MmfastError, match=r"image: expected \(capsule"):
+        real((b"", (5, 7), small.im))
 
 
 @pytest.mark.parametrize("model_id", ALL_IDS)

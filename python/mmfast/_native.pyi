@@ -6,6 +6,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "PooledOutput",
+    "advise_huge_pages",
     "area_mask",
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
@@ -25,6 +26,7 @@ class PooledOutput:
     """The ``base`` of a large output array: its memory, given back to mmfast's pool of
     output buffers once the array is freed."""
 
+def advise_huge_pages(image: tuple[object, tuple[int, int], object]) -> int: ...
 def area_mask(shape: Sequence[int], areas: Sequence[tuple[int, int]]) -> NDArray[np.int64]: ...
 def deinterleave_rgb_to_planes(
     image: NDArray[np.uint8],

