@@ -502,6 +502,15 @@ def test_bench_floor_fixed_and_scaling_rows():
     assert re.search(r"t1/t2 over 3 interleaved rounds: median [0-9.]+x, quartiles", items[-1])
     pooled = list(bench.scaling_rows([(24, 32)], rounds=1, pool_mb=64))
     assert pooled[0].case == "Qwen2-VL-7B x1 PIL+bytes, pool 64 MB, 1 thr"
+    # Qwen2-VL: a 448x448 image is 32x32 patches of 1176 float32 values.
+    proc = bench.ImageProcessor.from_pretrained(bench.BATCH_MODEL)
+    assert bench.output_mb(proc, [(448, 448), (448, 448)]) == 2 * 1024 * 1176 * 4e-6
+    line = bench.memory_line([(448, 448)], total_mb=16, rounds=1)
+    assert re.fullmatch(
+        r"  memory: np.copyto over 16 MB, [0-9.]+ GB/s on 1 thread, [0-9.]+ GB/s on 2 "
+        r"\([0-9.]+x\); the batch writes 5 MB of float32 out",
+        line,
+    ), line
 
 
 def test_batch_sizes_span_the_range():

@@ -23,7 +23,8 @@ otherwise. The alternatives are what a user would otherwise run:
   are timed interleaved, call by call, so that a busy machine slows all of them alike.
 * ``fixed``: the fixed cost of a call, on small images through LLaVA-1.5 and SigLIP.
 * ``scaling``: a 16-image batch of mixed PIL images and JPEG bytes on 2 threads against 1,
-  as the median and spread of interleaved runs.
+  as the median and spread of interleaved runs, beside how far the machine's memory
+  bandwidth grows with a second thread (:func:`memory_line`).
 * ``video``: ``transformers.video_utils.load_video(path, backend="pyav")`` on a 60 s 640x360
   H.264 clip made with PyAV in the run (cached in the temp directory), and, end to end,
   that reader plus transformers' Qwen2-VL video processor (torchvision). Skipped, with a note,
@@ -702,6 +703,46 @@ def _scaling_rows(
     )
 
 
+def output_mb(proc: ImageProcessor, sizes: Sequence[tuple[int, int]]) -> float:
+    """Megabytes of float32 ``pixel_values`` that ``proc`` writes for images of ``sizes``."""
+    return sum(math.prod(proc.plan(h, w).output_shapes["pixel_values"]) for h, w in sizes) * 4e-6
+
+
+def memory_line(
+    sizes: Sequence[tuple[int, int]] | None = None,
+    model_id: str = BATCH_MODEL,
+    total_mb: int = 512,
+    rounds: int = 5,
+) -> str:
+    """The write bandwidth of the machine's memory on 1 and 2 threads, interleaved, median
+    of ``rounds``: ``np.copyto`` of a piece of at most 8 MB (in cache) over a ``total_mb``
+    buffer (past any cache, its pages touched first), split between the threads. Beside it,
+    the float32 output of the scaling batch (``sizes``, through ``model_id``): where a second
+    thread adds little bandwidth, the part of a batch that writes its output cannot scale."""
+    piece = np.ones(min(total_mb, 8) << 18, np.float32)
+    rows = np.ones((total_mb << 18) // piece.size * piece.size, np.float32).reshape(-1, piece.size)
+
+    def fill(part: NDArray[np.float32]) -> None:
+        for row in part:
+            np.copyto(row, piece)
+
+    times: dict[int, list[float]] = {1: [], 2: []}
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(rounds):
+            for threads, record in times.items():
+                t0 = time.perf_counter()
+                list(pool.map(fill, np.array_split(rows, threads)))
+                record.append(time.perf_counter() - t0)
+    one, two = (rows.nbytes / float(np.median(t)) / 1e9 for t in times.values())
+    out = output_mb(
+        ImageProcessor.from_pretrained(model_id), batch_sizes() if sizes is None else sizes
+    )
+    return (
+        f"  memory: np.copyto over {total_mb} MB, {one:.1f} GB/s on 1 thread, {two:.1f} GB/s "
+        f"on 2 ({two / one:.2f}x); the batch writes {out:.0f} MB of float32 out"
+    )
+
+
 def batch_sizes(
     n: int = BATCH_IMAGES, smallest: int = 320, largest: int = 4032
 ) -> list[tuple[int, int]]:
@@ -769,9 +810,9 @@ def batch_rows(
             yield Row(label, None, times[threads], alternatives)
         scaling.append(f"{kind} {times[1] / times[2]:.2f}x")
     megapixels = sum(h * w for h, w in sizes) / 1e6
-    out_mb = sum(np.prod(proc.plan(h, w).output_shapes["pixel_values"]) for h, w in sizes) * 4e-6
     yield (
-        f"  {len(images)} images, {megapixels:.1f} MP in, {out_mb:.1f} MB of float32 out; "
+        f"  {len(images)} images, {megapixels:.1f} MP in, {output_mb(proc, sizes):.1f} MB of "
+        "float32 out; "
         f"thread scaling t1/t2: {', '.join(scaling)} ({os.cpu_count()} logical CPUs)"
     )
 
@@ -1124,17 +1165,17 @@ def run(
                 RELATIVE_COLUMNS,
             )
         elif name == "scaling":
+            scaling_sizes = [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else None
             section(
                 "scaling: one call on 16 mixed PIL images and JPEG bytes, 2 threads vs 1, "
                 "interleaved",
                 ["1 thread"],
-                itertools.chain.from_iterable(
-                    scaling_rows(
-                        [(24, 32), (30, 40), (60, 80), (45, 60)] if quick else None,
-                        rounds=3 if quick else 9,
-                        pool_mb=pool_mb,
-                    )
-                    for pool_mb in (None, 2048)
+                itertools.chain(
+                    *(
+                        scaling_rows(scaling_sizes, rounds=3 if quick else 9, pool_mb=pool_mb)
+                        for pool_mb in (None, 2048)
+                    ),
+                    [memory_line(scaling_sizes, total_mb=64 if quick else 512)],
                 ),
             )
         elif name == "jpeg":
