@@ -513,6 +513,20 @@ def test_bench_floor_fixed_and_scaling_rows():
     ), line
 
 
+@pytest.mark.parametrize(
+    "model_id", ["HuggingFaceM4/idefics2-8b", "meta-llama/Llama-4-Scout-17B-16E-Instruct"]
+)
+def test_bench_floor_writes_every_output(model_id):
+    # Idefics2's int64 mask is as large again as its pixels; Llama 4's float32 pixels are
+    # twice its bfloat16 tables: the floor writes what the processor returns.
+    proc = ImageProcessor.from_pretrained(model_id)
+    written = bench.floor_fn(proc, (600, 800))()
+    out = proc(bench.synthetic_photo(600, 800), threads=1)
+    expected = [(a.shape, a.dtype) for a in out.values() if isinstance(a, np.ndarray)]
+    assert [(a.shape, a.dtype) for a in written] == expected
+    assert len(expected) == 2 and expected[0][1] == np.float32
+
+
 def test_batch_sizes_span_the_range():
     sizes = bench.batch_sizes()
     assert len(sizes) == 16 and sizes[0] == (240, 320) and sizes[-1] == (3024, 4032)

@@ -18,8 +18,8 @@ otherwise. The alternatives are what a user would otherwise run:
   ``torch.set_num_threads(1)``), built from the same config as mmfast's processor.
 * ``models`` and ``fixed`` also print mmfast's own time against two of its own: the same
   pixels given as a uint8 array (``mmfast/array``: what a PIL image costs beyond its pixels)
-  and the cell's **floor**, mmfast's exact resizes for that cell plus writing an
-  output-sized buffer (``mmfast/floor``: the work no processor of that cell can skip). These
+  and the cell's **floor**, mmfast's exact resizes for that cell plus writing arrays the
+  size of its outputs (``mmfast/floor``: the work no processor of that cell can skip). These
   are timed interleaved, call by call, so that a busy machine slows all of them alike.
 * ``fixed``: the fixed cost of a call, on small images through LLaVA-1.5 and SigLIP.
 * ``scaling``: a 16-image batch of mixed PIL images and JPEG bytes on 2 threads against 1,
@@ -266,9 +266,10 @@ def floor_fn(
     proc: ImageProcessor, size: tuple[int, int], backend: str | None = None
 ) -> Callable[[], object]:
     """The floor of one cell: mmfast's own exact resizes of the cell's plan for an image of
-    ``size`` (each view's, from a source of the size it reads), then writing a buffer the
-    size of the output (``np.ones``, allocation included, as the processor allocates its
-    output)."""
+    ``size`` (each view's, from a source of the size it reads), then writing arrays of the
+    shapes and dtypes of the cell's outputs (``np.ones``, allocation included, as the
+    processor allocates its outputs): the pixels, and masks such as Idefics2's int64
+    ``pixel_attention_mask``, as large again as its float32 pixels."""
     config = proc.config if backend is None else proc.with_backend(backend)
     plan = config.plan(*size)
     resizes = []
@@ -287,16 +288,13 @@ def floor_fn(
         if view.pad is not None:
             src = view.pad.size
         sizes.append(src)
-    # The pixels: the largest output (the others are a few sizes or token counts).
-    count = max(math.prod(shape) for shape in plan.output_shapes.values())
-    # The default output dtype, the tables': float32, bfloat16 bits (Llama 4) or uint8
-    # where HF returns the pixels.
-    dtype = config.tables(plan).dtype
+    outputs = proc(synthetic_photo(*size), threads=1, backend=backend).values()
+    arrays = [(a.shape, a.dtype) for a in outputs if isinstance(a, np.ndarray)]
 
     def floor() -> object:
         for run in resizes:
             run()
-        return np.ones(count, dtype)
+        return [np.ones(shape, dtype) for shape, dtype in arrays]
 
     return floor
 
