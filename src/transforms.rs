@@ -621,18 +621,19 @@ pub fn normalize_to_strip<T: bytemuck::Pod>(
             dst.len(),
         ));
     }
-    // One image row at a time, normalised into planar scratch, then each of its
-    // `w / p` patch lines copied to its place in the strip row of (channel, y % p).
-    let mut planes = vec![norm.black()[0]; 3 * w];
+    // One image row at a time, normalised straight into its place in the strip rows of
+    // (channel, y % p): its `w / p` patch lines lie there side by side, in order.
+    let (r, gb) = dst.split_at_mut(p);
+    let (g, b) = gb.split_at_mut(p);
     for y in 0..h {
-        let (r, gb) = planes.split_at_mut(w);
-        let (g, b) = gb.split_at_mut(w);
-        norm.run(&src[y * w * 3..(y + 1) * w * 3], r, g, b);
         let (py, ky) = (y / p, y % p);
-        for c in 0..3 {
-            let line = &mut dst[c * p + ky][py * w..(py + 1) * w];
-            line.copy_from_slice(&planes[c * w..(c + 1) * w]);
-        }
+        let at = py * w..(py + 1) * w;
+        norm.run(
+            &src[y * w * 3..(y + 1) * w * 3],
+            &mut r[ky][at.clone()],
+            &mut g[ky][at.clone()],
+            &mut b[ky][at],
+        );
     }
     Ok(())
 }
