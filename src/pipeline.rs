@@ -501,6 +501,20 @@ impl Job {
         ))
     }
 
+    /// The crop of a job that only cuts its pixels from its source (of `size`; one frame,
+    /// no resize to another size, no pad) for a canvas or windows, which read it where it
+    /// is: Idefics2's quarters of the image, LLaVA-OneVision's and Ovis2's tiles of theirs.
+    fn crop_in_place(&self, size: (usize, usize)) -> Option<Rect> {
+        let rect = self.crop?;
+        let kept = (rect.height, rect.width);
+        let unresized = match self.resize {
+            Resize::Keep => true,
+            Resize::Pillow(_, to) | Resize::Torch(_, _, to) | Resize::TorchFloat(_, _, to) => to == kept,
+        };
+        let read = matches!(self.layout, Some(Layout::Canvas { .. } | Layout::Windows(_)));
+        (kept != size && unresized && self.pad.is_none() && self.frames.is_empty() && read).then_some(rect)
+    }
+
     /// A video's further frames (`self.frames` of `images`), prepared as the first one was.
     fn further_frames<'i>(&self, images: &[Image<'i>]) -> Result<Vec<Cow<'i, [u8]>>, TransformError> {
         self.frames
@@ -832,8 +846,9 @@ fn run_image<T: Element>(
             pixels.insert(j, Pixels::Pasted(job.source, pad));
             continue;
         }
-        if let ([dst], false) = (&mut slot[..], read_later.contains(&j)) {
-            if write_pasted(job, input, image.size, &norms[job.table], dst)? {
+        if !read_later.contains(&j) {
+            let src = source_of(&pixels, input, job.source)?;
+            if write_in_place(job, (input, image.size), src, &norms[job.table], &mut slot)? {
                 continue;
             }
         }
@@ -927,6 +942,35 @@ fn run_image<T: Element>(
     Ok(())
 }
 
+/// Writes a job whose layout reads its pixels where they are, with no canvas or copy,
+/// where it can: [`write_pasted`] for a job that pads the input (of `size`), or the crop of
+/// a job that only crops `src`, its source ([`Job::crop_in_place`]); whether it did.
+fn write_in_place<T: Element>(
+    job: &Job,
+    (input, size): (Source<'_>, (usize, usize)),
+    src: Option<Source<'_>>,
+    norm: &Normalize<T>,
+    slot: &mut [&mut [T]],
+) -> Result<bool, TransformError> {
+    if let [dst] = slot {
+        if write_pasted(job, input, size, norm, dst)? {
+            return Ok(true);
+        }
+    }
+    let crop = |src: Source<'_>| job.crop_in_place(src.size()).filter(|_| !slot.is_empty());
+    let Some((src, rect)) = src.and_then(|src| Some((src, crop(src)?))) else {
+        return Ok(false);
+    };
+    check_crop(rect, src.size())?;
+    let cropped = src.crop(rect)?;
+    match (&job.layout, slot) {
+        (Some(Layout::Windows(windows)), [dst]) => crop_windows(cropped, windows, norm, dst)?,
+        (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(cropped, norm, dst)?,
+        (_, dst) => return Err(invalid("out", "one output range", dst.len())),
+    }
+    Ok(true)
+}
+
 /// Writes a job that pads the unresized input (`src`, of `size`) into `dst` without a
 /// canvas, where its layout allows ([`Job::pasted_patches`], [`Job::pasted_window`]);
 /// whether it did.
@@ -1002,29 +1046,48 @@ fn crop_windows<T: Element>(
     Ok(())
 }
 
-/// Whether `source` (a job, or the input image when `None`) resolves to the input image.
-fn reads_input(pixels: &HashMap<usize, Pixels>, mut source: Option<usize>) -> bool {
+/// What `source` (a job, or the input image when `None`) left for later jobs, past jobs
+/// that keep an earlier one's pixels: never [`Pixels::Same`]; `None` for the input image.
+fn kept(pixels: &HashMap<usize, Pixels>, mut source: Option<usize>) -> Option<&Pixels> {
     loop {
         match source.map(|k| &pixels[&k]) {
-            None | Some(Pixels::Input) => return true,
-            Some(Pixels::Owned(..) | Pixels::Pasted(..)) => return false,
             Some(Pixels::Same(k)) => source = Some(*k),
+            found => return found,
         }
     }
+}
+
+/// Whether `source` (a job, or the input image when `None`) resolves to the input image.
+fn reads_input(pixels: &HashMap<usize, Pixels>, source: Option<usize>) -> bool {
+    matches!(kept(pixels, source), None | Some(Pixels::Input))
+}
+
+/// The pixels `source` (a job, or the input image when `None`) left for later jobs, read
+/// where they are (the input image as given); `None` for pixels pasted on a canvas left
+/// unwritten.
+fn source_of<'p>(
+    pixels: &'p HashMap<usize, Pixels>,
+    input: Source<'p>,
+    source: Option<usize>,
+) -> Result<Option<Source<'p>>, TransformError> {
+    Ok(match kept(pixels, source) {
+        None | Some(Pixels::Input) => Some(input),
+        Some(Pixels::Owned(v, size)) => Some(Source::packed(v, 3, *size)?),
+        Some(Pixels::Same(_) | Pixels::Pasted(..)) => None,
+    })
 }
 
 /// The pixels `source` (a job, or the input image when `None`) left for later jobs.
 fn resolve<'p>(
     pixels: &'p HashMap<usize, Pixels>,
     input: (&'p [u8], (usize, usize)),
-    mut source: Option<usize>,
+    source: Option<usize>,
 ) -> (&'p [u8], (usize, usize)) {
-    loop {
-        match source.map(|k| &pixels[&k]) {
-            None | Some(Pixels::Input) => return input,
-            Some(Pixels::Owned(v, size)) => return (v, *size),
-            Some(Pixels::Same(k)) => source = Some(*k),
-            Some(Pixels::Pasted(..)) => unreachable!("a job reading pasted pixels resizes them (run_image)"),
+    match kept(pixels, source) {
+        None | Some(Pixels::Input) => input,
+        Some(Pixels::Owned(v, size)) => (v, *size),
+        Some(Pixels::Same(_) | Pixels::Pasted(..)) => {
+            unreachable!("a job reading pasted pixels resizes them (run_image)")
         }
     }
 }

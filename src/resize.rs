@@ -35,12 +35,15 @@ pub struct Source<'a> {
     rows: Rows<'a>,
     channels: usize,
     size: (usize, usize),
+    /// Where the pixels start in `rows`: their first row, and their first byte in each row
+    /// (not zero for a crop, see [`Source::crop`]).
+    at: (usize, usize),
 }
 
 #[derive(Clone, Copy, Debug)]
 enum Rows<'a> {
-    /// Rows back to back.
-    Packed(&'a [u8]),
+    /// Rows the given number of bytes apart, from the first byte.
+    Packed(&'a [u8], usize),
     /// One slice per row, from its first byte to the end of the memory run holding it.
     Each(&'a [&'a [u8]]),
 }
@@ -51,7 +54,8 @@ impl<'a> Source<'a> {
     /// # Errors
     /// An empty size, a channel count other than 1, 3 or 4, or a length that does not match.
     pub fn packed(pixels: &'a [u8], channels: usize, size: (usize, usize)) -> Result<Self, TransformError> {
-        let len = Self::row_len(channels, size)?
+        let row = Self::row_len(channels, size)?;
+        let len = row
             .checked_mul(size.0)
             .ok_or_else(|| invalid("size", "a size whose byte count fits", format!("{size:?}")))?;
         if pixels.len() != len {
@@ -62,9 +66,10 @@ impl<'a> Source<'a> {
             ));
         }
         Ok(Self {
-            rows: Rows::Packed(pixels),
+            rows: Rows::Packed(pixels, row),
             channels,
             size,
+            at: (0, 0),
         })
     }
 
@@ -87,6 +92,7 @@ impl<'a> Source<'a> {
             rows: Rows::Each(rows),
             channels,
             size,
+            at: (0, 0),
         })
     }
 
@@ -113,11 +119,32 @@ impl<'a> Source<'a> {
         self.channels
     }
 
+    /// The pixels of `part` only, read where they are: rows that keep the bytes after
+    /// each (see [`Source::rows`]), so a resize reads a crop as it reads the whole image.
+    ///
+    /// # Errors
+    /// `part` is empty or does not fit the image.
+    pub fn crop(&self, part: Rect) -> Result<Self, TransformError> {
+        if !part.fits(self.size) {
+            return Err(invalid(
+                "crop",
+                format!("a part of an image of size {:?}", self.size),
+                format!("{part:?}"),
+            ));
+        }
+        Ok(Self {
+            size: (part.height, part.width),
+            at: (self.at.0 + part.top, self.at.1 + part.left * self.channels),
+            ..*self
+        })
+    }
+
     /// Row `y` and the bytes after it in the same memory run.
     fn tail(&self, y: usize) -> &'a [u8] {
+        let (top, skip) = self.at;
         match self.rows {
-            Rows::Packed(p) => &p[y * self.size.1 * self.channels..],
-            Rows::Each(rows) => rows[y],
+            Rows::Packed(p, stride) => &p[(top + y) * stride + skip..],
+            Rows::Each(rows) => &rows[top + y][skip..],
         }
     }
 
@@ -145,7 +172,7 @@ impl<'a> Source<'a> {
     #[must_use]
     pub fn as_rgb(&self) -> Option<&'a [u8]> {
         match self.rows {
-            Rows::Packed(p) if self.channels == 3 => Some(p),
+            Rows::Packed(..) if self.channels == 3 => self.run_of(0..self.size.0),
             _ => None,
         }
     }
@@ -2891,6 +2918,83 @@ pub(crate) mod tests {
                             "{filter:?} c={c} ({h}, {w}) -> ({h2}, {w2}) block {block} on {backend:?}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn crops_read_their_part_where_it_is() {
+        let mut rng = Rng(0x0c20_9e11_5a7d_4b31);
+        let part = |(h, w): (usize, usize), rng: &mut Rng| {
+            let (top, left) = (rng.below(h), rng.below(w));
+            let (height, width) = (1 + rng.below(h - top), 1 + rng.below(w - left));
+            Rect {
+                top,
+                left,
+                height,
+                width,
+            }
+        };
+        for case in 0..40 {
+            let (h, w) = (
+                1 + rng.below(30),
+                1 + rng.below(if case % 4 == 0 { 400 } else { 40 }),
+            );
+            let gray: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+            let rgb: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let block = 1 + rng.below(h);
+            for (c, blocks) in layouts(&rgb, &gray, w, block, &mut rng) {
+                let rows = row_slices(&blocks, w, c);
+                let mut sources = vec![Source::rows(&rows, c, (h, w)).unwrap()];
+                if blocks.len() == 1 {
+                    sources.push(Source::packed(&blocks[0][..h * w * c], c, (h, w)).unwrap());
+                }
+                for src in sources {
+                    // A crop, then a crop of that crop, each against the rows it cuts.
+                    let outer = part((h, w), &mut rng);
+                    let inner = part((outer.height, outer.width), &mut rng);
+                    let cropped = src.crop(outer).unwrap();
+                    let twice = cropped.crop(inner).unwrap();
+                    let (top, left) = (outer.top + inner.top, outer.left + inner.left);
+                    assert_eq!(twice.size(), (inner.height, inner.width));
+                    for y in 0..inner.height {
+                        let row = &src.row(top + y)[left * c..(left + inner.width) * c];
+                        assert_eq!(twice.row(y), row, "c={c} {outer:?} {inner:?} row {y}");
+                    }
+                    let mut want = vec![0; outer.height * outer.width * 3];
+                    src.write_rgb_part(outer, &mut want);
+                    let mut got = vec![0; want.len()];
+                    cropped.write_rgb(&mut got);
+                    assert_eq!(got, want);
+                    // Resizes read a crop's rows like any others (vector loads past their
+                    // ends read the pixels beside them, which no tap uses).
+                    let to = (1 + rng.below(20), 1 + rng.below(20));
+                    let mut want_resized = vec![0; to.0 * to.1 * 3];
+                    let packed = (outer.height, outer.width);
+                    resize_rgb_with(
+                        &want,
+                        packed,
+                        &mut want_resized,
+                        to,
+                        Filter::Bicubic,
+                        Backend::Scalar,
+                    )
+                    .unwrap();
+                    for backend in backends() {
+                        let mut got = vec![0; want_resized.len()];
+                        resize_source_with(cropped, &mut got, to, Filter::Bicubic, backend).unwrap();
+                        assert_eq!(got, want_resized, "c={c} {outer:?} -> {to:?} on {backend:?}");
+                    }
+                    // Packed RGB only where the crop's rows lie back to back.
+                    let packed_rows = src.as_rgb().is_some() && (outer.width == w || outer.height == 1);
+                    assert_eq!(cropped.as_rgb(), packed_rows.then_some(&want[..]));
+                    let past = Rect {
+                        top: outer.top,
+                        left: w - outer.width + 1,
+                        ..outer
+                    };
+                    assert!(src.crop(past).is_err() && src.crop(Rect { height: 0, ..outer }).is_err());
                 }
             }
         }
