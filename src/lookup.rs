@@ -1,5 +1,5 @@
-//! Table lookups of interleaved pixels into planes (or interleaved values), 64 at a time with
-//! AVX-512 VBMI.
+//! Table lookups of interleaved pixels into planes (or interleaved values, or the lines of a
+//! streamed patch output), 64 at a time with AVX-512 VBMI.
 //!
 //! [`crate::transforms::Normalize`] maps every byte of a pixel to its channel's table entry
 //! (a float32, a bfloat16 bit pattern or a byte). One scalar load per value bounds that loop;
@@ -7,6 +7,9 @@
 //! that `vpermi2b` looks up 64 values' byte `k` at once, and the bytes are interleaved back
 //! into values by unpacks. The lookup copies table entries, so it gives the scalar loop's
 //! bits whatever the tables hold.
+
+#[cfg(target_arch = "x86_64")]
+use crate::stream::Lines;
 
 /// A channel's table as byte planes: `planes[k][x]` is byte `k` (little-endian) of entry `x`.
 type Planes = [[u8; 256]; 4];
@@ -25,6 +28,9 @@ pub(crate) struct Lookup {
     phases: [(u64, u64); 3],
     /// Whether the three channels' tables are the same (one lookup serves every channel).
     uniform: bool,
+    /// For [`Lookup::push_block`], pixels of 3 and 4 bytes: each channel's [`row_gather`].
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    rows: [[Gather; 3]; 2],
 }
 
 /// The source byte each lane reads, and the lanes reading bytes 128 and on.
@@ -58,6 +64,7 @@ impl Lookup {
             gathers,
             phases: [0, 1, 2].map(|first| (lanes_of(first, 1), lanes_of(first, 2))),
             uniform: channels[1] == channels[0] && channels[2] == channels[0],
+            rows: [3, 4].map(|bytes| [0, 1, 2].map(|c| row_gather(bytes, c))),
         })
     }
 
@@ -135,6 +142,36 @@ impl Lookup {
         // inside `src` and each part of `dst`, as checked above.
         unsafe { vbmi::run_interleaved(self, src.as_ptr(), out, runs, writes) };
     }
+
+    /// Streams a 16-value line into `lines` for each of `rows`: channel `c` of the 16
+    /// pixels from byte `start` of the row (`channels` bytes a pixel: 3 for RGB, 4 for
+    /// RGBX), looked up in that channel's table, four rows a lookup. One call writes a
+    /// channel of a 16-pixel patch straight from its pixels, with no planes stored and read
+    /// back in between.
+    ///
+    /// # Panics
+    /// When the tables are not of 4-byte values, `channels` is not 3 or 4, `c` is not a
+    /// channel, or a row ends before its 16 pixels.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn push_block(
+        &self,
+        lines: &mut Lines<'_>,
+        rows: &[&[u8]; 16],
+        start: usize,
+        channels: usize,
+        c: usize,
+    ) {
+        assert!(
+            self.width == 4
+                && matches!(channels, 3 | 4)
+                && c < 3
+                && rows.iter().all(|row| row.len() >= start + 16 * channels),
+            "rows of 16 pixels of 3 or 4 bytes into 4-byte values"
+        );
+        // SAFETY: `Lookup` exists only where AVX-512 VBMI was detected; each row holds the
+        // 16 pixels read, as checked above.
+        unsafe { vbmi::push_block(self, lines, rows, start, channels, c) };
+    }
 }
 
 /// How looked-up values are written: into `copies` places `apart` bytes apart, with
@@ -172,6 +209,22 @@ fn gather(channels: usize, c: usize, width: usize) -> Gather {
     (index, high)
 }
 
+/// For channel `c` of four rows of 16 pixels of `channels` bytes, the first two rows in
+/// one pair of registers and the last two in another (each row from a register's start):
+/// the byte each lane reads from its pair (so that lane `p` holds the value [`order`] sends
+/// it to, among 4-byte values: value `16 * j + x` is pixel `x` of row `j`) and the lanes
+/// reading the second pair.
+fn row_gather(channels: usize, c: usize) -> Gather {
+    let mut index = [0u8; 64];
+    let mut high = 0u64;
+    for (p, i) in index.iter_mut().enumerate() {
+        let (row, x) = (order(p, 4) / 16, order(p, 4) % 16);
+        *i = (64 * (row % 2) + channels * x + c) as u8;
+        high |= u64::from(row >= 2) << p;
+    }
+    (index, high)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vbmi {
     use std::arch::x86_64::{
@@ -182,7 +235,7 @@ mod vbmi {
         _mm512_unpacklo_epi8, _mm_stream_si128,
     };
 
-    use super::{Lookup, Writes};
+    use super::{Lines, Lookup, Writes};
 
     pub(super) fn detected() -> bool {
         is_x86_feature_detected!("avx512f")
@@ -284,13 +337,9 @@ mod vbmi {
         unsafe {
             match width {
                 4 => {
-                    let (b0, b1, b2, b3) = (byte(0), byte(1), byte(2), byte(3));
-                    let (lo01, hi01) = (_mm512_unpacklo_epi8(b0, b1), _mm512_unpackhi_epi8(b0, b1));
-                    let (lo23, hi23) = (_mm512_unpacklo_epi8(b2, b3), _mm512_unpackhi_epi8(b2, b3));
-                    put::<MASKED>(out, keep(0), _mm512_unpacklo_epi16(lo01, lo23), writes);
-                    put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi16(lo01, lo23), writes);
-                    put::<MASKED>(out.add(128), keep(2), _mm512_unpacklo_epi16(hi01, hi23), writes);
-                    put::<MASKED>(out.add(192), keep(3), _mm512_unpackhi_epi16(hi01, hi23), writes);
+                    for (i, v) in widen([0, 1, 2, 3].map(byte)).into_iter().enumerate() {
+                        put::<MASKED>(out.add(64 * i), keep(i), v, writes);
+                    }
                 }
                 2 => {
                     let (b0, b1) = (byte(0), byte(1));
@@ -298,6 +347,63 @@ mod vbmi {
                     put::<MASKED>(out.add(64), keep(1), _mm512_unpackhi_epi8(b0, b1), writes);
                 }
                 _ => put::<MASKED>(out, keep(0), byte(0), writes),
+            }
+        }
+    }
+
+    /// 64 4-byte values from their bytes (`bytes[k]` holds byte `k` of each), in four
+    /// vectors of 16, value `16 * i + j` of [`order`] lane `j` of vector `i`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn widen(bytes: [__m512i; 4]) -> [__m512i; 4] {
+        let [b0, b1, b2, b3] = bytes;
+        let (lo01, hi01) = (_mm512_unpacklo_epi8(b0, b1), _mm512_unpackhi_epi8(b0, b1));
+        let (lo23, hi23) = (_mm512_unpacklo_epi8(b2, b3), _mm512_unpackhi_epi8(b2, b3));
+        [
+            _mm512_unpacklo_epi16(lo01, lo23),
+            _mm512_unpackhi_epi16(lo01, lo23),
+            _mm512_unpacklo_epi16(hi01, hi23),
+            _mm512_unpackhi_epi16(hi01, hi23),
+        ]
+    }
+
+    /// [`Lookup::push_block`], once checked.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI; each of `rows` must hold 16 pixels of
+    /// `channels` (3 or 4) bytes from `start`; the lookup's values are 4 bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn push_block(
+        lookup: &Lookup,
+        lines: &mut Lines<'_>,
+        rows: &[&[u8]; 16],
+        start: usize,
+        channels: usize,
+        c: usize,
+    ) {
+        let (index, high) = &lookup.rows[channels - 3][c];
+        let planes = &lookup.channels[c];
+        // SAFETY: the caller guarantees the features and the 16 pixels of each row from
+        // `start`: 64 bytes of RGBX, or the 48 of RGB a masked load touches.
+        unsafe {
+            let index = _mm512_loadu_si512(index.as_ptr().cast());
+            let load = |row: &[u8]| {
+                let at = row.as_ptr().add(start);
+                if channels == 4 {
+                    _mm512_loadu_si512(at.cast())
+                } else {
+                    _mm512_maskz_loadu_epi8(mask(0, 48), at.cast())
+                }
+            };
+            for four in rows.chunks_exact(4) {
+                let values = _mm512_mask_blend_epi8(
+                    *high,
+                    _mm512_permutex2var_epi8(load(four[0]), index, load(four[1])),
+                    _mm512_permutex2var_epi8(load(four[2]), index, load(four[3])),
+                );
+                for v in widen([0, 1, 2, 3].map(|k| look_up(&planes[k], values))) {
+                    lines.push_vector(v, 16);
+                }
             }
         }
     }

@@ -217,16 +217,31 @@ impl<'a> Lines<'a> {
     #[target_feature(enable = "avx512f")]
     #[inline]
     pub(crate) unsafe fn push(&mut self, line: &[u32]) {
-        let (p, n) = (line.len(), self.carried);
+        let p = line.len();
+        assert!(p <= 16, "a line of at most 16 values");
+        // SAFETY: the mask reads the line's `p` values; the caller guarantees AVX-512F.
+        unsafe {
+            let v = _mm512_maskz_loadu_epi32(((1u32 << p) - 1) as u16, line.as_ptr().cast());
+            self.push_vector(v, p);
+        }
+    }
+
+    /// Appends the first `p` (at most 16) values of `v`.
+    ///
+    /// # Panics
+    /// `p` is larger, or the values run past the end of the output.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) unsafe fn push_vector(&mut self, v: __m512i, p: usize) {
+        let n = self.carried;
         assert!(
             p <= 16 && self.at + p <= self.out.len(),
             "a line of at most 16 values inside the output"
         );
-        // SAFETY: the mask reads the line's `p` values; the index tables are 64 bytes.
-        let (v, merged) = unsafe {
-            let v = _mm512_maskz_loadu_epi32(((1u32 << p) - 1) as u16, line.as_ptr().cast());
-            (v, _mm512_permutex2var_epi32(self.carry, index(&MERGE[n]), v))
-        };
+        let merged = _mm512_permutex2var_epi32(self.carry, index(&MERGE[n]), v);
         self.at += p;
         if n + p < 16 {
             self.carry = merged;
