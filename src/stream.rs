@@ -30,7 +30,10 @@ use std::arch::x86_64::{
 /// Qwen3-VL's 7.4 MB at 640x480 took 0.224 ms a call against 0.259 ms streamed. A caller
 /// holding its last eight outputs (a server keeps them until the model reads them) gets
 /// cold buffers back, and there they took 0.376 ms against 0.260 ms streamed (Hy4: 0.244
-/// against 0.177 ms; Qwen2.5-VL: 0.531 against 0.434 ms).
+/// against 0.177 ms; Qwen2.5-VL: 0.531 against 0.434 ms). Measured again on another day
+/// (7 interleaved rounds), ordinary stores in [`Lines`] lost even with the output freed at
+/// once: Qwen3-VL 0.346 against 0.330 ms, Kimi-K2.5's 25 MB at 1920x1080 1.70 against
+/// 1.43 ms.
 pub(crate) const STREAM_MIN_BYTES: usize = crate::alloc::POOL_MIN_BYTES;
 
 /// Outputs at least this large (more than a last-level cache holds) are streamed by the
