@@ -764,7 +764,7 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
     let margin: [T; 3] = std::array::from_fn(|c| tables[c][usize::from(fill[c])]);
     let inside = top..top + ih;
     let frames = [src];
-    let direct = ((ih, iw) == (h, w) && matches!(src.channels(), 3 | 4)).then_some(&frames[..]);
+    let direct = ((ih, iw) == (h, w)).then_some(&frames[..]);
     patches_by_band(1, (h, w), patches, norm, dst, direct, |_, rows, r, g, b| {
         if iw == w && inside.contains(&rows.start) && rows.end <= inside.end {
             if let Some(run) = src.run_of(rows.start - top..rows.end - top) {
@@ -797,7 +797,7 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
 /// The band loop of [`normalize_to_patches`] for `frames` frames of `size` (its checks done
 /// by the caller): `fill(frame, rows, r, g, b)` normalises image rows `rows` of a frame into
 /// three planes of `rows.len() * width` values. `direct`, when given, holds the frames
-/// themselves, for [`stream_rows`].
+/// themselves, which [`stream_rows`] reads where they are RGB or RGBX.
 ///
 /// Inside a team the bands are split among its members (see [`by_bands`]), each with a
 /// scratch of its own: a 12 MP image that needs no resize is written on every thread of the
