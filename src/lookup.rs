@@ -155,7 +155,7 @@ impl Lookup {
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn push_block(
         &self,
-        lines: &mut Lines<'_>,
+        lines: &mut Lines<'_, 16>,
         rows: &[&[u8]; 16],
         start: usize,
         channels: usize,
@@ -375,7 +375,7 @@ mod vbmi {
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub(super) unsafe fn push_block(
         lookup: &Lookup,
-        lines: &mut Lines<'_>,
+        lines: &mut Lines<'_, 16>,
         rows: &[&[u8]; 16],
         start: usize,
         channels: usize,
@@ -402,7 +402,7 @@ mod vbmi {
                     _mm512_permutex2var_epi8(load(four[2]), index, load(four[3])),
                 );
                 for v in widen([0, 1, 2, 3].map(|k| look_up(&planes[k], values))) {
-                    lines.push_vector(v, 16);
+                    lines.push_vector(v);
                 }
             }
         }

@@ -831,7 +831,7 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
     #[cfg(target_arch = "x86_64")]
     let large = size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES;
     #[cfg(target_arch = "x86_64")]
-    let streamed = large && p <= 16 && stream::detected();
+    let streamed = large && matches!(p, 14 | 16) && stream::detected();
     #[cfg(target_arch = "x86_64")]
     let lines_streamed =
         large && !streamed && matches!(p, 14 | 16) && (dst.as_ptr() as usize).is_multiple_of(16);
@@ -859,8 +859,15 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
         };
         #[cfg(target_arch = "x86_64")]
         if streamed {
+            let planes = &mut planes;
             // SAFETY: AVX-512F was detected.
-            unsafe { stream_bands(bands, &mut planes, (w, gw), patches, out, fill_band) };
+            unsafe {
+                if p == 14 {
+                    stream_bands::<T, 14>(bands, planes, (w, gw), patches, out, fill_band);
+                } else {
+                    stream_bands::<T, 16>(bands, planes, (w, gw), patches, out, fill_band);
+                }
+            }
             return;
         }
         for (bh, band_out) in bands.zip(out.chunks_exact_mut(band_out)) {
@@ -919,13 +926,14 @@ fn stream_pairs<T: bytemuck::Pod>(
 }
 
 /// The band loop of [`patches_by_band`] for a large output of 4-byte values (`T` is then
-/// `f32`, whose bits are only moved here): each band's lines streamed to memory in order.
+/// `f32`, whose bits are only moved here) and patches of `P` pixels: each band's lines
+/// streamed to memory in order.
 ///
 /// # Safety
 /// The CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn stream_bands<T: bytemuck::Pod>(
+unsafe fn stream_bands<T: bytemuck::Pod, const P: usize>(
     bands: std::ops::Range<usize>,
     planes: &mut [T],
     (w, gw): (usize, usize),
@@ -934,7 +942,7 @@ unsafe fn stream_bands<T: bytemuck::Pod>(
     fill_band: impl Fn(usize, &mut [T]),
 ) {
     // SAFETY: the caller guarantees AVX-512F.
-    let mut lines = unsafe { stream::Lines::new(bytemuck::cast_slice_mut(dst)) };
+    let mut lines = unsafe { stream::Lines::<P>::new(bytemuck::cast_slice_mut(dst)) };
     for bh in bands {
         fill_band(bh, planes);
         // SAFETY: as above.
@@ -973,7 +981,7 @@ unsafe fn stream_rows<T: bytemuck::Pod>(
 ) {
     let unit = 16 * patches.merge_size;
     // SAFETY: the caller guarantees AVX-512F.
-    let mut lines = unsafe { stream::Lines::new(bytemuck::cast_slice_mut(dst)) };
+    let mut lines = unsafe { stream::Lines::<16>::new(bytemuck::cast_slice_mut(dst)) };
     // The band's rows of each frame, found once a band.
     let mut rows: Vec<&[u8]> = Vec::with_capacity(frames.len() * unit);
     for bh in bands {
