@@ -825,9 +825,9 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
     // its lines in output order.
     let band_len = unit * w;
     let band_out = (gw / m) * m * m * row_len;
-    // A large output written once and read by the model, not by this process: streamed,
-    // through AVX-512 where the CPU has it, else (lines of 14 or 16 4-byte values into
-    // 16-byte aligned memory) a line or two at a time.
+    // A large output written once and read by the model, not by this process, in lines of
+    // 14 or 16 4-byte values (the patch sizes models use): streamed, through AVX-512 where
+    // the CPU has it, else (into 16-byte aligned memory) a line or two at a time.
     #[cfg(target_arch = "x86_64")]
     let large = size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES;
     #[cfg(target_arch = "x86_64")]
