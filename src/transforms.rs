@@ -965,7 +965,7 @@ unsafe fn stream_bands<T: bytemuck::Pod, const P: usize>(
 /// normalised into planes between two bands' stores left memory idle meanwhile, and the
 /// planes were stored and read back. On a 2-vCPU Zen 5 EPYC (11-round A/B), Qwen3-VL
 /// took 0.263 -> 0.198 ms at 640x480 and 2.42 -> 1.87 ms at 1920x1080. Patches of 14
-/// (Qwen2.5-VL's) took longer this way, 0.43 -> 0.57 ms at 640x480, and keep the planes.
+/// (Qwen2.5-VL's) took longer this way, 0.42 -> 0.46 ms at 640x480, and keep the planes.
 ///
 /// # Safety
 /// The CPU must support AVX-512F, BW and VBMI.
