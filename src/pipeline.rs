@@ -148,8 +148,8 @@ pub enum Layout {
         windows: Vec<Window>,
     },
     /// The pixels' CHW planes at the top-left of a larger CHW canvas whose rows are `row`
-    /// values apart and planes `plane` apart; the rest of the canvas is left as it is
-    /// (Pixtral's and Idefics2's zeros after normalising).
+    /// values apart and planes `plane` apart, the rest of the canvas zero (Pixtral's and
+    /// Idefics2's padding after normalising).
     Canvas {
         /// Values from one canvas row to the next.
         row: usize,
@@ -348,9 +348,7 @@ impl Job {
                         format!("{size:?}"),
                     ));
                 }
-                return Ok((0..3)
-                    .flat_map(|c| (0..h).map(move |y| (c * plane + y * row, w)))
-                    .collect());
+                checked_len("jobs", &[3, plane])?
             }
             Some(Layout::Strip { patch_size, stride }) => {
                 let (patch_size, stride) = (*patch_size, *stride);
@@ -592,8 +590,8 @@ impl Job {
             (Some(Layout::HwcPatches { patch_size, windows }), [dst]) => {
                 normalize_to_hwc_patches(pixels, size, windows, *patch_size, norm, dst)
             }
-            (Some(Layout::Canvas { .. }), dst) => {
-                normalize_into_canvas(Source::packed(pixels, 3, size)?, norm, dst)
+            (Some(Layout::Canvas { row, plane }), [dst]) => {
+                normalize_into_canvas(Source::packed(pixels, 3, size)?, norm, (*row, *plane), dst)
             }
             (Some(Layout::Strip { patch_size, .. }), dst) => {
                 normalize_to_strip(pixels, size, *patch_size, norm, dst)
@@ -889,7 +887,9 @@ fn run_image<T: Element>(
             );
         if in_place {
             match (&job.layout, &mut slot[..]) {
-                (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(input, &norms[job.table], dst)?,
+                (Some(Layout::Canvas { row, plane }), [dst]) => {
+                    normalize_into_canvas(input, &norms[job.table], (*row, *plane), dst)?;
+                }
                 (Some(Layout::Patches(p)), [dst]) => {
                     normalize_source_to_patches(input, None, *p, &norms[job.table], dst)?;
                 }
@@ -965,7 +965,9 @@ fn write_in_place<T: Element>(
     let cropped = src.crop(rect)?;
     match (&job.layout, slot) {
         (Some(Layout::Windows(windows)), [dst]) => crop_windows(cropped, windows, norm, dst)?,
-        (Some(Layout::Canvas { .. }), dst) => normalize_into_canvas(cropped, norm, dst)?,
+        (Some(Layout::Canvas { row, plane }), [dst]) => {
+            normalize_into_canvas(cropped, norm, (*row, *plane), dst)?;
+        }
         (_, dst) => return Err(invalid("out", "one output range", dst.len())),
     }
     Ok(true)
@@ -1908,20 +1910,23 @@ mod tests {
     }
 
     #[test]
-    fn a_canvas_holds_the_planes_at_its_top_left_and_leaves_the_rest() {
-        let (row, plane) = (10, 140);
-        let (src, got) = run_layout(Layout::Canvas { row, plane }, 0, 3 * plane);
-        let want: Vec<f32> = (0..3 * plane)
-            .map(|i| {
-                let (c, y, x) = (i / plane, i % plane / row, i % row);
-                if y < 12 && x < 8 {
-                    value(&src, 8, (y, x, c), &norms()[0])
-                } else {
-                    FILL
-                }
-            })
-            .collect();
-        assert_eq!(got, want);
+    fn a_canvas_holds_the_planes_at_its_top_left_and_zeros() {
+        // Planes of whole rows, and planes with part of a row after them.
+        for (row, plane) in [(10, 140), (9, 113)] {
+            let (src, got) = run_layout(Layout::Canvas { row, plane }, 0, 3 * plane + 2);
+            let want: Vec<f32> = (0..3 * plane)
+                .map(|i| {
+                    let (c, y, x) = (i / plane, i % plane / row, i % plane % row);
+                    if y < 12 && x < 8 {
+                        value(&src, 8, (y, x, c), &norms()[0])
+                    } else {
+                        0.0
+                    }
+                })
+                .chain([FILL; 2])
+                .collect();
+            assert_eq!(got, want, "rows {row} and planes {plane} apart");
+        }
     }
 
     #[test]
