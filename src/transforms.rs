@@ -570,12 +570,12 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
 /// normalised into a buffer that stays in cache, then streamed to memory with its zeros.
 /// Streaming each row into the three planes in turn would leave the cache line at a row's
 /// end, shared with the plane's next row (the output is 16-byte aligned, not 64), to be
-/// written in two parts, which streaming stores write as partial lines. On a 2-vCPU Zen 5 EPYC, Idefics2's five 480x640 frames (a 640x480 image split in
-/// four, torchvision) took 1.26 -> 0.99 ms a call, and 1.71 -> 1.09 ms for a caller holding
-/// its last eight outputs, against the rows normalised with ordinary stores and the zeros
-/// filled after them; a canvas the image fills is still written with ordinary stores,
-/// faster while the caller frees each output at once (Emu3 at 640x480: 0.12 ms, 0.18 ms
-/// streamed).
+/// written in two parts, which streaming stores write as partial lines. On a 2-vCPU Zen 5
+/// EPYC, Idefics2's five 480x640 frames (a 640x480 image split in four, torchvision) took
+/// 1.26 -> 0.99 ms a call, and 1.71 -> 1.09 ms for a caller holding its last eight outputs,
+/// against the rows normalised with ordinary stores and the zeros filled after them. A
+/// canvas the image fills is still written with ordinary stores, faster while the caller
+/// frees each output at once (Emu3 at 640x480: 0.12 ms, 0.18 ms streamed).
 ///
 /// # Errors
 /// An image that does not fit the canvas, or a `dst` that is not the canvas.
@@ -1638,10 +1638,10 @@ mod tests {
 
     #[test]
     fn canvases_hold_the_image_at_the_top_left_and_zeros() {
-        // Idefics2's frames (a quarter of a 640x480 image resized to 378x378, and the whole
-        // image) and Pixtral's, of at least STREAM_MIN_BYTES in float32 (streamed on x86-64);
-        // planes ending in part of a row; rows longer than a block of the stream (one row a
-        // block); and small canvases, written with ordinary stores.
+        // Canvases of at least STREAM_MIN_BYTES in float32 with padding, streamed on x86-64:
+        // Idefics2's frame of a quarter of a 640x480 image resized to 378x378, planes ending
+        // in part of a row, rows longer than a block of the stream (one row a block). With
+        // ordinary stores: the frame the whole image fills, and small canvases.
         let f32s = |c: usize, x: u8| (c * 1000 + usize::from(x)) as f32;
         let u16s = |c: usize, x: u8| (c * 300 + usize::from(x) + 1) as u16;
         for (shape, offset) in [
