@@ -593,11 +593,6 @@ pub fn normalize_into_canvas<T: bytemuck::Pod>(
             format!("{} values", dst.len()),
         ));
     }
-    let zero = T::zeroed();
-    if row == 0 {
-        dst.fill(zero);
-        return Ok(());
-    }
     let (r, gb) = dst.split_at_mut(plane);
     let (g, b) = gb.split_at_mut(plane);
     #[cfg(target_arch = "x86_64")]
@@ -607,12 +602,14 @@ pub fn normalize_into_canvas<T: bytemuck::Pod>(
     }
     let rows = r.chunks_mut(row).zip(g.chunks_mut(row)).zip(b.chunks_mut(row));
     for (y, ((r, g), b)) in rows.enumerate() {
-        if y < h {
+        let from = if y < h {
             norm.run_pixels(src.row(y), src.channels(), &mut r[..w], &mut g[..w], &mut b[..w]);
-        }
-        let from = if y < h { w } else { 0 };
+            w
+        } else {
+            0
+        };
         for line in [r, g, b] {
-            line[from..].fill(zero);
+            line[from..].fill(T::zeroed());
         }
     }
     Ok(())
@@ -634,7 +631,7 @@ fn stream_canvas<T: bytemuck::Pod>(
     mut planes: [&mut [T]; 3],
 ) {
     let (h, w) = src.size();
-    let rows = (CANVAS_BLOCK_BYTES / row.saturating_mul(size_of::<T>())).clamp(1, h.max(1));
+    let rows = (CANVAS_BLOCK_BYTES / (row * size_of::<T>())).clamp(1, h);
     let block = rows * row;
     // Each plane's run of `rows` rows, zero past every row's `w` values.
     let mut buffer = vec![T::zeroed(); 3 * block];
