@@ -2008,11 +2008,11 @@ mod avx512 {
         __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
         _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_inserti32x4, _mm512_loadu_si512,
         _mm512_madd_epi16, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8,
-        _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
-        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32,
-        _mm512_storeu_si512, _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32,
-        _mm512_unpacklo_epi64, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch,
-        _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0,
+        _mm512_or_si512, _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutex2var_epi8,
+        _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8,
+        _mm512_slli_epi32, _mm512_sra_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi32,
+        _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64, _mm_cvtsi32_si128,
+        _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch, _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0,
     };
     use std::ops::Range;
 
@@ -2070,14 +2070,26 @@ mod avx512 {
         /// Groups of eight taps per output (the most any output has; the rest zero).
         groups: usize,
         /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart),
-        /// per block, per channel: the byte permute that takes each output's eight tap bytes
-        /// of that channel, from the 128 bytes at the block's first tap, into its lane's
-        /// 16-bit slots (slots past a window read byte 0, against zero taps).
-        permutes: [Option<Vec<__m512i>>; 2],
+        /// the byte permutes that take each output's eight tap bytes of a channel into its
+        /// lane's 16-bit slots (slots past a window read byte 0, against zero taps).
+        permutes: [Option<Windows>; 2],
         /// Per block, per group: each output's eight taps in its lane; split tables hold the
         /// high halves, then the low halves.
         taps: Vec<__m512i>,
     }
+
+    /// [`Octets`]' permutes for one pixel size: per block, per channel, one from the 128
+    /// bytes at the block's first tap, or, for split taps whose four windows lie further
+    /// apart (`halves`), two: lanes 0 and 1 from the 128 bytes at output 0's first tap,
+    /// lanes 2 and 3 from those at output 2's (scales down to about 1/34 on RGB rows, 1/24
+    /// on RGBX).
+    struct Windows {
+        halves: bool,
+        permutes: Vec<__m512i>,
+    }
+
+    /// The 16-bit slots' low bytes of lanes 0 and 1, then of lanes 2 and 3.
+    const HALF_PAIRS: [u64; 2] = [0x5555_5555, 0x5555_5555 << 32];
 
     impl Octets {
         /// The pass of `coeffs` with its blocks' `starts`, or `None` for at most eight taps.
@@ -2089,24 +2101,33 @@ mod avx512 {
             }
             let groups = most.div_ceil(8);
             let last = |x: usize| x.min(out_w - 1);
-            let permutes = [3, 4].map(|c| {
-                let mut permutes = Vec::with_capacity(starts.len() / 4 * 3);
+            // The permutes for `c`-byte pixels, lanes read from one window or two.
+            let windows = |c: usize, halves: bool| {
+                let mut permutes = Vec::with_capacity(starts.len() / 4 * 6);
                 for (b, s) in starts.chunks_exact(4).enumerate() {
                     for channel in 0..3 {
-                        let mut index = [0u8; 64];
-                        for j in 0..4 {
-                            let (start, k) = coeffs.taps(last(4 * b + j));
-                            for t in 0..k.len().min(8) {
-                                let at = (start + t - s[0]) * c + channel;
-                                index[16 * j + 2 * t] = u8::try_from(at).ok().filter(|&at| at < 128)?;
+                        for first in (0..4).step_by(if halves { 2 } else { 4 }) {
+                            let mut index = [0u8; 64];
+                            for j in first..first + if halves { 2 } else { 4 } {
+                                let (start, k) = coeffs.taps(last(4 * b + j));
+                                for t in 0..k.len().min(8) {
+                                    let at = (start + t - s[first]) * c + channel;
+                                    index[16 * j + 2 * t] = u8::try_from(at).ok().filter(|&at| at < 128)?;
+                                }
                             }
+                            // SAFETY: 64 bytes are a valid `__m512i`.
+                            permutes.push(unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) });
                         }
-                        // SAFETY: 64 bytes are a valid `__m512i`.
-                        permutes.push(unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) });
                     }
                 }
-                Some(permutes)
-            });
+                Some(Windows { halves, permutes })
+            };
+            // Two windows a block pay for themselves only against split taps, whose
+            // four-output blocks read twice as many tap vectors: at 4032x3024 to 224 wide,
+            // PaliGemma 2 (Pillow's taps) took 7.1 -> 5.4 ms, SigLIP2 NaFlex (torch's) 2.4
+            // -> 3.1 ms.
+            let permutes =
+                [3, 4].map(|c| windows(c, false).or_else(|| windows(c, true).filter(|_| split_taps)));
             if permutes.iter().all(Option::is_none) {
                 return None;
             }
@@ -2560,14 +2581,14 @@ mod avx512 {
                 let pixel = [src.channels(), 3]
                     .into_iter()
                     .find(|&c| octets.permutes[c - 3].is_some());
-                if let Some((c, Some(permutes))) = pixel.map(|c| (c, &octets.permutes[c - 3])) {
+                if let Some((c, Some(windows))) = pixel.map(|c| (c, &octets.permutes[c - 3])) {
                     // SAFETY (all arms): the caller guarantees the CPU features.
                     unsafe {
                         match (c == 4, self.split) {
-                            (true, true) => self.octets_n::<4, true>(octets, permutes, src, rows, out),
-                            (true, false) => self.octets_n::<4, false>(octets, permutes, src, rows, out),
-                            (false, true) => self.octets_n::<3, true>(octets, permutes, src, rows, out),
-                            (false, false) => self.octets_n::<3, false>(octets, permutes, src, rows, out),
+                            (true, true) => self.octets_n::<4, true>(octets, windows, src, rows, out),
+                            (true, false) => self.octets_n::<4, false>(octets, windows, src, rows, out),
+                            (false, true) => self.octets_n::<3, true>(octets, windows, src, rows, out),
+                            (false, false) => self.octets_n::<3, false>(octets, windows, src, rows, out),
                         }
                     }
                     return;
@@ -2846,7 +2867,8 @@ mod avx512 {
             }
         }
 
-        /// [`Horizontal::octets`] with its common group counts unrolled.
+        /// [`Horizontal::octets`] with its common group counts unrolled (blocks of two
+        /// windows have many taps).
         ///
         /// # Safety
         /// As [`Horizontal::run`].
@@ -2854,30 +2876,33 @@ mod avx512 {
         unsafe fn octets_n<const C: usize, const SPLIT: bool>(
             &self,
             octets: &Octets,
-            permutes: &[__m512i],
+            windows: &Windows,
             src: &Source<'_>,
             rows: Range<usize>,
             out: &mut [u8],
         ) {
+            let permutes = &windows.permutes;
             // SAFETY (all arms): the caller guarantees the CPU features.
             unsafe {
-                match octets.groups {
-                    2 => self.octets::<2, C, SPLIT>(octets, permutes, src, rows, out),
-                    3 => self.octets::<3, C, SPLIT>(octets, permutes, src, rows, out),
-                    4 => self.octets::<4, C, SPLIT>(octets, permutes, src, rows, out),
-                    _ => self.octets::<0, C, SPLIT>(octets, permutes, src, rows, out),
+                match (windows.halves, octets.groups) {
+                    (false, 2) => self.octets::<2, C, SPLIT, false>(octets, permutes, src, rows, out),
+                    (false, 3) => self.octets::<3, C, SPLIT, false>(octets, permutes, src, rows, out),
+                    (false, 4) => self.octets::<4, C, SPLIT, false>(octets, permutes, src, rows, out),
+                    (false, _) => self.octets::<0, C, SPLIT, false>(octets, permutes, src, rows, out),
+                    (true, _) => self.octets::<0, C, SPLIT, true>(octets, permutes, src, rows, out),
                 }
             }
         }
 
         /// [`Horizontal::run`] with [`Octets`]' blocks: `G` groups of eight taps per output
         /// (`octets.groups` when `G` is 0), taps split when `SPLIT`, `permutes` those of
-        /// `C`-byte pixels (RGBX rows packed to RGB first when `C` is 3).
+        /// `C`-byte pixels (RGBX rows packed to RGB first when `C` is 3), two windows a block
+        /// when `HALVES` (see [`Windows`]).
         ///
         /// # Safety
         /// As [`Horizontal::run`].
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
-        unsafe fn octets<const G: usize, const C: usize, const SPLIT: bool>(
+        unsafe fn octets<const G: usize, const C: usize, const SPLIT: bool, const HALVES: bool>(
             &self,
             octets: &Octets,
             permutes: &[__m512i],
@@ -2887,12 +2912,15 @@ mod avx512 {
         ) {
             let groups = if G == 0 { octets.groups } else { G };
             let parts = if SPLIT { 2 } else { 1 };
+            let per_block = if HALVES { 6 } else { 3 };
             let rounding = _mm512_set1_epi32(self.coeffs.rounding());
             let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
             let zero = _mm512_setzero_si512();
-            let reach = |b: usize| self.starts[4 * b] * C + 8 * C * (groups - 1) + 128;
+            // The second window starts at output 2's first tap, past the first one's.
+            let last_window = if HALVES { 2 } else { 0 };
+            let reach = |b: usize| self.starts[4 * b + last_window] * C + 8 * C * (groups - 1) + 128;
             let block = |run: &[u8], b: usize, inside: bool| {
-                let permutes = &permutes[3 * b..3 * b + 3];
+                let permutes = &permutes[per_block * b..per_block * (b + 1)];
                 let taps = &octets.taps[b * groups * parts..][..groups * parts];
                 let mut hi = [zero; 3];
                 let mut lo = [zero; 3];
@@ -2900,8 +2928,26 @@ mod avx512 {
                     // SAFETY: the caller guarantees the CPU features; `in_pairs` says whether
                     // the loads lie in `run`.
                     let (v, w) = unsafe { load128(run, self.starts[4 * b] * C + 8 * C * g, inside) };
+                    let (v2, w2) = if HALVES {
+                        // SAFETY: as above.
+                        unsafe { load128(run, self.starts[4 * b + 2] * C + 8 * C * g, inside) }
+                    } else {
+                        (v, w)
+                    };
                     for channel in 0..3 {
-                        let pairs = _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, permutes[channel], w);
+                        let pairs = if HALVES {
+                            _mm512_or_si512(
+                                _mm512_maskz_permutex2var_epi8(HALF_PAIRS[0], v, permutes[2 * channel], w),
+                                _mm512_maskz_permutex2var_epi8(
+                                    HALF_PAIRS[1],
+                                    v2,
+                                    permutes[2 * channel + 1],
+                                    w2,
+                                ),
+                            )
+                        } else {
+                            _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, permutes[channel], w)
+                        };
                         hi[channel] =
                             _mm512_add_epi32(hi[channel], _mm512_madd_epi16(pairs, taps[g * parts]));
                         if SPLIT {
