@@ -2578,10 +2578,13 @@ mod avx512 {
             // As for the planar pass: RGBX rows whose windows are near only for 3-byte
             // pixels are packed to RGB a row at a time.
             if let Some(octets) = &self.octets {
+                // One window a block before two: RGBX rows packed to RGB rather than read in
+                // halves (SigLIP's 12 MP PIL image took 6.8 ms in halves, 3.4 ms as an array).
                 let pixel = [src.channels(), 3]
                     .into_iter()
-                    .find(|&c| octets.permutes[c - 3].is_some());
-                if let Some((c, Some(windows))) = pixel.map(|c| (c, &octets.permutes[c - 3])) {
+                    .filter_map(|c| octets.permutes[c - 3].as_ref().map(|windows| (c, windows)))
+                    .min_by_key(|(_, windows)| windows.halves);
+                if let Some((c, windows)) = pixel {
                     // SAFETY (all arms): the caller guarantees the CPU features.
                     unsafe {
                         match (c == 4, self.split) {
