@@ -2123,9 +2123,9 @@ mod avx512 {
                 Some(Windows { halves, permutes })
             };
             // Two windows a block pay for themselves only against split taps, whose
-            // four-output blocks read twice as many tap vectors: at 4032x3024 to 224 wide,
-            // PaliGemma 2 (Pillow's taps) took 7.1 -> 5.4 ms, SigLIP2 NaFlex (torch's) 2.4
-            // -> 3.1 ms.
+            // four-output blocks read twice as many tap vectors: for a 4032x3024 image,
+            // PaliGemma 2 (to 224x224, Pillow's taps) took 7.1 -> 5.4 ms, SigLIP2 NaFlex (to
+            // 288x224, torch's) 2.4 -> 3.1 ms.
             let permutes =
                 [3, 4].map(|c| windows(c, false).or_else(|| windows(c, true).filter(|_| split_taps)));
             if permutes.iter().all(Option::is_none) {
@@ -2575,11 +2575,9 @@ mod avx512 {
                     return;
                 }
             }
-            // As for the planar pass: RGBX rows whose windows are near only for 3-byte
-            // pixels are packed to RGB a row at a time.
             if let Some(octets) = &self.octets {
                 // One window a block before two: RGBX rows packed to RGB rather than read in
-                // halves (SigLIP's 12 MP PIL image took 6.8 ms in halves, 3.4 ms as an array).
+                // halves (SigLIP's 12 MP PIL image took 6.95 ms in halves, 4.15 ms packed).
                 let pixel = [src.channels(), 3]
                     .into_iter()
                     .filter_map(|c| octets.permutes[c - 3].as_ref().map(|windows| (c, windows)))
@@ -2597,6 +2595,8 @@ mod avx512 {
                     return;
                 }
             }
+            // As for the planar pass: RGBX rows whose windows are near only for 3-byte
+            // pixels are packed to RGB a row at a time.
             let pixel = [src.channels(), 3]
                 .into_iter()
                 .find(|&c| !self.permutes[c - 3].is_empty());
@@ -2969,9 +2969,15 @@ mod avx512 {
                 // Each lane's four partial sums of R, G and B added into its [R, G, B, 0]:
                 // [r0 + r2, g0 + g2, r1 + r3, g1 + g3] and [b0 + b2, 0, b1 + b3, 0], then
                 // their 64-bit halves.
-                let [r, g, b] = sums;
-                let rg = _mm512_add_epi32(_mm512_unpacklo_epi32(r, g), _mm512_unpackhi_epi32(r, g));
-                let bz = _mm512_add_epi32(_mm512_unpacklo_epi32(b, zero), _mm512_unpackhi_epi32(b, zero));
+                let [red, green, blue] = sums;
+                let rg = _mm512_add_epi32(
+                    _mm512_unpacklo_epi32(red, green),
+                    _mm512_unpackhi_epi32(red, green),
+                );
+                let bz = _mm512_add_epi32(
+                    _mm512_unpacklo_epi32(blue, zero),
+                    _mm512_unpackhi_epi32(blue, zero),
+                );
                 let sum = _mm512_add_epi32(_mm512_unpacklo_epi64(rg, bz), _mm512_unpackhi_epi64(rg, bz));
                 _mm512_sra_epi32(_mm512_add_epi32(sum, rounding), shift)
             };
