@@ -2164,13 +2164,14 @@ mod avx512 {
     /// channel) per two taps, where [`Horizontal`]'s four-output blocks take two per four
     /// taps and four outputs. For tables of at most ten taps whose sixteen windows of
     /// every block lie within 192 bytes (bilinear scales down to about 1/2.7 on RGBX rows,
-    /// 1/3.7 on RGB), for that pixel size. Windows within 128 bytes take one two-source
-    /// permute per channel and pair; wider ones a second, one-source, for the bytes past
-    /// 128. On a 2-vCPU Zen 4 EPYC, where the four-output blocks (or, for nine and ten
-    /// taps, eight taps a lane) ran before: the horizontal pass of a 4032x3024 image to
-    /// 1344 wide took 6.5 -> 4.2 ms with torch's bilinear taps and 8.3 -> 4.9 ms with
-    /// Pillow's, to 1800 wide 10.2 -> 7.1 ms (torch's bicubic) and 13.1 -> 8.7 ms
-    /// (Pillow's); Llama 4's torchvision call on a 12 MP image 14.7 -> 12.4 ms.
+    /// 1/3.7 on RGB), for that pixel size. A table whose windows all lie within 128 bytes
+    /// takes one two-source permute per channel and pair; a wider table takes, in every
+    /// block, a second, one-source, for the bytes past 128. On a 2-vCPU Zen 4 EPYC, where
+    /// the four-output blocks (or, for nine and ten taps, eight taps a lane) ran before:
+    /// the horizontal pass of a 4032x3024 image to 1344 wide took 6.5 -> 4.2 ms with
+    /// torch's bilinear taps and 8.3 -> 4.9 ms with Pillow's, to 1800 wide 10.2 -> 7.1 ms
+    /// (torch's bicubic) and 13.1 -> 8.7 ms (Pillow's); Llama 4's torchvision call on a
+    /// 12 MP image 14.7 -> 12.4 ms.
     pub(super) struct Planar {
         /// Tap pairs per output (the most any output has; the rest zero).
         pairs: usize,
