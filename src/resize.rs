@@ -2382,7 +2382,8 @@ mod avx512 {
     ) -> (&'a [u8], Ahead<'a>) {
         let row = if y + 1 < src.size().0 { src.row(y + 1) } else { &[] };
         if C == 4 || src.channels() == 3 {
-            return (src.tail(y), Ahead { row, to_l2: false });
+            let to_l2 = 2 * row.len() > 16 << 10;
+            return (src.tail(y), Ahead { row, to_l2 });
         }
         packed.resize(src.size().1 * 3, 0);
         super::pack_rgbx(src.row(y), packed);
@@ -2390,13 +2391,20 @@ mod avx512 {
     }
 
     /// The source row a horizontal pass reads next, fetched while it resamples the current
-    /// one: into the L1 cache where the pass reads it in place, into L2 where it is packed
+    /// one: into the L1 cache where the pass reads it in place and two rows fill at most
+    /// half of a Zen 4 core's 32 KB, into L2 where they are longer or the row is packed
     /// first. There the L1 cache would hold the packed row (12 KB for 4032 pixels), the
-    /// RGBX row just packed (16 KB) and the next one (16 KB): more than a Zen 4 core's
-    /// 32 KB. On a 2-vCPU Zen 4 EPYC (9-round A/B), a 12 MP PIL image took 15.7 -> 14.8 ms
-    /// through Llama 4's torchvision processor and 5.63 -> 5.38 ms through that of
-    /// `siglip2-base-patch16-naflex`; LLaVA-1.5's 6.0 ms gained 0 to 5% across runs (4.6 ms
-    /// as an array, unchanged).
+    /// RGBX row just packed (16 KB) and the next one (16 KB). On a 2-vCPU Zen 4 EPYC
+    /// (9-round A/B), a 12 MP PIL image took 15.7 -> 14.8 ms through Llama 4's torchvision
+    /// processor and 5.63 -> 5.38 ms through that of `siglip2-base-patch16-naflex` once
+    /// packed rows were fetched into L2. Rows read in place, 4032 pixels long, gained as
+    /// much (7 rounds, torchvision backends): UDOP took 5.62 -> 3.85 ms for a PIL image
+    /// and 4.39 -> 3.70 ms for an array, NaFlex 5.81 -> 4.28 ms for a PIL image, and for an
+    /// array Llama 4 11.7 -> 10.0 ms, InternVL3 16.1 -> 14.9 ms, LLaVA-NeXT 13.8 -> 13.2
+    /// ms; LLaVA-1.5, SigLIP, Gemma 3, PaliGemma 2, Idefics2, SmolVLM2 and Aya Vision
+    /// stayed within 1.5%.
+    /// Fetching 1920-pixel rows into L2 as well moved two 1920x1080 PIL images apart,
+    /// Llama 4's 5% faster and Gemma 3's 4% slower, so those stay in L1.
     struct Ahead<'a> {
         row: &'a [u8],
         to_l2: bool,
