@@ -933,11 +933,15 @@ fn run_image<T: Element>(
         }
     }
     // So are the pixels kept for later jobs (a 12 MP image padded to a square: a 49 MB
-    // canvas, whose page faults took a fifth of LLaVA's call when it was freed instead).
+    // canvas, whose page faults took a fifth of LLaVA's call when it was freed instead),
+    // and a Pillow image's pixels packed to RGB.
     for kept in pixels.into_values() {
         if let Pixels::Owned(v, _) = kept {
             recycle(Buffer::U8(v));
         }
+    }
+    if let Some(Cow::Owned(v)) = rgb {
+        recycle(Buffer::U8(v));
     }
     Ok(())
 }

@@ -212,7 +212,8 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// The pixels as packed HWC RGB: borrowed when they already are, else copied once.
+    /// The pixels as packed HWC RGB: borrowed when they already are, else copied once into
+    /// a [`scratch`] buffer (to [`recycle`] when done with it).
     ///
     /// # Errors
     /// [`TransformError::OutOfMemory`] when the copy cannot be allocated.
@@ -220,7 +221,7 @@ impl<'a> Source<'a> {
         if let Some(rgb) = self.as_rgb() {
             return Ok(Cow::Borrowed(rgb));
         }
-        let mut out = zeroed("image", self.size.0 * self.size.1 * 3)?;
+        let mut out = scratch("image", self.size.0 * self.size.1 * 3)?;
         self.write_rgb(&mut out);
         Ok(Cow::Owned(out))
     }
