@@ -2413,12 +2413,12 @@ mod avx512 {
     /// processor and 5.63 -> 5.38 ms through that of `siglip2-base-patch16-naflex` once
     /// packed rows were fetched into L2. Rows read in place, 4032 pixels long, gained as
     /// much (7 rounds, torchvision backends): UDOP took 5.62 -> 3.85 ms for a PIL image
-    /// and 4.39 -> 3.70 ms for an array, NaFlex 5.81 -> 4.28 ms for a PIL image, and for an
-    /// array Llama 4 11.7 -> 10.0 ms, InternVL3 16.1 -> 14.9 ms, LLaVA-NeXT 13.8 -> 13.2
-    /// ms; LLaVA-1.5, SigLIP, Gemma 3, PaliGemma 2, Idefics2, SmolVLM2 and Aya Vision
-    /// stayed within 1.5%.
-    /// Fetching 1920-pixel rows into L2 as well moved two 1920x1080 PIL images apart,
-    /// Llama 4's 5% faster and Gemma 3's 4% slower, so those stay in L1.
+    /// and 4.39 -> 3.70 ms for an array, `siglip2-base-patch16-naflex` 5.81 -> 4.28 ms for
+    /// a PIL image, and for an array Llama 4 11.7 -> 10.0 ms, `InternVL3-8B-hf` 16.1 ->
+    /// 14.9 ms, `llava-v1.6-mistral-7b-hf` 13.8 -> 13.2 ms; LLaVA-1.5, `SigLIP`, Gemma 3,
+    /// `PaliGemma` 2, Idefics2, `SmolVLM2` and Aya Vision stayed within 1.5%. Fetching
+    /// 1920-pixel rows into L2 as well moved two 1920x1080 PIL images apart, Llama 4's 5%
+    /// faster and Gemma 3's 4% slower, so those stay in L1.
     struct Ahead<'a> {
         row: &'a [u8],
         to_l2: bool,
