@@ -2061,22 +2061,30 @@ mod avx512 {
     /// the same vector for R, G and B, where [`Horizontal`]'s repeat each pair for the three
     /// channels: a table of many taps then reads 64 bytes a block per eight taps (128 split)
     /// instead of 256 (512), from L1 instead of L2. For tables of more than eight taps whose
-    /// four windows of every block lie within 128 bytes with eight taps' room (scales down
-    /// to about 1/11 on RGB rows, 1/8 on RGBX, RGBX rows between the two packed to RGB).
+    /// four windows of every block lie within 128 bytes with a group's room (scales down to
+    /// about 1/11 on RGB rows, 1/8 on RGBX, RGBX rows between the two packed to RGB).
     ///
     /// On a 2-vCPU Zen 5 EPYC, the horizontal pass of 4032x3024 to 364 wide (Aya Vision's
     /// 12 MP thumbnail, 46 taps) took 2.4 ms against 4.7 ms with torch's taps and 3.0 ms
     /// against 7.4 ms with Pillow's; to 1456 wide (its tiles, 13 taps), 4.1 against 5.8 ms
-    /// and 5.0 against 7.6 ms.
+    /// and 5.0 against 7.6 ms. Groups of six taps rather than eight where that takes no more
+    /// groups narrow the windows enough for RGBX rows at 1920 to 224 wide (17 or 18 taps,
+    /// the last window of a block 25-26 pixels on): on a 2-vCPU Zen 4 EPYC, a 1920x1080 PIL
+    /// image through UDOP's torchvision processor took 0.88 -> 0.735 ms (0.695 ms as an
+    /// array), through its PIL-backend processor 1.15 -> 0.99 ms, read in place instead of
+    /// packed.
     pub(super) struct Octets {
-        /// Groups of eight taps per output (the most any output has; the rest zero).
+        /// Groups of eight tap slots per output (the most any output has; the rest zero).
         groups: usize,
+        /// Taps a group holds, its last slots zero: the fewest that keep `groups` (six for
+        /// 17 or 18 taps), so that each window is as narrow as it can be.
+        width: usize,
         /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart),
-        /// the byte permutes that take each output's eight tap bytes of a channel into its
+        /// the byte permutes that take each output's `width` tap bytes of a channel into its
         /// lane's 16-bit slots (slots past a window read byte 0, against zero taps).
         permutes: [Option<Windows>; 2],
-        /// Per block, per group: each output's eight taps in its lane; split tables hold the
-        /// high halves, then the low halves.
+        /// Per block, per group: each output's `width` taps in its lane; split tables hold
+        /// the high halves, then the low halves.
         taps: Vec<__m512i>,
     }
 
@@ -2102,6 +2110,7 @@ mod avx512 {
                 return None;
             }
             let groups = most.div_ceil(8);
+            let width = most.div_ceil(groups);
             let last = |x: usize| x.min(out_w - 1);
             // The permutes for `c`-byte pixels, lanes read from one window or two.
             let windows = |c: usize, halves: bool| {
@@ -2112,7 +2121,7 @@ mod avx512 {
                             let mut index = [0u8; 64];
                             for j in first..first + if halves { 2 } else { 4 } {
                                 let (start, k) = coeffs.taps(last(4 * b + j));
-                                for t in 0..k.len().min(8) {
+                                for t in 0..k.len().min(width) {
                                     let at = (start + t - s[first]) * c + channel;
                                     index[16 * j + 2 * t] = u8::try_from(at).ok().filter(|&at| at < 128)?;
                                 }
@@ -2144,7 +2153,9 @@ mod avx512 {
                     for &part in parts {
                         let words: [i16; 32] = std::array::from_fn(|i| {
                             let (_, k) = coeffs.taps(last(4 * b + i / 8));
-                            part(k.get(8 * g + i % 8).copied().unwrap_or(0))
+                            let t = i % 8;
+                            let tap = (t < width).then(|| k.get(width * g + t)).flatten();
+                            part(tap.copied().unwrap_or(0))
                         });
                         // SAFETY: 64 bytes are a valid `__m512i`.
                         taps.push(unsafe { std::mem::transmute::<[i16; 32], __m512i>(words) });
@@ -2153,6 +2164,7 @@ mod avx512 {
             }
             Some(Octets {
                 groups,
+                width,
                 permutes,
                 taps,
             })
@@ -2979,7 +2991,7 @@ mod avx512 {
             }
         }
 
-        /// [`Horizontal::run`] with [`Octets`]' blocks: `G` groups of eight taps per output
+        /// [`Horizontal::run`] with [`Octets`]' blocks: `G` groups of taps per output
         /// (`octets.groups` when `G` is 0), taps split when `SPLIT`, `permutes` those of
         /// `C`-byte pixels (RGBX rows packed to RGB first when `C` is 3), two windows a block
         /// when `HALVES` (see [`Windows`]).
@@ -3003,7 +3015,8 @@ mod avx512 {
             let zero = _mm512_setzero_si512();
             // The second window starts at output 2's first tap, past the first one's.
             let last_window = if HALVES { 2 } else { 0 };
-            let reach = |b: usize| self.starts[4 * b + last_window] * C + 8 * C * (groups - 1) + 128;
+            let step = octets.width * C;
+            let reach = |b: usize| self.starts[4 * b + last_window] * C + step * (groups - 1) + 128;
             let block = |run: &[u8], b: usize, inside: bool| {
                 let permutes = &permutes[per_block * b..per_block * (b + 1)];
                 let taps = &octets.taps[b * groups * parts..][..groups * parts];
@@ -3012,10 +3025,10 @@ mod avx512 {
                 for g in 0..groups {
                     // SAFETY: the caller guarantees the CPU features; `in_pairs` says whether
                     // the loads lie in `run`.
-                    let (v, w) = unsafe { load128(run, self.starts[4 * b] * C + 8 * C * g, inside) };
+                    let (v, w) = unsafe { load128(run, self.starts[4 * b] * C + step * g, inside) };
                     let (v2, w2) = if HALVES {
                         // SAFETY: as above.
-                        unsafe { load128(run, self.starts[4 * b + 2] * C + 8 * C * g, inside) }
+                        unsafe { load128(run, self.starts[4 * b + 2] * C + step * g, inside) }
                     } else {
                         (v, w)
                     };
