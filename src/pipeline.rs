@@ -15,8 +15,8 @@ use crate::error::{invalid, TransformError};
 pub use crate::image::Pad;
 use crate::image::{pad_rgb, Rect};
 use crate::resize::{
-    self, check_part, on_canvas, resize_rgb, resize_source, resize_source_part, whole_then_part, Backend,
-    Filter, Source,
+    self, check_part, on_canvas, recycle_rgb, resize_rgb, resize_source, resize_source_part, whole_then_part,
+    Backend, Filter, Source,
 };
 use crate::torch_float::{resize_float_rgb, resize_float_source, resize_mapped_planes, FloatMode};
 use crate::torch_resize::{resize_torch_rgb, resize_torch_source, resize_torch_source_part, TorchMode};
@@ -915,6 +915,7 @@ fn run_image<T: Element>(
                 .chain(others.iter().map(|f| &**f))
                 .collect();
             job.write(&frames, size, origin, &norms[job.table], &mut slot)?;
+            others.into_iter().for_each(recycle_rgb);
         }
         if read_later.contains(&j) {
             if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
@@ -942,17 +943,12 @@ fn run_image<T: Element>(
 /// packed to RGB (a Pillow image at a size a view keeps: 36 MB at 12 MP, whose page faults
 /// took a tenth of Inkling's call).
 fn recycle_pixels(pixels: HashMap<usize, Pixels>, rgb: Option<Cow<'_, [u8]>>) {
-    let packed = match rgb {
-        Some(Cow::Owned(v)) => Some(v),
-        _ => None,
-    };
-    let kept = pixels.into_values().filter_map(|kept| match kept {
-        Pixels::Owned(v, _) => Some(v),
-        _ => None,
-    });
-    for v in kept.chain(packed) {
-        recycle(Buffer::U8(v));
+    for kept in pixels.into_values() {
+        if let Pixels::Owned(v, _) = kept {
+            recycle(Buffer::U8(v));
+        }
     }
+    rgb.into_iter().for_each(recycle_rgb);
 }
 
 /// Writes a job whose layout reads its pixels where they are, with no canvas or copy,

@@ -213,7 +213,7 @@ impl<'a> Source<'a> {
     }
 
     /// The pixels as packed HWC RGB: borrowed when they already are, else copied once into
-    /// a [`scratch`] buffer (to [`recycle`] when done with it).
+    /// a [`scratch`] buffer (to [`recycle_rgb`] when done with it).
     ///
     /// # Errors
     /// [`TransformError::OutOfMemory`] when the copy cannot be allocated.
@@ -224,6 +224,13 @@ impl<'a> Source<'a> {
         let mut out = scratch("image", self.size.0 * self.size.1 * 3)?;
         self.write_rgb(&mut out);
         Ok(Cow::Owned(out))
+    }
+}
+
+/// Gives the pool the copy [`Source::to_rgb`] made, if it made one.
+pub(crate) fn recycle_rgb(rgb: Cow<'_, [u8]>) {
+    if let Cow::Owned(copy) = rgb {
+        recycle(Buffer::U8(copy));
     }
 }
 
@@ -445,7 +452,9 @@ pub(crate) fn resize_source_part(
                 Ok(())
             }
             None => {
-                nearest(&src.to_rgb()?, src_size, full, dst_size);
+                let rgb = src.to_rgb()?;
+                nearest(&rgb, src_size, full, dst_size);
+                recycle_rgb(rgb);
                 Ok(())
             }
             Some((support, weight)) => convolve(
@@ -968,16 +977,18 @@ pub(crate) fn separable(
         .then(|| src.run_of(0..h))
         .flatten();
     let vertical_only = horizontal.is_none() && vertical.is_some();
-    let packed: Cow<'_, [u8]>;
     // A pasted image is read row by row into its bands, whatever its layout.
-    let src = if (horizontal_first && (matches!(src.channels(), 3 | 4) || paste.is_some()))
+    let packed = if (horizontal_first && (matches!(src.channels(), 3 | 4) || paste.is_some()))
         || rgbx.is_some()
         || vertical_only
     {
-        src
+        None
     } else {
-        packed = src.to_rgb()?;
-        Source::packed(&packed, 3, (h, w))?
+        Some(src.to_rgb()?)
+    };
+    let src = match &packed {
+        Some(packed) => Source::packed(packed, 3, (h, w))?,
+        None => src,
     };
     let rgb = || src.as_rgb().expect("packed above");
     let vertical_pass = |coeffs: &Coeffs, band: &[u8], band_first: usize, stride: usize, out: &mut [u8]| {
@@ -1010,11 +1021,13 @@ pub(crate) fn separable(
             recycle(Buffer::U8(band));
         }
         (Some(plan), Some(vertical)) => {
-            return horizontal_then_vertical(kernel, vertical, w2 * 3, dst, |rows, out| {
+            horizontal_then_vertical(kernel, vertical, w2 * 3, dst, |rows, out| {
                 horizontal_pass(plan, &src, rows, out);
-            });
+            })?;
         }
     }
+    // (An error above drops the copy instead.)
+    packed.into_iter().for_each(recycle_rgb);
     Ok(())
 }
 

@@ -26,8 +26,8 @@
 use crate::error::{invalid, TransformError};
 use crate::image::{Pad, Rect};
 use crate::resize::{
-    check_buffers, check_part, on_canvas, part_fits, separable, whole, whole_then_part, Backend, Coeffs,
-    Kernel, Source, Taps,
+    check_buffers, check_part, on_canvas, part_fits, recycle_rgb, separable, whole, whole_then_part, Backend,
+    Coeffs, Kernel, Source, Taps,
 };
 
 /// Channels of the interleaved images handled here.
@@ -423,6 +423,7 @@ pub(crate) fn resize_torch_source_part(
                     px.copy_from_slice(&line[sx * CHANNELS..(sx + 1) * CHANNELS]);
                 }
             }
+            recycle_rgb(src);
             Ok(())
         });
     }
