@@ -2075,7 +2075,7 @@ mod avx512 {
     /// channels: a table of many taps then reads 64 bytes a block per eight taps (128 split)
     /// instead of 256 (512), from L1 instead of L2. For tables of more than eight taps whose
     /// four windows of every block lie within 128 bytes with a group's room (scales down to
-    /// about 1/11 on RGB rows, 1/8 on RGBX, RGBX rows between the two packed to RGB).
+    /// about 1/12 on RGB rows, 1/8 on RGBX, RGBX rows between the two packed to RGB).
     ///
     /// On a 2-vCPU Zen 5 EPYC, the horizontal pass of 4032x3024 to 364 wide (Aya Vision's
     /// 12 MP thumbnail, 46 taps) took 2.4 ms against 4.7 ms with torch's taps and 3.0 ms
@@ -2087,10 +2087,11 @@ mod avx512 {
     /// array), through its PIL-backend processor 1.15 -> 0.99 ms, read in place instead of
     /// packed.
     pub(super) struct Octets {
-        /// Groups of eight tap slots per output (the most any output has; the rest zero).
+        /// Groups of eight tap slots per output, enough for the most taps any output has:
+        /// the fewest, or more where that brings each block's RGB windows within 128 bytes.
         groups: usize,
         /// Taps a group holds, its last slots zero: the fewest that keep `groups` (six for
-        /// 17 or 18 taps), so that each window is as narrow as it can be.
+        /// 17 or 18 taps in three groups), so that each window is as narrow as it can be.
         width: usize,
         /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart),
         /// the byte permutes that take each output's `width` tap bytes of a channel into its
@@ -2122,11 +2123,10 @@ mod avx512 {
             if most <= 8 {
                 return None;
             }
-            let groups = most.div_ceil(8);
-            let width = most.div_ceil(groups);
             let last = |x: usize| x.min(out_w - 1);
-            // The permutes for `c`-byte pixels, lanes read from one window or two.
-            let windows = |c: usize, halves: bool| {
+            // The permutes for `c`-byte pixels and `width` taps a group, lanes read from one
+            // window or two.
+            let windows = |c: usize, width: usize, halves: bool| {
                 let mut permutes = Vec::with_capacity(starts.len() / 4 * 6);
                 for (b, s) in starts.chunks_exact(4).enumerate() {
                     for channel in 0..3 {
@@ -2150,8 +2150,22 @@ mod avx512 {
             // four-output blocks read twice as many tap vectors: for a 4032x3024 image,
             // PaliGemma 2 (to 224x224, Pillow's taps) took 7.1 -> 5.4 ms, SigLIP2 NaFlex (to
             // 288x224, torch's) 2.4 -> 3.1 ms.
-            let permutes =
-                [3, 4].map(|c| windows(c, false).or_else(|| windows(c, true).filter(|_| split_taps)));
+            //
+            // Where RGB windows are too far apart for one, more groups of fewer taps (up to
+            // half as many groups again) may bring them within 128 bytes, which costs less
+            // than two windows or the four-output blocks. On a 2-vCPU Zen 4 EPYC (5-round
+            // A/B), 4032x3024 to 336x336 took 11.8 -> 8.4 ms with Pillow's bicubic taps (49:
+            // nine groups of six, not seven of seven) and 4.11 -> 3.67 ms with torch's
+            // bilinear (23: four groups of six, not three of eight); LLaVA-NeXT's 12 MP call
+            // 21.5 -> 18.9 ms for a PIL image and 20.3 -> 16.7 ms for an array. Rows to 224
+            // wide (scale 18) fit at no group count and keep two windows.
+            let fewest = most.div_ceil(8);
+            let groups = (fewest..=fewest + fewest / 2)
+                .find(|&groups| windows(3, most.div_ceil(groups), false).is_some())
+                .unwrap_or(fewest);
+            let width = most.div_ceil(groups);
+            let permutes = [3, 4]
+                .map(|c| windows(c, width, false).or_else(|| windows(c, width, true).filter(|_| split_taps)));
             if permutes.iter().all(Option::is_none) {
                 return None;
             }
@@ -3370,11 +3384,18 @@ pub(crate) mod tests {
             // of rows packed at a time).
             // One case in eight narrows rows of hundreds of pixels about elevenfold: windows
             // near enough for one vector as RGB but not as RGBX (packed a row at a time).
-            let (w, w2) = if case % 8 == 3 {
-                let w = 300 + rng.below(300);
-                (w, w / 11)
-            } else {
-                (w, w2)
+            // Another twelvefold: RGB windows too far apart for one vector at the fewest
+            // groups of taps, near enough at more groups of fewer taps.
+            let (w, w2) = match case % 8 {
+                3 => {
+                    let w = 300 + rng.below(300);
+                    (w, w / 11)
+                }
+                7 => {
+                    let w2 = 25 + rng.below(25);
+                    (12 * w2 + rng.below(3), w2)
+                }
+                _ => (w, w2),
             };
             let (h2, w2) = if case % 4 == 1 {
                 (1 + rng.below(150), w)
