@@ -2020,14 +2020,14 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::{
         __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
-        _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_inserti32x4, _mm512_loadu_si512,
-        _mm512_madd_epi16, _mm512_mask_permutexvar_epi8, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8,
-        _mm512_maskz_permutex2var_epi8, _mm512_movepi8_mask, _mm512_or_si512, _mm512_packs_epi32,
-        _mm512_packus_epi16, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi32,
-        _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm512_storeu_si512,
-        _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
-        _mm_cvtsi32_si128, _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch, _mm_setr_epi16,
-        _mm_setr_epi8, _MM_HINT_T0, _MM_HINT_T1,
+        _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_dpwssd_epi32, _mm512_inserti32x4,
+        _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_permutexvar_epi8, _mm512_mask_storeu_epi8,
+        _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8, _mm512_movepi8_mask, _mm512_or_si512,
+        _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
+        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32,
+        _mm512_storeu_si512, _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32,
+        _mm512_unpacklo_epi64, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch,
+        _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0, _MM_HINT_T1,
     };
     use std::ops::Range;
 
@@ -2655,8 +2655,8 @@ mod avx512 {
         /// packed RGB).
         ///
         /// # Safety
-        /// The CPU must support AVX-512F, BW, VL and VBMI.
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        /// The CPU must support AVX-512F, BW, VL, VBMI and VNNI.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
             if let Some(planar) = &self.planar {
                 // RGBX rows whose windows are too far apart for 4-byte pixels are packed to
@@ -2722,7 +2722,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn planar_n<const C: usize, const SPLIT: bool>(
             &self,
             planar: &Planar,
@@ -2754,7 +2754,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn planar<const P: usize, const C: usize, const SPLIT: bool, const WIDE: bool>(
             &self,
             planar: &Planar,
@@ -2836,7 +2836,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn rows_n<const C: usize, const SPLIT: bool, const NEAR: bool>(
             &self,
             src: &Source<'_>,
@@ -2859,7 +2859,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn rows<const N: usize, const C: usize, const SPLIT: bool, const NEAR: bool>(
             &self,
             src: &Source<'_>,
@@ -2940,7 +2940,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn in_pairs<const C: usize>(
             &self,
             src: &Source<'_>,
@@ -2996,7 +2996,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn octets_n<const C: usize, const SPLIT: bool>(
             &self,
             octets: &Octets,
@@ -3025,7 +3025,7 @@ mod avx512 {
         ///
         /// # Safety
         /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         unsafe fn octets<const G: usize, const C: usize, const SPLIT: bool, const HALVES: bool>(
             &self,
             octets: &Octets,
@@ -3073,11 +3073,19 @@ mod avx512 {
                         } else {
                             _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, permutes[channel], w)
                         };
-                        hi[channel] =
-                            _mm512_add_epi32(hi[channel], _mm512_madd_epi16(pairs, taps[g * parts]));
+                        // Split taps add their products with one VNNI `dpwssd` instead of a
+                        // multiply-add and an add: on a 2-vCPU Zen 4 EPYC (7-round A/B),
+                        // 4032x3024 to 336x336 with Pillow's bicubic taps took 8.45 -> 7.89 ms,
+                        // 1920x1080 to 224x224 1.30 -> 1.20 ms. Whole taps keep the pair, whose
+                        // multiplies wait on no sum: with `dpwssd`, 640x480 to 224x224 (torch's
+                        // bicubic, two groups) took 0.226 -> 0.235 ms.
+                        hi[channel] = if SPLIT {
+                            _mm512_dpwssd_epi32(hi[channel], pairs, taps[g * parts])
+                        } else {
+                            _mm512_add_epi32(hi[channel], _mm512_madd_epi16(pairs, taps[g * parts]))
+                        };
                         if SPLIT {
-                            lo[channel] =
-                                _mm512_add_epi32(lo[channel], _mm512_madd_epi16(pairs, taps[g * parts + 1]));
+                            lo[channel] = _mm512_dpwssd_epi32(lo[channel], pairs, taps[g * parts + 1]);
                         }
                     }
                 }
