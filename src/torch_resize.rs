@@ -27,7 +27,7 @@ use crate::error::{invalid, TransformError};
 use crate::image::{Pad, Rect};
 use crate::resize::{
     check_buffers, check_part, on_canvas, part_fits, recycle_rgb, separable, whole, whole_then_part, Backend,
-    Coeffs, Kernel, Source, Taps,
+    Coeffs, Kernel, Passes, Source, Taps,
 };
 
 /// Channels of the interleaved images handled here.
@@ -443,6 +443,35 @@ pub(crate) fn resize_torch_source_part(
         part,
         Taps::Torch(mode, antialias),
         &make,
+        false,
+    )
+}
+
+/// [`resize_torch_source_part`]'s passes for `part` of a resize from `size` to
+/// `dst_size` (a horizontal pass, then a vertical one, where both run; see
+/// [`Passes::new`]).
+///
+/// # Errors
+/// As [`resize_torch_rgb_with`].
+pub(crate) fn torch_passes(
+    size: (usize, usize),
+    dst_size: (usize, usize),
+    part: Rect,
+    mode: TorchMode,
+    antialias: bool,
+    backend: Backend,
+) -> Result<Option<Passes>, TransformError> {
+    if mode == TorchMode::NearestExact {
+        return Ok(None);
+    }
+    let make = |n: usize, n2: usize| axis_coeffs("dst_size", n, n2, mode, antialias);
+    Passes::new(
+        Kernel::select(backend)?,
+        Taps::Torch(mode, antialias),
+        &make,
+        size,
+        dst_size,
+        part,
         false,
     )
 }
