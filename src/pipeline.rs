@@ -441,6 +441,17 @@ impl Job {
             }
             _ => {}
         }
+        Ok((self.pad_pixels(src, owned, size)?, origin))
+    }
+
+    /// The last step of [`Job::prepare`]: its pixels (`owned`, else `src`, of `size`)
+    /// pasted on the job's canvas, if it has one of another size.
+    fn pad_pixels(
+        &self,
+        src: Source<'_>,
+        mut owned: Option<Vec<u8>>,
+        mut size: (usize, usize),
+    ) -> Result<Option<Owned>, TransformError> {
         if let Some(Pad {
             size: canvas,
             at,
@@ -460,7 +471,7 @@ impl Job {
                 size = canvas;
             }
         }
-        Ok((owned.map(|v| (v, size)), origin))
+        Ok(owned.map(|v| (v, size)))
     }
 
     /// The part of its resize from `size` to `to` that [`Job::prepare`] computes: all of
@@ -969,8 +980,8 @@ fn run_image<T: Element>(
 /// together, 1536x2048 ones up to 5% faster).
 const TOGETHER_BYTES: usize = 12 << 20;
 
-/// What [`Job::prepare`] returns for the jobs of `group` that only resize the input image
-/// (no crop, pad or further frames), where two or more of them do, on one thread, from a
+/// What [`Job::prepare`] returns for the jobs of `group` that resize the input image (no
+/// crop or further frames; a pad after), where two or more of them do, on one thread, from a
 /// grayscale image or a Pillow image of at least [`TOGETHER_BYTES`]: their resizes run
 /// together (see [`resize::resize_together`]), each source row read from memory and packed
 /// to RGB once for all of them. (Each resize alone packs a grayscale image whole.)
@@ -1001,12 +1012,7 @@ fn prepare_together<S>(
         for &(j, _) in group {
             let job = &jobs[j];
             let to = job.resize.output_size(size);
-            if job.source.is_some()
-                || job.crop.is_some()
-                || job.pad.is_some()
-                || !job.frames.is_empty()
-                || to == size
-            {
+            if job.source.is_some() || job.crop.is_some() || !job.frames.is_empty() || to == size {
                 continue;
             }
             let part = job.resize_part(size, to, read_later.contains(&j));
@@ -1033,11 +1039,13 @@ fn prepare_together<S>(
         .collect();
     resize::resize_together(input, &mut run)?;
     drop(run);
-    Ok(keys
-        .into_iter()
+    keys.into_iter()
         .zip(outs)
-        .map(|((j, part), out)| (j, (Some((out, (part.height, part.width))), (part.top, part.left))))
-        .collect())
+        .map(|((j, part), out)| {
+            let pixels = jobs[j].pad_pixels(input, Some(out), (part.height, part.width))?;
+            Ok((j, (pixels, (part.top, part.left))))
+        })
+        .collect()
 }
 
 /// Gives the pool the buffers an image's jobs kept to the end, as each job's own: the
@@ -1726,8 +1734,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn rgbx_and_gray_sources_are_packed_like_rgb() {
+    /// Runs `jobs` on a 32x44 image as RGB, RGBX and grayscale pixels, back to back and in
+    /// Pillow's blocks of rows, and checks that RGBX and grayscale give what RGB does.
+    fn check_packed_like_rgb(jobs: &[Job]) {
         let norm = Normalize::new([0.5; 3], [0.25; 3], 1.0 / 255.0).unwrap();
         let rgb = pattern(32, 44, 7);
         let rgbx: Vec<u8> = rgb
@@ -1748,6 +1757,34 @@ mod tests {
                 .collect()
         };
         let (rgbx_rows, gray_rows) = (slices(&rgbx_blocks, 4), slices(&gray_blocks, 1));
+        let run = |pixels: &[u8], rows: Option<&[&[u8]]>, channels| {
+            let image = Image {
+                pixels,
+                channels,
+                rows,
+                size: (32, 44),
+            };
+            let sizes = jobs.iter().scan((32, 44), |size, j| {
+                *size = j.pixel_size(*size).unwrap();
+                Some(*size)
+            });
+            let len = jobs.iter().zip(sizes).map(|(j, size)| output_len(j, size)).sum();
+            let mut out = vec![0f32; len];
+            run_batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+            out
+        };
+        let want = run(&rgb, None, 3);
+        let rgbx_rows: Vec<&[u8]> = rgbx_rows.iter().map(Vec::as_slice).collect();
+        let gray_rows: Vec<&[u8]> = gray_rows.iter().map(Vec::as_slice).collect();
+        assert_eq!(run(&rgbx, None, 4), want);
+        assert_eq!(run(&[], Some(&rgbx_rows), 4), want);
+        let want = run(&gray_rgb, None, 3);
+        assert_eq!(run(&gray, None, 1), want);
+        assert_eq!(run(&[], Some(&gray_rows), 1), want);
+    }
+
+    #[test]
+    fn rgbx_and_gray_sources_are_packed_like_rgb() {
         let pillow = Resize::Pillow(Filter::Bicubic, (20, 60));
         let torch = Resize::Torch(TorchMode::Bicubic, true, (12, 17));
         let mut cropped = job(0, pillow, Layout::Patches(PATCHES), 0);
@@ -1766,11 +1803,19 @@ mod tests {
         // A first job without a layout, then one reading the input through it.
         let mut chained = job(0, Resize::Keep, Layout::Windows(vec![window(2, 3, 8, 9)]), 0);
         chained.source = Some(0);
-        // Two resizes of the input, run together from a grayscale image (one of a part).
-        let bilinear = Resize::Pillow(Filter::Bilinear, (40, 30));
+        // Resizes of the input run together from a grayscale image (a part; a pad after).
         let together = vec![
-            job(0, bilinear, Layout::Windows(vec![window(0, 0, 40, 30)]), 0),
+            job(
+                0,
+                Resize::Pillow(Filter::Bilinear, (40, 30)),
+                Layout::Windows(vec![window(0, 0, 40, 30)]),
+                0,
+            ),
             job(0, torch, Layout::Windows(vec![window(1, 2, 8, 9)]), 3 * 40 * 30),
+            Job {
+                offset: 3 * (40 * 30 + 8 * 9),
+                ..padded.clone()
+            },
         ];
         let batches = [
             // The input as it is: patch rows and canvases read RGBX and grayscale in place.
@@ -1804,30 +1849,7 @@ mod tests {
             together,
         ];
         for jobs in &batches {
-            let run = |pixels: &[u8], rows: Option<&[&[u8]]>, channels| {
-                let image = Image {
-                    pixels,
-                    channels,
-                    rows,
-                    size: (32, 44),
-                };
-                let sizes = jobs.iter().scan((32, 44), |size, j| {
-                    *size = j.pixel_size(*size).unwrap();
-                    Some(*size)
-                });
-                let len = jobs.iter().zip(sizes).map(|(j, size)| output_len(j, size)).sum();
-                let mut out = vec![0f32; len];
-                run_batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
-                out
-            };
-            let want = run(&rgb, None, 3);
-            let rgbx_rows: Vec<&[u8]> = rgbx_rows.iter().map(Vec::as_slice).collect();
-            let gray_rows: Vec<&[u8]> = gray_rows.iter().map(Vec::as_slice).collect();
-            assert_eq!(run(&rgbx, None, 4), want);
-            assert_eq!(run(&[], Some(&rgbx_rows), 4), want);
-            let want = run(&gray_rgb, None, 3);
-            assert_eq!(run(&gray, None, 1), want);
-            assert_eq!(run(&[], Some(&gray_rows), 1), want);
+            check_packed_like_rgb(jobs);
         }
     }
 
