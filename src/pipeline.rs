@@ -981,8 +981,8 @@ fn run_image<T: Element>(
 const TOGETHER_BYTES: usize = 12 << 20;
 
 /// What [`Job::prepare`] returns for the jobs of `group` that resize the input image (no
-/// crop or further frames; a pad after), where two or more of them do, on one thread, from a
-/// grayscale image or a Pillow image of at least [`TOGETHER_BYTES`]: their resizes run
+/// crop or further frames; a pad after), where two or more of them do, from a grayscale
+/// image or a Pillow image of at least [`TOGETHER_BYTES`]: their resizes run
 /// together (see [`resize::resize_together`]), each source row read from memory and packed
 /// to RGB once for all of them. (Each resize alone packs a grayscale image whole.)
 ///
@@ -1008,7 +1008,7 @@ fn prepare_together<S>(
         _ => true,
     };
     let mut resizes = Vec::new();
-    if together && workers::team_size() == 1 {
+    if together {
         for &(j, _) in group {
             let job = &jobs[j];
             let to = job.resize.output_size(size);
