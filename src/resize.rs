@@ -1097,7 +1097,7 @@ pub(crate) fn resize_together(
         );
     } else {
         // Bands of source rows as `by_bands` cuts them, each resize's band cut alike.
-        let band = rows.len().div_ceil(4 * members).max(MIN_BAND);
+        let band = band_len(rows.len(), MIN_BAND);
         let starts: Vec<usize> = rows.clone().step_by(band).collect();
         let mut parts: Vec<Vec<&mut [u8]>> = starts.iter().map(|_| Vec::new()).collect();
         for ((p, span), mut rest) in passes
@@ -1118,10 +1118,11 @@ pub(crate) fn resize_together(
             let band_rows = starts[k]..(starts[k] + band).min(rows.end);
             horizontal_together(src, &passes, &spans, band_rows, &mut slices, |_, _, _| {});
         });
-        for ((p, dst), (band, span)) in passes.iter().zip(dsts.iter_mut()).zip(bands.iter().zip(&spans)) {
+        for ((p, dst), (resampled, span)) in passes.iter().zip(dsts.iter_mut()).zip(bands.iter().zip(&spans))
+        {
             let (vertical, stride) = (&p.vertical, p.stride());
             by_bands(0..vertical.out_len(), dst, stride, MIN_BAND, |out_rows, chunk| {
-                vertical_rows(p.kernel, band, span.start, stride, vertical, out_rows, chunk);
+                vertical_rows(p.kernel, resampled, span.start, stride, vertical, out_rows, chunk);
             });
         }
     }
@@ -1431,7 +1432,7 @@ pub(crate) fn by_bands<T: Send>(
         pass(rows, out);
         return;
     }
-    let band = rows.len().div_ceil(4 * members).max(min_band);
+    let band = band_len(rows.len(), min_band);
     // One lock per band, each taken once, by the thread that runs it.
     let chunks: Vec<Mutex<&mut [T]>> = out.chunks_mut(band * row_len).map(Mutex::new).collect();
     workers::bands(chunks.len(), &|i| {
@@ -1439,6 +1440,12 @@ pub(crate) fn by_bands<T: Send>(
         let start = rows.start + i * band;
         pass(start..start + chunk.len() / row_len, &mut chunk);
     });
+}
+
+/// Rows of each band the members of the calling thread's team take of a pass over `rows`
+/// rows: about four bands a member, of at least `min_band` rows.
+pub(crate) fn band_len(rows: usize, min_band: usize) -> usize {
+    rows.div_ceil(4 * workers::team_size()).max(min_band)
 }
 
 /// The horizontal pass, prepared once per resize for one kernel.

@@ -53,7 +53,7 @@ use std::ops::Range;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use crate::error::{invalid, TransformError};
-use crate::resize::{by_bands, check_buffers, Backend, Kernel, Source, MIN_BAND};
+use crate::resize::{band_len, by_bands, check_buffers, Backend, Kernel, Source, MIN_BAND};
 use crate::torch_resize::nearest_exact_indices;
 use crate::transforms::{checked_len, Normalize};
 use crate::workers;
@@ -1374,11 +1374,10 @@ fn resize_values<V: Values>(
     }
     let plan = Plan::new(mode, one_thread, src_size, dst_size);
     // Bands of rows, each the same rows of the three planes.
-    let members = workers::team_size();
-    let band = if members == 1 {
+    let band = if workers::team_size() == 1 {
         height
     } else {
-        height.div_ceil(4 * members).max(MIN_BAND)
+        band_len(height, MIN_BAND)
     };
     let (r, gb) = dst.split_at_mut(plane);
     let (g, b) = gb.split_at_mut(plane);
