@@ -36,12 +36,16 @@ use std::arch::x86_64::{
 /// 1.43 ms.
 pub(crate) const STREAM_MIN_BYTES: usize = crate::alloc::POOL_MIN_BYTES;
 
-/// Outputs at least this large (more than a last-level cache holds) are streamed by the
-/// table lookup of channel-last patches. On a 2-vCPU Zen 5 EPYC (32 MB L3) streaming took
-/// Inkling's 50 MB output at 1920x1080 from 6.8 to 3.5 ms a call and its 295 MB at 12 MP
-/// from 39.9 to 25.3 ms, but its 7.8 MB at 640x480 from 0.32 to 0.40 ms and Gemma 4's 7.7 MB
-/// at 1920x1080 from 1.33 to 1.70 ms.
-pub(crate) const STREAM_PAST_CACHE_BYTES: usize = 32 << 20;
+/// Outputs at least this large (half a 32 MB last-level cache: beside the image and its
+/// resized copy, more than stays in it) are streamed by the table lookup of channel-last
+/// patches. On a 2-vCPU Zen 5 EPYC (32 MB L3) streaming took Inkling's 50 MB output at
+/// 1920x1080 from 6.8 to 3.5 ms a call and its 295 MB at 12 MP from 39.9 to 25.3 ms, but its
+/// 7.8 MB at 640x480 from 0.32 to 0.40 ms and Gemma 4's 7.7 MB at 1920x1080 from 1.33 to
+/// 1.70 ms. On a 2-vCPU Zen 4 EPYC (32 MB L3; 9 interleaved rounds) it took the outputs of
+/// 21-27 MB that a threshold of 32 MB left to ordinary stores faster too: Cosmos3 Edge's
+/// 24 MB at 1920x1080 4.25 -> 3.24 ms (torchvision, array) and 4.54 -> 3.99 ms (PIL image,
+/// Pillow backend), LFM2-VL's 27 MB 4.95 -> 4.65 ms and its 21 MB at 12 MP 11.42 -> 11.22 ms.
+pub(crate) const STREAM_PAST_CACHE_BYTES: usize = 16 << 20;
 
 /// Copies a line of 64 bytes (16 4-byte values) into `dst`, which starts 16-byte aligned,
 /// with SSE2's streaming stores (any x86-64 CPU): a patch line of 16 values where

@@ -485,8 +485,8 @@ pub fn normalize_to_hwc_patches<T: bytemuck::Pod>(
             .ok_or_else(|| invalid("windows", "a total that fits in memory", windows.len()))?;
     }
     check_out(dst, total)?;
-    // An output larger than the cache (Inkling's 295 MB at 12 MP) is written once and read
-    // by the model: streamed.
+    // An output of half the cache or more (Cosmos3 Edge's 24 MB at 1920x1080, Inkling's
+    // 295 MB at 12 MP) is written once and read by the model: streamed.
     #[cfg(target_arch = "x86_64")]
     let stream = size_of_val(dst) >= stream::STREAM_PAST_CACHE_BYTES;
     #[cfg(not(target_arch = "x86_64"))]
