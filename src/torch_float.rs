@@ -55,7 +55,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 use crate::error::{invalid, TransformError};
 use crate::resize::{band_len, by_bands, check_buffers, Backend, Kernel, Source, MIN_BAND};
 use crate::torch_resize::nearest_exact_indices;
-use crate::transforms::{checked_len, Normalize};
+use crate::transforms::{checked_len, Normalize, Window as Crop};
 use crate::workers;
 
 /// Channels of the images handled here.
@@ -239,6 +239,61 @@ impl<const C: usize> Values for Mapped<'_, C> {
         let (r, gb) = line.split_at_mut(self.width());
         let (g, b) = gb.split_at_mut(self.width());
         self.norm.run_pixels(self.src.row(y), C, r, g, b);
+    }
+}
+
+/// [`Mapped`] values whose rows, as the resize reads them, are also written into windows of
+/// the mapped image (each inside it), as three planes of its rows each, one after the
+/// other: the normalised values looked up once for both. The windows' rows are streamed to
+/// memory (x86-64): written through the cache, they would evict the resize's rows and
+/// tables from it.
+struct Tee<'a, const C: usize> {
+    mapped: Mapped<'a, C>,
+    windows: &'a [Crop],
+    /// The windows' output, and the rows written into it.
+    out: Mutex<(&'a mut [f32], Vec<bool>)>,
+}
+
+impl<const C: usize> Tee<'_, C> {
+    /// Row `y` of the mapped image (its `line`) into every window it crosses in `out`.
+    fn write_row(&self, y: usize, line: &[f32], out: &mut [f32]) {
+        let width = self.mapped.width();
+        let mut start = 0;
+        for window in self.windows {
+            let (top, left) = (window.top.unsigned_abs(), window.left.unsigned_abs());
+            let plane = window.height * window.width;
+            if (top..top + window.height).contains(&y) {
+                for (c, run) in line.chunks_exact(width).enumerate() {
+                    let at = start + c * plane + (y - top) * window.width;
+                    let (to, from) = (&mut out[at..at + window.width], &run[left..left + window.width]);
+                    #[cfg(target_arch = "x86_64")]
+                    crate::stream::stream_copy(bytemuck::cast_slice_mut(to), bytemuck::cast_slice(from));
+                    #[cfg(not(target_arch = "x86_64"))]
+                    to.copy_from_slice(from);
+                }
+            }
+            start += CHANNELS * plane;
+        }
+    }
+}
+
+impl<const C: usize> Values for Tee<'_, C> {
+    #[inline(always)]
+    fn row(&self, y: usize) -> impl Fn(usize, usize) -> f32 + '_ {
+        self.mapped.row(y)
+    }
+
+    fn width(&self) -> usize {
+        self.mapped.width()
+    }
+
+    fn line(&self, y: usize, line: &mut [f32]) {
+        self.mapped.line(y, line);
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let (out, written) = &mut *out;
+        if !std::mem::replace(&mut written[y], true) {
+            self.write_row(y, line, out);
+        }
     }
 }
 
@@ -1301,6 +1356,76 @@ pub fn resize_mapped_planes_with(
     resize_values(&values, src_size, dst, dst_size, (mode, one_thread), backend)
 }
 
+/// [`resize_mapped_planes`], and `windows` of the mapped image (each inside it) written into
+/// `windows_dst` as [`crate::transforms::crop_source_and_normalize`] writes them, one after
+/// the other: each row looked up once for both (Phi-4-multimodal's global view of its canvas
+/// and its crops). The rows the resize reads are written as it reads them, the others after;
+/// the windows' values are streamed (see [`Tee`]), for an output larger than the cache.
+///
+/// # Errors
+///
+/// As [`resize_mapped_planes`], and [`TransformError::InvalidArgument`] for a window that
+/// is empty or not inside the image, or a `windows_dst` of another length than theirs.
+#[allow(clippy::too_many_arguments)]
+pub fn resize_mapped_planes_and_windows(
+    src: &[u8],
+    src_size: (usize, usize),
+    norm: &Normalize,
+    dst: &mut [f32],
+    dst_size: (usize, usize),
+    mode: FloatMode,
+    one_thread: bool,
+    windows: &[Crop],
+    windows_dst: &mut [f32],
+) -> Result<(), TransformError> {
+    let (h, w) = src_size;
+    if let Some(window) = windows.iter().find(|b| !b.lies_in(src_size)) {
+        return Err(invalid(
+            "windows",
+            format!("non-empty windows inside the {h}x{w} image"),
+            format!("{window:?}"),
+        ));
+    }
+    // Inside the image, so the lengths cannot overflow.
+    let len: usize = windows.iter().map(|b| CHANNELS * b.height * b.width).sum();
+    if windows_dst.len() != len {
+        return Err(invalid("windows_dst", format!("{len} values"), windows_dst.len()));
+    }
+    if src.len() != check_size("src_size", src_size)? {
+        return Err(invalid(
+            "src",
+            format!("{} bytes for {h}x{w}x3", h * w * 3),
+            format!("{} bytes", src.len()),
+        ));
+    }
+    let values = Tee::<CHANNELS> {
+        mapped: Mapped {
+            src: Source::packed(src, CHANNELS, src_size)?,
+            norm,
+        },
+        windows,
+        out: Mutex::new((windows_dst, vec![false; h])),
+    };
+    resize_values(
+        &values,
+        src_size,
+        dst,
+        dst_size,
+        (mode, one_thread),
+        Backend::Auto,
+    )?;
+    let mut out = values.out.lock().unwrap_or_else(PoisonError::into_inner);
+    let (out, written) = &mut *out;
+    let mut line = vec![0f32; CHANNELS * w];
+    for y in (0..h).filter(|&y| !written[y]) {
+        values.mapped.line(y, &mut line);
+        values.write_row(y, &line, out);
+    }
+    #[cfg(target_arch = "x86_64")]
+    crate::stream::fence();
+    Ok(())
+}
+
 /// CHW float32 planes `src` of `src_size` resized like `F.interpolate` of the (1, 3, H, W)
 /// tensor without antialiasing (`align_corners=False`), into CHW float32 `dst` of `dst_size`.
 /// An unchanged size copies (as torchvision's `resize` returns the image).
@@ -1558,6 +1683,132 @@ mod tests {
                 resize_planes(&planes, (h, w), &mut b, (h2, w2), mode, false).unwrap();
                 assert_eq!(a, b, "case {case} {mode:?} ({h}, {w}) -> ({h2}, {w2})");
             }
+        }
+    }
+
+    /// Windows written as the resize reads the rows (each row looked up once) equal the
+    /// resize and each window written apart: rows the resize never reads (narrowing
+    /// fivefold), windows that overlap, repeat or tile the image, on one thread and in a team
+    /// of three.
+    #[test]
+    fn windows_written_with_a_resize_equal_each_written_apart() {
+        use crate::transforms::crop_source_and_normalize;
+        let mut rng = Rng(0x6a09_e667_f3bc_c908);
+        let tables: [[f32; 256]; 3] =
+            std::array::from_fn(|c| std::array::from_fn(|x| (x as f32 - 127.5 - c as f32) / 61.0));
+        let norm = Normalize::from_tables(tables);
+        for case in 0..40 {
+            let (h, w) = (1 + rng.below(90), 1 + rng.below(150));
+            let (h2, w2) = if case % 3 == 0 {
+                (h.div_ceil(5), w.div_ceil(5))
+            } else {
+                (1 + rng.below(60), 1 + rng.below(60))
+            };
+            let pixels: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let mut windows: Vec<Crop> = (0..=rng.below(4))
+                .map(|_| {
+                    let (height, width) = (1 + rng.below(h), 1 + rng.below(w));
+                    Crop {
+                        top: rng.below(h - height + 1) as isize,
+                        left: rng.below(w - width + 1) as isize,
+                        height,
+                        width,
+                    }
+                })
+                .collect();
+            windows.push(windows[0]);
+            if case % 4 == 0 {
+                // The image in tiles, as Phi-4-multimodal cuts its canvas.
+                let halves = |n: usize| {
+                    [(0, n / 2), (n / 2, n - n / 2)]
+                        .into_iter()
+                        .filter(|&(_, len)| len > 0)
+                };
+                windows = halves(h)
+                    .flat_map(|(top, height)| {
+                        halves(w).map(move |(left, width)| Crop {
+                            top: top as isize,
+                            left: left as isize,
+                            height,
+                            width,
+                        })
+                    })
+                    .collect();
+            }
+            let len: usize = windows.iter().map(|b| 3 * b.height * b.width).sum();
+            for (mode, one) in [
+                (FloatMode::NearestExact, false),
+                (FloatMode::Bilinear, case % 2 == 0),
+                (FloatMode::Bicubic, false),
+            ] {
+                let mut want = vec![0f32; 3 * h2 * w2];
+                resize_mapped_planes(&pixels, (h, w), &norm, &mut want, (h2, w2), mode, one).unwrap();
+                let mut want_windows = vec![0f32; len];
+                let mut rest = &mut want_windows[..];
+                for window in &windows {
+                    let (part, tail) = rest.split_at_mut(3 * window.height * window.width);
+                    let src = Source::packed(&pixels, 3, (h, w)).unwrap();
+                    crop_source_and_normalize(src, *window, &norm, part).unwrap();
+                    rest = tail;
+                }
+                let run = || {
+                    let (mut got, mut got_windows) = (vec![f32::NAN; want.len()], vec![f32::NAN; len]);
+                    resize_mapped_planes_and_windows(
+                        &pixels,
+                        (h, w),
+                        &norm,
+                        &mut got,
+                        (h2, w2),
+                        mode,
+                        one,
+                        &windows,
+                        &mut got_windows,
+                    )
+                    .unwrap();
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "case {case} {mode:?}");
+                    assert_eq!(bits(&got_windows), bits(&want_windows), "case {case} {mode:?}");
+                };
+                run();
+                workers::run(3, 4, 1, &|_| run());
+            }
+        }
+    }
+
+    #[test]
+    fn windows_written_with_a_resize_are_refused_outside_the_image_or_output() {
+        let norm = Normalize::from_tables([std::array::from_fn(|x| x as f32); 3]);
+        let pixels = [7u8; 3 * 4 * 5];
+        let (mut out, mut crops) = (vec![0f32; 3 * 4], vec![0f32; 3 * 4 * 5]);
+        let whole = Crop {
+            top: 0,
+            left: 0,
+            height: 4,
+            width: 5,
+        };
+        let bicubic = FloatMode::Bicubic;
+        for (window, len) in [
+            (Crop { top: 1, ..whole }, 60),
+            (Crop { left: -1, ..whole }, 60),
+            (Crop { height: 0, ..whole }, 0),
+            (whole, 59),
+        ] {
+            let err = resize_mapped_planes_and_windows(
+                &pixels,
+                (4, 5),
+                &norm,
+                &mut out,
+                (2, 2),
+                bicubic,
+                false,
+                &[window],
+                &mut crops[..len],
+            )
+            .unwrap_err();
+            assert!(
+                matches!(err, TransformError::InvalidArgument { .. }),
+                "{window:?}: {err}"
+            );
         }
     }
 

@@ -360,6 +360,22 @@ pub struct Window {
     pub width: usize,
 }
 
+impl Window {
+    /// Whether the window is not empty and lies inside an image of `(height, width)`.
+    #[must_use]
+    pub fn lies_in(&self, (height, width): (usize, usize)) -> bool {
+        let within = |start: isize, count: usize, len: usize| {
+            count > 0
+                && start >= 0
+                && start
+                    .unsigned_abs()
+                    .checked_add(count)
+                    .is_some_and(|end| end <= len)
+        };
+        within(self.top, self.height, height) && within(self.left, self.width, width)
+    }
+}
+
 /// The part of `0..len` that `start..start + count` overlaps, relative to `start`.
 pub(crate) fn overlap(start: isize, count: usize, len: usize) -> std::ops::Range<usize> {
     let shift = start.unsigned_abs();
