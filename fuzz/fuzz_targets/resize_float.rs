@@ -1,13 +1,15 @@
 //! `torch_float`: torch's float32 resizes without antialiasing, on HWC u8 images rounded back
 //! (`resize_float_rgb`, Molmo2's resize), on bytes mapped through tables
-//! (`resize_mapped_planes`, Phi-4-multimodal's global view) and on float planes
-//! (`resize_planes`), every mode, on one torch thread or several.
+//! (`resize_mapped_planes`, Phi-4-multimodal's global view, and with its crops:
+//! `resize_mapped_planes_and_windows`) and on float planes (`resize_planes`), every mode, on
+//! one torch thread or several.
 //!
 //! Arbitrary source and target sizes and argument mistakes, as for the other resize targets.
 //! Checks: `Ok` exactly for valid arguments; the FMA path bit-equal to the scalar one (and
-//! row bands on a team of workers to one pass); an unchanged size copies; the three entry
-//! points agree (mapped bytes equal the planes of the mapped values; the u8 resize is those
-//! values rounded half to even and clamped); the thread count changes only bilinear; a
+//! row bands on a team of workers to one pass); an unchanged size copies; the entry points
+//! agree (mapped bytes equal the planes of the mapped values, also with the image's quarters
+//! written as the resize reads its rows, which equal the planes' values; the u8 resize is
+//! those values rounded half to even and clamped); the thread count changes only bilinear; a
 //! constant image stays constant once rounded; and nearest and bilinear (convex weights)
 //! stay within each channel's input range.
 #![no_main]
@@ -16,10 +18,10 @@ use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use mmfast::resize::Backend;
 use mmfast::torch_float::{
-    resize_float_rgb, resize_float_rgb_with, resize_mapped_planes, resize_planes, resize_planes_with,
-    FloatMode,
+    resize_float_rgb, resize_float_rgb_with, resize_mapped_planes, resize_mapped_planes_and_windows,
+    resize_planes, resize_planes_with, FloatMode,
 };
-use mmfast::transforms::Normalize;
+use mmfast::transforms::{Normalize, Window};
 use mmfast::workers;
 use mmfast_fuzz::{channel_range, size, Fill, Lie};
 
@@ -87,6 +89,51 @@ fuzz_target!(|input: Input| {
     assert!(
         bits(&mapped) == bits(&from_planes),
         "mapped bytes != their planes"
+    );
+    // The image's quarters written as the resize reads its rows (Phi-4-multimodal's crops of
+    // its canvas): the same resize, and each quarter the planes' values.
+    let halves = |n: usize| {
+        [(0, n / 2), (n / 2, n - n / 2)]
+            .into_iter()
+            .filter(|&(_, len)| len > 0)
+    };
+    let quarters: Vec<Window> = halves(h)
+        .flat_map(|(top, height)| {
+            halves(w).map(move |(left, width)| Window {
+                top: top as isize,
+                left: left as isize,
+                height,
+                width,
+            })
+        })
+        .collect();
+    let plane = |c: usize, y: usize, x: usize| planes[(c * h + y) * w + x];
+    let crops: Vec<f32> = quarters
+        .iter()
+        .flat_map(|q| {
+            let (top, left) = (q.top as usize, q.left as usize);
+            (0..3).flat_map(move |c| {
+                (0..q.height).flat_map(move |y| (0..q.width).map(move |x| plane(c, top + y, left + x)))
+            })
+        })
+        .collect();
+    let mut with_quarters = vec![f32::NAN; out_len];
+    let mut quartered = vec![f32::NAN; crops.len()];
+    resize_mapped_planes_and_windows(
+        &src,
+        from,
+        &identity,
+        &mut with_quarters,
+        to,
+        mode,
+        one_thread,
+        &quarters,
+        &mut quartered,
+    )
+    .unwrap();
+    assert!(
+        bits(&with_quarters) == bits(&from_planes) && bits(&quartered) == bits(&crops),
+        "windows written with the resize differ"
     );
     let rounded: Vec<u8> = (0..out_len)
         .map(|i| {
