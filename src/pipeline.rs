@@ -1053,11 +1053,11 @@ fn not_float32() -> TransformError {
 
 /// Whether a job's output ranges are larger than the cache: the windows of a float resize's
 /// pixels are then written as it reads them ([`Job::write_with_windows`]). Smaller, they
-/// are written apart, their values staying in cache: on a 2-vCPU Zen 4 EPYC (5 interleaved
-/// rounds), Phi-4-multimodal's torchvision processor took 7.36 -> 6.19 ms a call at
-/// 1920x1080 (15 crops, 34 MB), 10.19 -> 10.08 ms at 12 MP (12 crops, 29 MB), and at
-/// 640x480 (4 crops, 9.6 MB) 1.88 ms either way streamed, 2.03 -> 2.36 ms written through
-/// the cache.
+/// are written apart, their values staying in cache. On a 2-vCPU Zen 4 EPYC (7 interleaved
+/// rounds), Phi-4-multimodal's torchvision processor took 7.26 -> 6.44 ms a call at
+/// 1920x1080 (15 crops, 34 MB) and 10.52 -> 9.99 ms at 12 MP (12 crops, 29 MB); at 640x480
+/// (4 crops, 9.6 MB) written together it took as long streamed (1.88 ms, 5 rounds) and
+/// longer through the cache (2.03 -> 2.36 ms).
 fn streamed<T>(ranges: &[&mut [T]]) -> bool {
     #[cfg(target_arch = "x86_64")]
     return ranges.iter().map(|r| size_of_val(&**r)).sum::<usize>() >= crate::stream::STREAM_PAST_CACHE_BYTES;

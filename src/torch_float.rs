@@ -293,6 +293,9 @@ impl<const C: usize> Values for Tee<'_, C> {
         let (out, written) = &mut *out;
         if !std::mem::replace(&mut written[y], true) {
             self.write_row(y, line, out);
+            // The row's streaming stores ordered before this thread hands its band back.
+            #[cfg(target_arch = "x86_64")]
+            crate::stream::fence();
         }
     }
 }
@@ -1360,7 +1363,7 @@ pub fn resize_mapped_planes_with(
 /// `windows_dst` as [`crate::transforms::crop_source_and_normalize`] writes them, one after
 /// the other: each row looked up once for both (Phi-4-multimodal's global view of its canvas
 /// and its crops). The rows the resize reads are written as it reads them, the others after;
-/// the windows' values are streamed (see [`Tee`]), for an output larger than the cache.
+/// the windows' values are streamed (see [`Tee`]): for windows larger than the cache.
 ///
 /// # Errors
 ///
