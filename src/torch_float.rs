@@ -223,6 +223,23 @@ const fn byte<const C: usize>(c: usize) -> usize {
     }
 }
 
+impl<'a> Mapped<'a, CHANNELS> {
+    /// HWC u8 RGB `src` of `size`, mapped through `norm`.
+    fn rgb(src: &'a [u8], size: (usize, usize), norm: &'a Normalize) -> Result<Self, TransformError> {
+        if src.len() != check_size("src_size", size)? {
+            return Err(invalid(
+                "src",
+                format!("{} bytes for {}x{}x3", size.0 * size.1 * 3, size.0, size.1),
+                format!("{} bytes", src.len()),
+            ));
+        }
+        Ok(Mapped {
+            src: Source::packed(src, CHANNELS, size)?,
+            norm,
+        })
+    }
+}
+
 impl<const C: usize> Values for Mapped<'_, C> {
     #[inline(always)]
     fn row(&self, y: usize) -> impl Fn(usize, usize) -> f32 + '_ {
@@ -1340,22 +1357,7 @@ pub fn resize_mapped_planes_with(
     one_thread: bool,
     backend: Backend,
 ) -> Result<(), TransformError> {
-    if src.len() != check_size("src_size", src_size)? {
-        return Err(invalid(
-            "src",
-            format!(
-                "{} bytes for {}x{}x3",
-                src_size.0 * src_size.1 * 3,
-                src_size.0,
-                src_size.1
-            ),
-            format!("{} bytes", src.len()),
-        ));
-    }
-    let values = Mapped::<CHANNELS> {
-        src: Source::packed(src, CHANNELS, src_size)?,
-        norm,
-    };
+    let values = Mapped::rgb(src, src_size, norm)?;
     resize_values(&values, src_size, dst, dst_size, (mode, one_thread), backend)
 }
 
@@ -1394,18 +1396,8 @@ pub fn resize_mapped_planes_and_windows(
     if windows_dst.len() != len {
         return Err(invalid("windows_dst", format!("{len} values"), windows_dst.len()));
     }
-    if src.len() != check_size("src_size", src_size)? {
-        return Err(invalid(
-            "src",
-            format!("{} bytes for {h}x{w}x3", h * w * 3),
-            format!("{} bytes", src.len()),
-        ));
-    }
     let values = Tee::<CHANNELS> {
-        mapped: Mapped {
-            src: Source::packed(src, CHANNELS, src_size)?,
-            norm,
-        },
+        mapped: Mapped::rgb(src, src_size, norm)?,
         windows,
         out: Mutex::new((windows_dst, vec![false; h])),
     };
