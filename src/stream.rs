@@ -38,7 +38,8 @@ pub(crate) const STREAM_MIN_BYTES: usize = crate::alloc::POOL_MIN_BYTES;
 
 /// Outputs at least this large (half a 32 MB last-level cache: beside the image and its
 /// resized copy, more than stays in it) are streamed by the table lookup of channel-last
-/// patches. On a 2-vCPU Zen 5 EPYC (32 MB L3) streaming took Inkling's 50 MB output at
+/// patches, and Phi-4-multimodal's crops are written with its global view (see
+/// `pipeline::streamed`). On a 2-vCPU Zen 5 EPYC (32 MB L3) streaming took Inkling's 50 MB output at
 /// 1920x1080 from 6.8 to 3.5 ms a call and its 295 MB at 12 MP from 39.9 to 25.3 ms, but its
 /// 7.8 MB at 640x480 from 0.32 to 0.40 ms and Gemma 4's 7.7 MB at 1920x1080 from 1.33 to
 /// 1.70 ms. On a 2-vCPU Zen 4 EPYC (32 MB L3; 9 interleaved rounds) it took the outputs of
