@@ -917,6 +917,53 @@ def test_plans_are_made_once_per_config_and_size() -> None:
     assert_same_outputs(proc(pil), proc(pil))
 
 
+@pytest.mark.parametrize("model_id", mmfast.supported_models())
+def test_one_image_calls_are_assembled_once(model_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-image call reuses the core's call assembled for its plan (tables, jobs, shapes)
+    at every dtype, and gives what a call assembled afresh gives; its outputs are its own: a
+    caller changing them changes no later call's."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, **builtin_settings(model_id))
+    image = smooth(120, 160, 3)
+    dtypes: list[str | None] = [None, "bfloat16", "float16"]
+    if proc.config.raw_pixels and not any(
+        isinstance(view.out, Resized) for view in proc.plan(120, 160).views
+    ):
+        dtypes.append("uint8")
+    made: list[object] = []
+    assemble = processors.assemble
+
+    def counted(*args: Any) -> processors.Assembled:
+        made.append(args)
+        return assemble(*args)
+
+    monkeypatch.setattr(processors, "assemble", counted)
+    for dtype in dtypes:
+        processors._ASSEMBLED.kept.clear()
+        first = proc(image, dtype=dtype)
+        want = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in first.items()}
+        for value in first.values():
+            if isinstance(value, np.ndarray):
+                value[...] = ~value if value.dtype == np.bool_ else 7
+        made.clear()
+        assert_same_outputs(proc(image, dtype=dtype), want)
+        assert not made
+        # Batches of several images are assembled on every call.
+        proc([image, image], dtype=dtype)
+        assert len(made) == 1
+    # Float resizes follow torch's thread count on every call (Molmo2, Phi-4-multimodal).
+    fresh = {}
+    for one in (True, False):
+        monkeypatch.setattr(processors, "torch_one_thread", lambda one=one: one)
+        processors._ASSEMBLED.kept.clear()
+        fresh[one] = proc(image)
+    for one in (True, False, True):
+        monkeypatch.setattr(processors, "torch_one_thread", lambda one=one: one)
+        assert_same_outputs(proc(image), fresh[one])
+    for i in range(40):  # the kept calls stay bounded
+        proc(smooth(120 + 8 * i, 160, 4))
+    assert len(processors._ASSEMBLED.kept) <= processors._ASSEMBLED.size
+
+
 def test_warmup_checks_its_argument() -> None:
     mmfast.warmup(4)
     for bad in (0, -1, 2.5, True, 2**21):

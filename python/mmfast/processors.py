@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import IO, Any, Final, Literal, cast
+from typing import IO, Any, Final, Literal, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -178,9 +178,13 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def pool_threads() -> int:
-    """The size the worker pool is built with: :func:`default_threads`, or the cores when
-    ``MMFAST_NUM_THREADS`` is unusable (a call that passes ``threads=`` does not read it)."""
+def pool_threads(threads: int) -> int:
+    """The size the worker pool is built with by a call on ``threads`` threads:
+    :func:`default_threads`, or the cores when ``MMFAST_NUM_THREADS`` is unusable (a call
+    that passes ``threads=`` does not read it); 1 for a call on one thread, which needs no
+    pool (reading the environment and the affinity took 1.4 us a call)."""
+    if threads <= 1:
+        return 1
     try:
         return default_threads()
     except MmfastError:
@@ -262,24 +266,25 @@ Prepared = tuple[BatchInput, ImagePlan] | BaseException
 
 
 class KeptByIdentity:
-    """Values made from an immutable object (and a few numbers), kept by the object's
-    identity: at most ``size`` of them, all dropped at once when full (one step, safe between
-    threads). Each entry holds its object, so no id is reused while it is kept."""
+    """Values made from immutable objects (and a few numbers), kept by the objects'
+    identities: at most ``size`` of them, all dropped at once when full (one step, safe
+    between threads). Each entry holds its objects, so no other object takes their ids
+    while it is kept: the ids find it."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.kept: dict[tuple[Any, ...], tuple[object, Any]] = {}
+        self.kept: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = {}
 
-    def get(self, obj: object, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        """The value kept for ``(obj, *key)``, or ``make()``, kept."""
-        at = (id(obj), *key)
+    def get(self, objs: tuple[object, ...], key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """The value kept for ``(*objs, *key)``, or ``make()``, kept."""
+        at = (*map(id, objs), *key)
         kept = self.kept.get(at)
-        if kept is not None and kept[0] is obj:
+        if kept is not None:
             return kept[1]
         value = make()
         if len(self.kept) >= self.size:
             self.kept.clear()
-        self.kept[at] = (obj, value)
+        self.kept[at] = (objs, value)
         return value
 
 
@@ -300,8 +305,8 @@ def prepare_batch(
             return exc
 
     work = [(image, len(sample)) for sample in samples for image in sample]
-    encoded = sum(isinstance(image, ENCODED) for image, _ in work)
-    if threads == 1 or encoded < 2:
+    encoded = 0 if threads == 1 else sum(isinstance(image, ENCODED) for image, _ in work)
+    if encoded < 2:
         return [one(image, size) for image, size in work]
     # Largest files first, so that the last decode to finish is a short one (a 12 MP JPEG
     # submitted last would keep one thread busy while the others wait).
@@ -411,7 +416,7 @@ def plan_for(config: ModelConfig, height: int, width: int, sample_size: int) -> 
     return cast(
         ImagePlan,
         _PLANS.get(
-            config,
+            (config,),
             (height, width, sample_size),
             lambda: config.plan_in_sample(height, width, sample_size),
         ),
@@ -639,8 +644,12 @@ class ImageProcessor:
         if not plans:
             return BatchFeature({}, kept, skipped)
         out = run_plans(config, inputs, plans, sizes, threads, dtype)
-        data = as_tensors(out, config.tensor_dtypes) if return_tensors == "pt" else out
-        return BatchFeature(data, kept, skipped, out.image_rows)
+        if return_tensors == "pt":
+            return BatchFeature(
+                as_tensors(out, config.tensor_dtypes), kept, skipped, out.image_rows
+            )
+        out.kept, out.skipped = kept, skipped
+        return out
 
     def _config_for(self, backend: str | None, settings: dict[str, Any]) -> ModelConfig:
         """The config of a call: the processor's, with ``backend`` and ``settings`` (see
@@ -1045,7 +1054,8 @@ def window_boxes(
         return boxes, sum(3 * b.height * b.width for b in windows)
 
     if isinstance(windows, tuple):
-        return cast(tuple[list[tuple[int, int, int, int]], int], _BOXES.get(windows, (), convert))
+        kept = _BOXES.get((windows,), (), convert)
+        return cast(tuple[list[tuple[int, int, int, int]], int], kept)
     return convert()
 
 
@@ -1097,7 +1107,7 @@ def run_videos(
             sizes.append(job_size(clip_view, size))
             jobs.append((*job[:7], [first + p for p in positions[1:]], job[8]))
             at += length
-    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads())
+    out = _native.run_batch(inputs, jobs, tables, shape, threads, pool_threads(threads))
     pixels = out if view is None else out.view(view)
     rows: list[int] = []
     if config.layout() == "clips":
@@ -1122,16 +1132,29 @@ def run_videos(
     return BatchFeature(outputs, image_rows=rows)
 
 
-def run_plans(
-    config: ModelConfig,
-    inputs: list[BatchInput],
-    plans: list[ImagePlan],
-    sample_sizes: list[int],
-    threads: int,
-    dtype: Dtype | None,
-) -> BatchFeature:
-    """Runs the plans of a batch in one native call and assembles HF's outputs;
-    ``sample_sizes`` counts the images of each sample, in order."""
+class Assembled(NamedTuple):
+    """A batch's plans as the core's call (:func:`assemble`): everything but the pixels."""
+
+    tables: NDArray[Any]
+    view: Any
+    lut: NDArray[np.float32] | None
+    plans: list[ImagePlan]
+    shapes: dict[str, tuple[tuple[int, ...], list[int]]]
+    bases: dict[str, int]
+    total: tuple[int, ...]
+    # The jobs by torch_one_thread(), which only float resizes follow (else False alone).
+    jobs: dict[bool, list[tuple[Any, ...]]]
+    torch_threads: bool
+    computed: bool
+    rows: list[int]
+    mask: NDArray[np.bool_] | None
+
+
+def assemble(
+    config: ModelConfig, plans: list[ImagePlan], sample_sizes: list[int], dtype: Dtype | None
+) -> Assembled:
+    """The core's call for a batch of ``plans`` (``sample_sizes`` counts the images of each
+    sample): its tables and jobs, the output's size, and how the output is read back."""
     computed = any(isinstance(v.out, Resized) for plan in plans for v in plan.views)
     native = config.tables(plans[0])
     if dtype == "uint8" and native.ndim == 3 and len(native) != len(config.pixel_keys):
@@ -1156,41 +1179,18 @@ def run_plans(
     # Several pixel outputs share one buffer, one after the other, each a view of its part.
     sizes = {key: math.prod(s) for key, (s, _) in shapes.items()}
     bases = dict(zip(sizes, itertools.accumulate(sizes.values(), initial=0), strict=False))
-    jobs: list[tuple[Any, ...]] = []
     # torch's thread count matters to the float resizes alone (4 us a call to read).
-    one_thread = (
-        computed
-        or any(
-            v.resize is not None and v.resize.kernel == "torch-float"
-            for p in plans
-            for v in p.views
-        )
-    ) and torch_one_thread()
-    for i, plan in enumerate(plans):
-        starts = [bases[k] + shapes[k][1][i] if k in shapes else None for k in config.pixel_keys]
-        jobs += native_jobs(i, plan, starts, len(jobs), one_thread)
-    single = len(shapes) == 1
-    total = shape if single else (sum(sizes.values()),)
-    out = _native.run_batch(inputs, jobs, tables, total, threads, pool_threads())
-    if computed and dtype in ("bfloat16", "float16"):
-        out, view = rounded(np.asarray(out, np.float32), dtype)
-    out = out if view is None else out.view(view)
-    parts = (
-        {"pixel_values": out}
-        if single
-        else {k: out[bases[k] : bases[k] + sizes[k]].reshape(s) for k, (s, _) in shapes.items()}
+    torch_threads = computed or any(
+        v.resize is not None and v.resize.kernel == "torch-float" for p in plans for v in p.views
     )
-    # The plans' pixel_values are HF's output_key (Fuyu's images, Phi-4's image_pixel_values).
-    outputs = {config.output_key if k == "pixel_values" else k: v for k, v in parts.items()}
-    outputs.update(config.batch_outputs(plans, sample_sizes))
-    if config.output_order:
-        order = [k for k in config.output_order if k in outputs]
-        outputs = {k: outputs[k] for k in [*order, *(k for k in outputs if k not in order)]}
-    if lut is not None:
-        outputs["pixel_lut"] = lut
-        mask = config.rows_mask(shape, offsets, plans)
-        if mask is not None:
-            outputs["pixel_rows_mask"] = mask
+    jobs: dict[bool, list[tuple[Any, ...]]] = {}
+    for one_thread in {False, torch_threads}:
+        jobs[one_thread] = []
+        for i, plan in enumerate(plans):
+            starts = [
+                bases[k] + shapes[k][1][i] if k in shapes else None for k in config.pixel_keys
+            ]
+            jobs[one_thread] += native_jobs(i, plan, starts, len(jobs[one_thread]), one_thread)
     layout = config.layout()
     rows = (
         [plan.output_shapes["pixel_values"][0] for plan in plans]
@@ -1199,7 +1199,73 @@ def run_plans(
         if layout in ("stack", "pad_images")
         else []
     )
-    return BatchFeature(outputs, image_rows=rows)
+    return Assembled(
+        tables=tables,
+        view=view,
+        lut=lut,
+        plans=plans,
+        shapes=shapes,
+        bases=bases,
+        total=shape if len(shapes) == 1 else (sum(sizes.values()),),
+        jobs=jobs,
+        torch_threads=torch_threads,
+        computed=computed,
+        rows=rows,
+        mask=None if lut is None else config.rows_mask(shape, offsets, plans),
+    )
+
+
+# The calls of one image assembled last: a server meets the same few sizes again and again,
+# and assembling took 6 us of the 20 us of Python in a call (Qwen3-VL at 640x480).
+_ASSEMBLED = KeptByIdentity(32)
+
+
+def run_plans(
+    config: ModelConfig,
+    inputs: list[BatchInput],
+    plans: list[ImagePlan],
+    sample_sizes: list[int],
+    threads: int,
+    dtype: Dtype | None,
+) -> BatchFeature:
+    """Runs the plans of a batch in one native call and assembles HF's outputs;
+    ``sample_sizes`` counts the images of each sample, in order."""
+    batch = (
+        cast(
+            Assembled,
+            _ASSEMBLED.get(
+                (config, plans[0]),
+                (*sample_sizes, dtype),
+                lambda: assemble(config, plans, sample_sizes, dtype),
+            ),
+        )
+        if len(plans) == 1
+        else assemble(config, plans, sample_sizes, dtype)
+    )
+    jobs = batch.jobs[batch.torch_threads and torch_one_thread()]
+    out = _native.run_batch(inputs, jobs, batch.tables, batch.total, threads, pool_threads(threads))
+    view = batch.view
+    if batch.computed and dtype in ("bfloat16", "float16"):
+        out, view = rounded(np.asarray(out, np.float32), dtype)
+    out = out if view is None else out.view(view)
+    shapes, bases = batch.shapes, batch.bases
+    parts = (
+        {"pixel_values": out}
+        if len(shapes) == 1
+        else {k: out[bases[k] : bases[k] + math.prod(s)].reshape(s) for k, (s, _) in shapes.items()}
+    )
+    # The plans' pixel_values are HF's output_key (Fuyu's images, Phi-4's image_pixel_values).
+    outputs = {config.output_key if k == "pixel_values" else k: v for k, v in parts.items()}
+    outputs.update(config.batch_outputs(batch.plans, sample_sizes))
+    if config.output_order:
+        order = [k for k in config.output_order if k in outputs]
+        outputs = {k: outputs[k] for k in [*order, *(k for k in outputs if k not in order)]}
+    if batch.lut is not None:
+        # Copies: the caller may change its arrays, and the next call reads these.
+        outputs["pixel_lut"] = batch.lut.copy()
+        if batch.mask is not None:
+            outputs["pixel_rows_mask"] = batch.mask.copy()
+    return BatchFeature(outputs, image_rows=batch.rows)
 
 
 def output_tables(
