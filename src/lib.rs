@@ -6,6 +6,7 @@
 
 mod affine;
 pub mod alloc;
+mod cache;
 pub mod error;
 pub mod image;
 mod lookup;
