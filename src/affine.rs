@@ -14,6 +14,11 @@
 //! the table itself and then checked on all 256 entries of each channel, so no caller has
 //! to say how its tables were made, and a table of any other arithmetic is looked up.
 
+use std::convert::Infallible;
+use std::sync::Mutex;
+
+use crate::cache::{cached, Cache};
+
 /// Per-channel `mean` and `std`, and a `divisor` (none, or 255), whose float32
 /// arithmetic [`value`] gives every entry of a table, on a CPU with AVX2 and FMA.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -33,22 +38,31 @@ const DIVISORS: [Option<f32>; 2] = [None, Some(255.0)];
 /// 1 all but 63; a table of other arithmetic is refused within 46 entries.
 const STEPS: i32 = 2;
 
+/// What [`Affine::find`] found for the tables (as bits) it saw last.
+static FOUND: Cache<[u32; 3 * 256], Option<Affine>> = Mutex::new(Vec::new());
+
 impl Affine {
     /// The arithmetic of `tables` (channel `c`'s 256 values at `tables[256 * c..]`), or `None`
     /// when a channel is not [`value`] for a divisor of [`DIVISORS`] and any mean and std
-    /// near those its end values imply, or the CPU lacks AVX2 or FMA.
+    /// near those its end values imply, or the CPU lacks AVX2 or FMA. Kept for the last
+    /// tables seen: a call's tables are those of the call before, and checking them took
+    /// 6-11 us.
     pub(crate) fn find(tables: &[f32]) -> Option<Affine> {
         if tables.len() != 3 * 256 || !avx2::detected() {
             return None;
         }
-        DIVISORS.into_iter().find_map(|divisor| {
-            let mut mean = [0f32; 3];
-            let mut std = [0f32; 3];
-            for (c, table) in tables.chunks_exact(256).enumerate() {
-                (mean[c], std[c]) = fit(table.try_into().expect("256 values"), divisor)?;
-            }
-            Some(Affine { divisor, mean, std })
-        })
+        let key: [u32; 3 * 256] = std::array::from_fn(|i| tables[i].to_bits());
+        let Ok(found) = cached(&FOUND, key, || {
+            Ok::<_, Infallible>(DIVISORS.into_iter().find_map(|divisor| {
+                let mut mean = [0f32; 3];
+                let mut std = [0f32; 3];
+                for (c, table) in tables.chunks_exact(256).enumerate() {
+                    (mean[c], std[c]) = fit(table.try_into().expect("256 values"), divisor)?;
+                }
+                Some(Affine { divisor, mean, std })
+            }))
+        });
+        *found
     }
 
     /// Writes the value of each of `src`'s pixels (`channels` bytes: 3 for RGB, 4 for RGBX
@@ -79,6 +93,32 @@ impl Affine {
             }
         }
         pixels
+    }
+
+    /// Writes runs of interleaved RGB bytes into `dst`, interleaved the same way: each run
+    /// `(from, to, len)` (`from` a red byte) writes `dst[to..to + len]`, value `i` of the
+    /// run channel `i % 3`'s. Eight values at a time; the last `len % 8` of a run are
+    /// entries of `tables` (channel `c`'s 256 at `tables[256 * c..]`), which these tables
+    /// are (see [`Affine::find`]).
+    ///
+    /// # Panics
+    /// When `tables` is not three tables, or a run reaches past `src` or `dst`.
+    pub(crate) fn run_interleaved(
+        &self,
+        tables: &[f32],
+        src: &[u8],
+        dst: &mut [f32],
+        runs: &[(usize, usize, usize)],
+    ) {
+        assert_eq!(tables.len(), 3 * 256, "three tables of 256 values");
+        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected.
+        unsafe {
+            if self.divisor.is_some() {
+                avx2::run_interleaved::<true>(self, tables, src, dst, runs);
+            } else {
+                avx2::run_interleaved::<false>(self, tables, src, dst, runs);
+            }
+        }
     }
 }
 
@@ -134,8 +174,8 @@ fn step(v: f32, k: i32) -> f32 {
 mod avx2 {
     use std::arch::x86_64::{
         __m128i, __m256, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_fmadd_ps, _mm256_fnmadd_ps,
-        _mm256_mul_ps, _mm256_set1_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm_loadl_epi64, _mm_loadu_si128,
-        _mm_or_si128, _mm_shuffle_epi8,
+        _mm256_mul_ps, _mm256_set1_ps, _mm256_setr_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm_loadl_epi64,
+        _mm_loadu_si128, _mm_or_si128, _mm_shuffle_epi8,
     };
 
     use super::Affine;
@@ -225,6 +265,63 @@ mod avx2 {
             }
         }
     }
+
+    /// [`Affine::run_interleaved`], once `tables` holds three tables.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA (an [`Affine`] exists only then).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn run_interleaved<const SCALED: bool>(
+        affine: &Affine,
+        tables: &[f32],
+        src: &[u8],
+        dst: &mut [f32],
+        runs: &[(usize, usize, usize)],
+    ) {
+        // By the channel of a block's first value `q`: lane `i` holds channel `(q + i) % 3`.
+        let lanes = |v: [f32; 3]| {
+            [0, 1, 2].map(|q| {
+                let [a, b, c, d, e, f, g, h] = std::array::from_fn(|i| v[(q + i) % 3]);
+                _mm256_setr_ps(a, b, c, d, e, f, g, h)
+            })
+        };
+        let mean = lanes(affine.mean);
+        let std = lanes(affine.std);
+        let recip = lanes(affine.std.map(|s| 1.0 / s));
+        let divisor = affine.divisor.unwrap_or(1.0);
+        let divisor = (_mm256_set1_ps(divisor), _mm256_set1_ps(1.0 / divisor));
+        // SAFETY: the caller guarantees the features; the loop below passes blocks of eight
+        // bytes and values inside a run it checked.
+        let block = |from: *const u8, to: *mut f32, q: usize| unsafe {
+            let mut x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(from.cast())));
+            if SCALED {
+                x = divide(x, divisor.0, divisor.1);
+            }
+            _mm256_storeu_ps(to, divide(_mm256_sub_ps(x, mean[q]), std[q], recip[q]));
+        };
+        for &(from, to, len) in runs {
+            let (bytes, values) = (&src[from..from + len], &mut dst[to..to + len]);
+            let (at, out) = (bytes.as_ptr(), values.as_mut_ptr());
+            let mut i = 0;
+            // SAFETY: blocks `i..i + 8` below `len` lie inside `bytes` and `values`.
+            unsafe {
+                // Three blocks (24 values) at a time, whose first channels are then fixed.
+                while i + 24 <= len {
+                    block(at.add(i), out.add(i), 0);
+                    block(at.add(i + 8), out.add(i + 8), 2);
+                    block(at.add(i + 16), out.add(i + 16), 1);
+                    i += 24;
+                }
+                while i + 8 <= len {
+                    block(at.add(i), out.add(i), i % 3);
+                    i += 8;
+                }
+            }
+            for (j, value) in values.iter_mut().enumerate().skip(i) {
+                *value = tables[256 * (j % 3) + usize::from(bytes[j])];
+            }
+        }
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -233,6 +330,17 @@ mod avx2 {
 
     pub(super) fn detected() -> bool {
         false
+    }
+
+    /// Never called: no [`Affine`] exists off x86-64.
+    pub(super) unsafe fn run_interleaved<const SCALED: bool>(
+        _: &Affine,
+        _: &[f32],
+        _: &[u8],
+        _: &mut [f32],
+        _: &[(usize, usize, usize)],
+    ) {
+        unreachable!("no Affine off x86-64")
     }
 
     /// Never called: no [`Affine`] exists off x86-64.
@@ -319,6 +427,66 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn computes_interleaved_runs_as_their_tables_give_them() {
+        let mut rng = Rng(5);
+        for (mean, std, torch) in [
+            (
+                [0.481_454_66, 0.457_827_5, 0.408_210_73],
+                [0.268_629_54, 0.261_302_6, 0.275_777_1],
+                true,
+            ),
+            ([0.5; 3], [0.5; 3], false),
+            ([0.1, 0.7, 0.3], [0.9, 0.2, 0.6], false),
+        ] {
+            let tables = tables(mean, std, torch);
+            let Some(affine) = Affine::find(&tables) else {
+                eprintln!("no AVX2 and FMA here: tables are looked up");
+                return;
+            };
+            let src: Vec<u8> = (0..3 * 500).map(|_| rng.below(256) as u8).collect();
+            // Runs of whole pixels (patch lines of 14 and 16 among them, and tails of every
+            // length), from anywhere in `src`, one after another in `dst` with gaps between.
+            let mut runs = Vec::new();
+            let mut to = 0;
+            for len in (0..=33).chain([14, 16, 14, 16]).map(|pixels| 3 * pixels) {
+                to += rng.below(5);
+                runs.push((3 * rng.below(500 - len / 3 + 1), to, len));
+                to += len;
+            }
+            let mut dst = vec![f32::NAN; to + 3];
+            affine.run_interleaved(&tables, &src, &mut dst, &runs);
+            let mut want = vec![f32::NAN; to + 3];
+            for &(from, to, len) in &runs {
+                for i in 0..len {
+                    want[to + i] = tables[256 * (i % 3) + usize::from(src[from + i])];
+                }
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&dst),
+                bits(&want),
+                "mean {mean:?}, std {std:?}, torch {torch}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_interleaved_run_past_its_source_or_output_panics() {
+        let tables = tables([0.5; 3], [0.5; 3], true);
+        let Some(affine) = Affine::find(&tables) else {
+            eprintln!("no AVX2 and FMA here: tables are looked up");
+            return;
+        };
+        for (src, dst) in [(47, 48), (48, 47)] {
+            let run = || affine.run_interleaved(&tables, &vec![0; src], &mut vec![0.0; dst], &[(0, 0, 48)]);
+            assert!(
+                std::panic::catch_unwind(run).is_err(),
+                "{src} bytes into {dst} values"
+            );
         }
     }
 

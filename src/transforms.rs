@@ -35,8 +35,8 @@ pub struct Normalize<T = f32> {
     outside: [T; 3],
     /// The same tables for the vector lookup, where the CPU has it.
     lookup: Option<Lookup>,
-    /// Otherwise, float32 tables that are transformers' arithmetic, computed where the CPU
-    /// has AVX2 and FMA (see [`Affine`]).
+    /// Float32 tables that are transformers' arithmetic, computed where the CPU has AVX2 and
+    /// FMA (see [`Affine`]): planes where there is no lookup, and channel-last runs.
     affine: Option<Affine>,
 }
 
@@ -81,14 +81,9 @@ impl<T: bytemuck::Pod> Normalize<T> {
     pub fn from_tables(tables: [[T; 256]; 3]) -> Self {
         let outside = [tables[0][0], tables[1][0], tables[2][0]];
         let lookup = Lookup::new(&tables);
-        let affine = match lookup {
-            None if size_of::<T>() == size_of::<f32>() => {
-                bytemuck::try_cast_slice::<T, f32>(tables.as_flattened())
-                    .ok()
-                    .and_then(Affine::find)
-            }
-            _ => None,
-        };
+        let affine = bytemuck::try_cast_slice::<T, f32>(tables.as_flattened())
+            .ok()
+            .and_then(Affine::find);
         Self {
             tables,
             outside,
@@ -209,6 +204,12 @@ impl<T: bytemuck::Pod> Normalize<T> {
     /// `part[to..to + len]` ([`Lookup`] 64 values at a time where the CPU has it, streamed
     /// with `stream`; the caller then fences). The caller guarantees that the parts are not
     /// empty and the runs lie inside `src` and a part.
+    ///
+    /// One copy written through the cache is computed instead where the tables are
+    /// [`Affine`]: the lookup picks each value's channel among three lookups (a patch line's
+    /// values alternate channels), the arithmetic takes eight values in a handful of
+    /// operations. On a 2-vCPU Zen 4 EPYC, Cosmos3 Edge's 640x480 runs (19,200 of 48 values)
+    /// took 137 us against 294 us looked up.
     fn run_interleaved(
         &self,
         src: &[u8],
@@ -217,6 +218,12 @@ impl<T: bytemuck::Pod> Normalize<T> {
         copies: usize,
         stream: bool,
     ) {
+        if let (Some(affine), false, 1) = (&self.affine, stream, copies) {
+            let tables = bytemuck::try_cast_slice::<T, f32>(self.tables.as_flattened());
+            if let (Ok(tables), Ok(dst)) = (tables, bytemuck::try_cast_slice_mut::<T, f32>(dst)) {
+                return affine.run_interleaved(tables, src, dst, runs);
+            }
+        }
         if let Some(lookup) = &self.lookup {
             return lookup.run_interleaved(src, dst, runs, copies, stream);
         }
@@ -1579,8 +1586,9 @@ mod tests {
 
     #[test]
     fn patches_follow_hf_patchify_order() {
-        // transformers' tables, Pillow backend's and torchvision's, computed where the CPU has
-        // AVX2 and FMA but not AVX-512 VBMI, and tables of other arithmetic, looked up.
+        // transformers' tables, Pillow backend's and torchvision's, found computable where the
+        // CPU has AVX2 and FMA (planes are computed where it lacks AVX-512 VBMI too), and
+        // tables of other arithmetic, looked up.
         let pil = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
         let torch = Normalize::new(CLIP_MEAN.map(|m| m * 255.0), CLIP_STD.map(|s| s * 255.0), 1.0).unwrap();
         let other = Normalize::from_tables(std::array::from_fn(|c| {
@@ -1588,8 +1596,7 @@ mod tests {
         }));
         #[cfg(target_arch = "x86_64")]
         {
-            let computed =
-                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && torch.lookup.is_none();
+            let computed = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
             assert_eq!(
                 (pil.affine.is_some(), torch.affine.is_some()),
                 (computed, computed)
