@@ -111,12 +111,64 @@ impl Affine {
         runs: &[(usize, usize, usize)],
     ) {
         assert_eq!(tables.len(), 3 * 256, "three tables of 256 values");
-        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected.
+        let len = dst.len();
+        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected; `dst` is one part.
+        unsafe { self.interleaved::<false>(tables, src, dst, runs, (1, len)) };
+    }
+
+    /// [`Affine::run_interleaved`] into each of the `copies` equal parts of `dst` (the runs'
+    /// `to` counted in the first) with streaming stores, which the caller fences
+    /// (`crate::stream::fence`) before `dst` is read; or `false`, nothing written, unless
+    /// every run is whole blocks of eight values at 16-byte aligned addresses of every part
+    /// (streaming stores write only those, and a run's tail would leave part of a line).
+    ///
+    /// # Panics
+    /// When `dst` is not `copies` (at least one) equal parts, or a run reaches past `src` or
+    /// the first part.
+    pub(crate) fn stream_interleaved(
+        &self,
+        src: &[u8],
+        dst: &mut [f32],
+        runs: &[(usize, usize, usize)],
+        copies: usize,
+    ) -> bool {
+        assert!(
+            copies > 0 && dst.len().is_multiple_of(copies),
+            "{} values in {copies} equal parts",
+            dst.len()
+        );
+        let part = dst.len() / copies;
+        let base = dst.as_ptr() as usize;
+        let aligned = |values: usize| (base + 4 * values).is_multiple_of(16);
+        if !(aligned(part) && runs.iter().all(|&(_, to, len)| len % 8 == 0 && aligned(to))) {
+            return false;
+        }
+        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected; `dst` is `copies`
+        // parts of `part` values, every block of a run 16-byte aligned in each (checked
+        // above), and no run has a tail for the (unused) tables.
+        unsafe { self.interleaved::<true>(&[], src, dst, runs, (copies, part)) };
+        true
+    }
+
+    /// The two above.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA; `dst` must be `copies` parts of `part` values;
+    /// with `STREAM`, every run's blocks 16-byte aligned in each part and no run a tail.
+    unsafe fn interleaved<const STREAM: bool>(
+        &self,
+        tables: &[f32],
+        src: &[u8],
+        dst: &mut [f32],
+        runs: &[(usize, usize, usize)],
+        parts: (usize, usize),
+    ) {
+        // SAFETY: as the caller guarantees.
         unsafe {
             if self.divisor.is_some() {
-                avx2::run_interleaved::<true>(self, tables, src, dst, runs);
+                avx2::run_interleaved::<true, STREAM>(self, tables, src, dst, runs, parts);
             } else {
-                avx2::run_interleaved::<false>(self, tables, src, dst, runs);
+                avx2::run_interleaved::<false, STREAM>(self, tables, src, dst, runs, parts);
             }
         }
     }
@@ -173,9 +225,10 @@ fn step(v: f32, k: i32) -> f32 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::{
-        __m128i, __m256, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_fmadd_ps, _mm256_fnmadd_ps,
-        _mm256_mul_ps, _mm256_set1_ps, _mm256_setr_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm_loadl_epi64,
-        _mm_loadu_si128, _mm_or_si128, _mm_shuffle_epi8,
+        __m128i, __m256, _mm256_castps256_ps128, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32,
+        _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_mul_ps, _mm256_set1_ps,
+        _mm256_setr_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm_loadl_epi64, _mm_loadu_si128, _mm_or_si128,
+        _mm_shuffle_epi8, _mm_stream_ps,
     };
 
     use super::Affine;
@@ -266,18 +319,23 @@ mod avx2 {
         }
     }
 
-    /// [`Affine::run_interleaved`], once `tables` holds three tables.
+    /// [`Affine::run_interleaved`] (`STREAM`: [`Affine::stream_interleaved`]) into each of
+    /// `copies` parts of `part` values of `dst`; `SCALED`: with a divisor.
     ///
     /// # Safety
-    /// The CPU must support AVX2 and FMA (an [`Affine`] exists only then).
+    /// The CPU must support AVX2 and FMA (an [`Affine`] exists only then); `dst` must be
+    /// `copies` parts of `part` values; with `STREAM`, every run's blocks must lie 16-byte
+    /// aligned in each part and no run may have a tail.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run_interleaved<const SCALED: bool>(
+    pub(super) unsafe fn run_interleaved<const SCALED: bool, const STREAM: bool>(
         affine: &Affine,
         tables: &[f32],
         src: &[u8],
         dst: &mut [f32],
         runs: &[(usize, usize, usize)],
+        (copies, part): (usize, usize),
     ) {
+        debug_assert_eq!(dst.len(), copies * part);
         // By the channel of a block's first value `q`: lane `i` holds channel `(q + i) % 3`.
         let lanes = |v: [f32; 3]| {
             [0, 1, 2].map(|q| {
@@ -290,17 +348,28 @@ mod avx2 {
         let recip = lanes(affine.std.map(|s| 1.0 / s));
         let divisor = affine.divisor.unwrap_or(1.0);
         let divisor = (_mm256_set1_ps(divisor), _mm256_set1_ps(1.0 / divisor));
-        // SAFETY: the caller guarantees the features; the loop below passes blocks of eight
-        // bytes and values inside a run it checked.
+        // SAFETY: the caller guarantees the features, and `copies` parts `part` values apart
+        // (aligned where streamed); the loop below passes blocks of eight bytes and values
+        // inside a run it checked against the first part.
         let block = |from: *const u8, to: *mut f32, q: usize| unsafe {
             let mut x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(from.cast())));
             if SCALED {
                 x = divide(x, divisor.0, divisor.1);
             }
-            _mm256_storeu_ps(to, divide(_mm256_sub_ps(x, mean[q]), std[q], recip[q]));
+            let v = divide(_mm256_sub_ps(x, mean[q]), std[q], recip[q]);
+            if STREAM {
+                for copy in 0..copies {
+                    let to = to.add(copy * part);
+                    _mm_stream_ps(to, _mm256_castps256_ps128(v));
+                    _mm_stream_ps(to.add(4), _mm256_extractf128_ps::<1>(v));
+                }
+            } else {
+                _mm256_storeu_ps(to, v);
+            }
         };
+        let (first, _) = dst.split_at_mut(part);
         for &(from, to, len) in runs {
-            let (bytes, values) = (&src[from..from + len], &mut dst[to..to + len]);
+            let (bytes, values) = (&src[from..from + len], &mut first[to..to + len]);
             let (at, out) = (bytes.as_ptr(), values.as_mut_ptr());
             let mut i = 0;
             // SAFETY: blocks `i..i + 8` below `len` lie inside `bytes` and `values`.
@@ -333,12 +402,13 @@ mod avx2 {
     }
 
     /// Never called: no [`Affine`] exists off x86-64.
-    pub(super) unsafe fn run_interleaved<const SCALED: bool>(
+    pub(super) unsafe fn run_interleaved<const SCALED: bool, const STREAM: bool>(
         _: &Affine,
         _: &[f32],
         _: &[u8],
         _: &mut [f32],
         _: &[(usize, usize, usize)],
+        _: (usize, usize),
     ) {
         unreachable!("no Affine off x86-64")
     }
@@ -471,6 +541,52 @@ mod tests {
                 bits(&want),
                 "mean {mean:?}, std {std:?}, torch {torch}"
             );
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn streams_interleaved_runs_of_whole_aligned_blocks_into_every_copy() {
+        let mut rng = Rng(9);
+        let tables = tables([0.1, 0.7, 0.3], [0.9, 0.2, 0.6], false);
+        let Some(affine) = Affine::find(&tables) else {
+            eprintln!("no AVX2 and FMA here: tables are looked up");
+            return;
+        };
+        let src: Vec<u8> = (0..3 * 400).map(|_| rng.below(256) as u8).collect();
+        // Patch lines of 16 pixels (48 values, 192 bytes) and of 8, after gaps of 4 values.
+        let mut runs = Vec::new();
+        let mut to = 0;
+        for k in 0..20 {
+            let len = if k % 3 == 0 { 24 } else { 48 };
+            to += 4 * rng.below(3);
+            runs.push((3 * rng.below(400 - len / 3 + 1), to, len));
+            to += len;
+        }
+        let part = to + 4;
+        for copies in [1, 2, 3] {
+            let mut buffer = vec![f32::NAN; copies * part + 4];
+            // The output starts 16-byte aligned, as a pooled output does.
+            let skip = buffer.as_ptr().align_offset(16);
+            let dst = &mut buffer[skip..skip + copies * part];
+            assert!(affine.stream_interleaved(&src, dst, &runs, copies));
+            crate::stream::fence();
+            let mut want = vec![f32::NAN; part];
+            for &(from, to, len) in &runs {
+                for i in 0..len {
+                    want[to + i] = tables[256 * (i % 3) + usize::from(src[from + i])];
+                }
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for (copy, got) in dst.chunks_exact(part).enumerate() {
+                assert_eq!(bits(got), bits(&want), "copy {copy} of {copies}");
+            }
+            // A run with a tail, or a block off the 16-byte grid, is left to the caller.
+            for bad in [(0, 0, 45), (0, 2, 48)] {
+                let before = bits(dst);
+                assert!(!affine.stream_interleaved(&src, dst, &[bad], copies));
+                assert_eq!(bits(dst), before, "{bad:?} wrote");
+            }
         }
     }
 

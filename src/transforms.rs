@@ -205,11 +205,12 @@ impl<T: bytemuck::Pod> Normalize<T> {
     /// with `stream`; the caller then fences). The caller guarantees that the parts are not
     /// empty and the runs lie inside `src` and a part.
     ///
-    /// One copy written through the cache is computed instead where the tables are
-    /// [`Affine`]: the lookup picks each value's channel among three lookups (a patch line's
-    /// values alternate channels), the arithmetic takes eight values in a handful of
-    /// operations. On a 2-vCPU Zen 4 EPYC, Cosmos3 Edge's 640x480 runs (19,200 of 48 values)
-    /// took 137 us against 294 us looked up.
+    /// The values are computed instead where the tables are [`Affine`] (streamed where every
+    /// run is whole aligned blocks: patches of 16 pixels): the lookup picks each value's
+    /// channel among three lookups (a patch line's values alternate channels), the
+    /// arithmetic takes eight values in a handful of operations. On a 2-vCPU Zen 4 EPYC,
+    /// Cosmos3 Edge's 640x480 runs (19,200 of 48 values) took 137 us against 294 us looked
+    /// up.
     fn run_interleaved(
         &self,
         src: &[u8],
@@ -218,10 +219,15 @@ impl<T: bytemuck::Pod> Normalize<T> {
         copies: usize,
         stream: bool,
     ) {
-        if let (Some(affine), false, 1) = (&self.affine, stream, copies) {
+        if let Some(affine) = &self.affine {
             let tables = bytemuck::try_cast_slice::<T, f32>(self.tables.as_flattened());
             if let (Ok(tables), Ok(dst)) = (tables, bytemuck::try_cast_slice_mut::<T, f32>(dst)) {
-                return affine.run_interleaved(tables, src, dst, runs);
+                if !stream && copies == 1 {
+                    return affine.run_interleaved(tables, src, dst, runs);
+                }
+                if stream && affine.stream_interleaved(src, dst, runs, copies) {
+                    return;
+                }
             }
         }
         if let Some(lookup) = &self.lookup {
