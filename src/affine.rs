@@ -500,6 +500,21 @@ mod tests {
         }
     }
 
+    fn bits(values: &[f32]) -> Vec<u32> {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// The bits of `len` values, NaN but where `runs` write their values from `tables`.
+    fn interleaved(tables: &[f32], src: &[u8], runs: &[(usize, usize, usize)], len: usize) -> Vec<u32> {
+        let mut want = vec![f32::NAN; len];
+        for &(from, to, len) in runs {
+            for i in 0..len {
+                want[to + i] = tables[256 * (i % 3) + usize::from(src[from + i])];
+            }
+        }
+        bits(&want)
+    }
+
     #[test]
     fn computes_interleaved_runs_as_their_tables_give_them() {
         let mut rng = Rng(5);
@@ -529,16 +544,9 @@ mod tests {
             }
             let mut dst = vec![f32::NAN; to + 3];
             affine.run_interleaved(&tables, &src, &mut dst, &runs);
-            let mut want = vec![f32::NAN; to + 3];
-            for &(from, to, len) in &runs {
-                for i in 0..len {
-                    want[to + i] = tables[256 * (i % 3) + usize::from(src[from + i])];
-                }
-            }
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&dst),
-                bits(&want),
+                interleaved(&tables, &src, &runs, to + 3),
                 "mean {mean:?}, std {std:?}, torch {torch}"
             );
         }
@@ -571,15 +579,9 @@ mod tests {
             let dst = &mut buffer[skip..skip + copies * part];
             assert!(affine.stream_interleaved(&src, dst, &runs, copies));
             crate::stream::fence();
-            let mut want = vec![f32::NAN; part];
-            for &(from, to, len) in &runs {
-                for i in 0..len {
-                    want[to + i] = tables[256 * (i % 3) + usize::from(src[from + i])];
-                }
-            }
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let want = interleaved(&tables, &src, &runs, part);
             for (copy, got) in dst.chunks_exact(part).enumerate() {
-                assert_eq!(bits(got), bits(&want), "copy {copy} of {copies}");
+                assert_eq!(bits(got), want, "copy {copy} of {copies}");
             }
             // A run with a tail, or a block off the 16-byte grid, is left to the caller.
             for bad in [(0, 0, 45), (0, 2, 48)] {
