@@ -350,7 +350,7 @@ mod avx2 {
         let divisor = (_mm256_set1_ps(divisor), _mm256_set1_ps(1.0 / divisor));
         // SAFETY: the caller guarantees the features, and `copies` parts `part` values apart
         // (aligned where streamed); the loop below passes blocks of eight bytes and values
-        // inside a run it checked against the first part.
+        // inside a run it checked against the first part, from a pointer to all of `dst`.
         let block = |from: *const u8, to: *mut f32, q: usize| unsafe {
             let mut x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(from.cast())));
             if SCALED {
@@ -367,12 +367,19 @@ mod avx2 {
                 _mm256_storeu_ps(to, v);
             }
         };
-        let (first, _) = dst.split_at_mut(part);
+        // Pointers into the whole output: a streamed block is written into every part.
+        let base = dst.as_mut_ptr();
         for &(from, to, len) in runs {
-            let (bytes, values) = (&src[from..from + len], &mut first[to..to + len]);
-            let (at, out) = (bytes.as_ptr(), values.as_mut_ptr());
+            let bytes = &src[from..from + len];
+            assert!(
+                to.checked_add(len).is_some_and(|end| end <= part),
+                "run inside the first part"
+            );
+            // SAFETY: `to + len <= part <= dst.len()`, as checked above.
+            let (at, out) = (bytes.as_ptr(), unsafe { base.add(to) });
             let mut i = 0;
-            // SAFETY: blocks `i..i + 8` below `len` lie inside `bytes` and `values`.
+            // SAFETY: blocks `i..i + 8` below `len` lie inside `bytes` and the run's values,
+            // and so does each value `j < len` of the tail.
             unsafe {
                 // Three blocks (24 values) at a time, whose first channels are then fixed.
                 while i + 24 <= len {
@@ -385,9 +392,9 @@ mod avx2 {
                     block(at.add(i), out.add(i), i % 3);
                     i += 8;
                 }
-            }
-            for (j, value) in values.iter_mut().enumerate().skip(i) {
-                *value = tables[256 * (j % 3) + usize::from(bytes[j])];
+                for j in i..len {
+                    *out.add(j) = tables[256 * (j % 3) + usize::from(bytes[j])];
+                }
             }
         }
     }
