@@ -139,8 +139,11 @@ impl Affine {
         );
         let part = dst.len() / copies;
         let base = dst.as_ptr() as usize;
-        let aligned = |values: usize| (base + 4 * values).is_multiple_of(16);
-        if !(aligned(part) && runs.iter().all(|&(_, to, len)| len % 8 == 0 && aligned(to))) {
+        // Each run's blocks aligned in the first part, and the parts a multiple of 16 bytes
+        // apart, so in every part.
+        let aligned = |to: usize| (base + 4 * to).is_multiple_of(16);
+        let apart = copies == 1 || (4 * part).is_multiple_of(16);
+        if !(apart && runs.iter().all(|&(_, to, len)| len % 8 == 0 && aligned(to))) {
             return false;
         }
         // SAFETY: an `Affine` exists only where AVX2 and FMA were detected; `dst` is `copies`
@@ -597,6 +600,14 @@ mod tests {
                 assert_eq!(bits(dst), before, "{bad:?} wrote");
             }
         }
+        // An output 8 bytes off the grid whose run starts 8 bytes on: aligned in the first
+        // part, but parts of 50 values (200 bytes) leave the second's off the grid.
+        let mut buffer = vec![f32::NAN; 2 * 50 + 8];
+        let skip = buffer.as_ptr().align_offset(16) + 2;
+        let dst = &mut buffer[skip..skip + 2 * 50];
+        assert!(!affine.stream_interleaved(&src, dst, &[(0, 2, 48)], 2));
+        assert!(dst.iter().all(|v| v.is_nan()));
+        assert!(affine.stream_interleaved(&src, &mut dst[..50], &[(0, 2, 48)], 1));
     }
 
     #[test]

@@ -16,9 +16,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::cache::{cached, Cache};
-
 use crate::alloc::{recycle, scratch, zeroed, Buffer};
+use crate::cache::{cached, Cache};
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, Pad, Rect};
 use crate::transforms::checked_len;
