@@ -36,7 +36,8 @@ pub struct Normalize<T = f32> {
     /// The same tables for the vector lookup, where the CPU has it.
     lookup: Option<Lookup>,
     /// Float32 tables that are transformers' arithmetic, computed where the CPU has AVX2 and
-    /// FMA (see [`Affine`]): planes where there is no lookup, and channel-last runs.
+    /// FMA (see [`Affine`]): planes (before the lookup, which they outrun with AVX-512), and
+    /// channel-last runs.
     affine: Option<Affine>,
 }
 
@@ -150,19 +151,19 @@ impl<T: bytemuck::Pod> Normalize<T> {
     }
 
     /// The first pixels of `src` (of `channels` bytes) written into `r`, `g` and `b` by a
-    /// vector path ([`Lookup`], else [`Affine`]): how many, 0 on a CPU with neither.
+    /// vector path ([`Affine`] for float32 tables of its arithmetic, else [`Lookup`]): how
+    /// many, 0 on a CPU with neither.
     fn vector(&self, src: &[u8], channels: usize, r: &mut [T], g: &mut [T], b: &mut [T]) -> usize {
+        if let Some(affine) = &self.affine {
+            let cast = bytemuck::try_cast_slice_mut::<T, f32>;
+            if let (Ok(r), Ok(g), Ok(b)) = (cast(r), cast(g), cast(b)) {
+                return affine.run(src, channels, r, g, b);
+            }
+        }
         if let Some(lookup) = &self.lookup {
             return lookup.run(src, channels, r, g, b);
         }
-        let Some(affine) = &self.affine else {
-            return 0;
-        };
-        let cast = bytemuck::try_cast_slice_mut::<T, f32>;
-        match (cast(r), cast(g), cast(b)) {
-            (Ok(r), Ok(g), Ok(b)) => affine.run(src, channels, r, g, b),
-            _ => 0,
-        }
+        0
     }
 
     /// [`Normalize::run`] from pixels of `channels` bytes: 3 (RGB), 4 (RGBX, the fourth
@@ -1360,12 +1361,13 @@ mod tests {
         }
     }
 
-    /// The scalar loops, which run where the CPU has no AVX-512 VBMI, against the tables on
-    /// pixels of 1, 3 and 4 bytes and lengths around both block sizes.
+    /// The scalar loops, which run where the CPU has neither AVX-512 VBMI nor AVX2 and FMA,
+    /// against the tables on pixels of 1, 3 and 4 bytes and lengths around both block sizes.
     #[test]
     fn scalar_loops_write_the_table_entries() {
         let mut norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
         norm.lookup = None;
+        norm.affine = None;
         for channels in [1, 3, 4] {
             for n in [0, 1, 7, 8, 9, 63, 64, 65, 130] {
                 let src = pattern(n * channels);
