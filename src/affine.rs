@@ -12,9 +12,10 @@
 //! loads: 0.45 ms against 0.33-0.44 ms for a whole 640x480 image). A Qwen3-VL torchvision
 //! call on a 640x480 image went from 0.85-0.95 ms to 0.66-0.99 ms (one thread, 2 s of calls
 //! each, three interleaved rounds, on a noisy VM). Where the CPU has AVX-512 VBMI, sixteen
-//! values a vector outran the VBMI lookup too (see [`Affine::run`]). The mean, std and divisor are found from
-//! the table itself and then checked on all 256 entries of each channel, so no caller has
-//! to say how its tables were made, and a table of any other arithmetic is looked up.
+//! values a vector outran the VBMI lookup too (see [`Affine::run`]). The mean, std and
+//! divisor are found from the table itself and then checked on all 256 entries of each
+//! channel, so no caller has to say how its tables were made, and a table of any other
+//! arithmetic is looked up.
 
 use std::convert::Infallible;
 use std::sync::Mutex;
