@@ -31,6 +31,9 @@ pub(crate) struct Affine {
     std: [f32; 3],
 }
 
+/// A loop of [`Affine::run`] on `pixels` pixels: `(affine, src, outs, pixels)`.
+type Kernel = unsafe fn(&Affine, *const u8, [*mut f32; 3], usize);
+
 /// The divisors [`Affine::find`] tries: none (torchvision's tables), and 255, transformers'
 /// Pillow-backend rescale (`float32(float64(x) * (1 / 255))`, which equals `x / 255`
 /// correctly rounded for every byte).
@@ -91,37 +94,31 @@ impl Affine {
     /// [`Affine::run`] sixteen values a vector when `wide` (the CPU has AVX-512 VBMI),
     /// else eight.
     fn run_on(&self, wide: bool, src: &[u8], channels: usize, planes: [&mut [f32]; 3]) -> usize {
+        /// The loop for pixels of `C` bytes, `SCALED` with a divisor, 16 or 8 values a
+        /// vector.
+        fn pick<const C: usize, const SCALED: bool>(wide: bool) -> Kernel {
+            if wide {
+                avx512::run::<C, SCALED>
+            } else {
+                avx2::run::<C, SCALED>
+            }
+        }
         assert!(matches!(channels, 1 | 3 | 4), "1, 3 or 4 bytes a pixel");
+        let kernel = match (channels, self.divisor.is_some()) {
+            (1, false) => pick::<1, false>(wide),
+            (3, false) => pick::<3, false>(wide),
+            (_, false) => pick::<4, false>(wide),
+            (1, true) => pick::<1, true>(wide),
+            (3, true) => pick::<3, true>(wide),
+            (_, true) => pick::<4, true>(wide),
+        };
         let pixels = (src.len() / channels).min(planes.iter().map(|p| p.len()).min().unwrap_or(0));
+        let pixels = if wide { pixels } else { pixels / 8 * 8 };
         let outs = planes.map(<[f32]>::as_mut_ptr);
-        if wide {
-            // SAFETY: the caller detected AVX-512F, BW and VBMI; `pixels` pixels lie inside
-            // `src` and each plane, as computed above.
-            unsafe {
-                match (channels, self.divisor) {
-                    (1, None) => avx512::run::<1, false>(self, src.as_ptr(), outs, pixels),
-                    (3, None) => avx512::run::<3, false>(self, src.as_ptr(), outs, pixels),
-                    (_, None) => avx512::run::<4, false>(self, src.as_ptr(), outs, pixels),
-                    (1, Some(_)) => avx512::run::<1, true>(self, src.as_ptr(), outs, pixels),
-                    (3, Some(_)) => avx512::run::<3, true>(self, src.as_ptr(), outs, pixels),
-                    (_, Some(_)) => avx512::run::<4, true>(self, src.as_ptr(), outs, pixels),
-                }
-            }
-            return pixels;
-        }
-        let pixels = pixels / 8 * 8;
-        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected; `pixels` pixels
-        // lie inside `src` and each plane, as computed above.
-        unsafe {
-            match (channels, self.divisor) {
-                (1, None) => avx2::run::<1, false>(self, src.as_ptr(), outs, pixels),
-                (3, None) => avx2::run::<3, false>(self, src.as_ptr(), outs, pixels),
-                (_, None) => avx2::run::<4, false>(self, src.as_ptr(), outs, pixels),
-                (1, Some(_)) => avx2::run::<1, true>(self, src.as_ptr(), outs, pixels),
-                (3, Some(_)) => avx2::run::<3, true>(self, src.as_ptr(), outs, pixels),
-                (_, Some(_)) => avx2::run::<4, true>(self, src.as_ptr(), outs, pixels),
-            }
-        }
+        // SAFETY: an `Affine` exists only where AVX2 and FMA were detected, and the caller
+        // detected AVX-512F, BW and VBMI for `wide`; `pixels` pixels lie inside `src` and
+        // each plane, as computed above.
+        unsafe { kernel(self, src.as_ptr(), outs, pixels) };
         pixels
     }
 
@@ -558,24 +555,9 @@ mod avx2 {
     }
 }
 
+// Off x86-64 neither width is detected, and no `Affine` exists.
 #[cfg(not(target_arch = "x86_64"))]
-mod avx512 {
-    use super::Affine;
-
-    pub(super) fn detected() -> bool {
-        false
-    }
-
-    /// Never called: no [`Affine`] exists off x86-64.
-    pub(super) unsafe fn run<const C: usize, const SCALED: bool>(
-        _: &Affine,
-        _: *const u8,
-        _: [*mut f32; 3],
-        _: usize,
-    ) {
-        unreachable!("no Affine off x86-64")
-    }
-}
+use self::avx2 as avx512;
 
 #[cfg(test)]
 mod tests {
