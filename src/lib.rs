@@ -40,7 +40,7 @@ impl From<error::TransformError> for pyo3::PyErr {
 mod _native {
     use std::ffi::{c_char, c_void, CStr};
 
-    use ndarray::{Array, ArrayView3, CowArray, Ix3, IxDyn};
+    use ndarray::{Array, ArrayView, ArrayView3, CowArray, Dimension, Ix3, IxDyn};
     use numpy::{IntoPyArray, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
     use pyo3::exceptions::PyMemoryError;
     use pyo3::prelude::*;
@@ -138,11 +138,28 @@ mod _native {
         // SAFETY: the view lives no longer than `image`, which the caller keeps alive;
         // like every NumPy consumer we rely on the caller not mutating it during the call.
         let view: ArrayView3<'py, u8> = unsafe { arr.as_array() };
-        Ok(if view.is_standard_layout() {
-            view.into()
-        } else {
-            view.as_standard_layout().into_owned().into()
-        })
+        standard_layout("image", view)
+    }
+
+    /// `view` in place when C-contiguous, else copied once into a buffer from the fallible
+    /// allocator: a strided view (a `np.broadcast_to` result) can stand for far more values
+    /// than its memory holds, and `as_standard_layout` aborts when the copy cannot be made.
+    fn standard_layout<'a, T: Copy, D: Dimension>(
+        arg: &'static str,
+        view: ArrayView<'a, T, D>,
+    ) -> PyResult<CowArray<'a, T, D>> {
+        if view.is_standard_layout() {
+            return Ok(view.into());
+        }
+        let oom = || crate::error::TransformError::OutOfMemory {
+            arg,
+            bytes: view.len().saturating_mul(size_of::<T>()),
+        };
+        let mut values = Vec::new();
+        values.try_reserve_exact(view.len()).map_err(|_| oom())?;
+        values.extend(view.iter().copied());
+        let owned = Array::from_shape_vec(view.raw_dim(), values).expect("one value per element");
+        Ok(owned.into())
     }
 
     /// `obj` converted to `T`, or an error saying what `arg` expected and what came in.
@@ -319,8 +336,7 @@ mod _native {
             .cast::<PyArrayDyn<f32>>()
             .map_err(|_| fail("tensor", "a numpy.ndarray of dtype float32", describe(tensor)))?;
         // SAFETY: as in `rgb_image`, the view does not outlive `tensor`.
-        let view = unsafe { arr.as_array() };
-        let values = view.as_standard_layout();
+        let values = standard_layout("tensor", unsafe { arr.as_array() })?;
         let bytes = transforms::f32_as_le_bytes(values.as_slice().expect("standard layout"));
         let len = bytes.len();
         let py_len = pyo3::ffi::Py_ssize_t::try_from(len).map_err(|_| {
@@ -1033,8 +1049,7 @@ mod _native {
         }
         let mode = float_mode("resample", resample)?;
         // SAFETY: as in `rgb_image`, the view does not outlive `planes`.
-        let view = unsafe { arr.as_array() };
-        let src = view.as_standard_layout();
+        let src = standard_layout("planes", unsafe { arr.as_array() })?;
         let values = src.as_slice().expect("standard layout");
         let mut out = alloc::zeroed::<f32>("size", transforms::checked_len("size", &[3, to.0, to.1])?)?;
         detach(py, || {

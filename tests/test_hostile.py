@@ -541,6 +541,19 @@ def test_array_layouts_equal_a_contiguous_copy(layout: str) -> None:
     assert np.array_equal(image, before)  # inputs are read, never written
 
 
+@pytest.mark.parametrize("call", LAYOUT_CALLS)
+def test_strided_arrays_too_large_to_copy_raise_memory_error(call: str) -> None:
+    # 3 bytes of memory standing for 3.5e18: the contiguous copy fails to allocate (it
+    # aborted the process), on any machine.
+    image = np.broadcast_to(np.zeros(3, np.uint8), (2**30, 2**30, 3))
+    raises(MemoryError, lambda: LAYOUT_CALLS[call](image), "image: cannot allocate")
+
+
+def test_serialize_of_a_strided_array_too_large_to_copy_raises_memory_error() -> None:
+    tensor = np.broadcast_to(np.float32(1), (2**30, 2**30))
+    raises(MemoryError, lambda: mmfast.serialize_pixel_values(tensor), "tensor: cannot allocate")
+
+
 # message (its first word names the argument: resize's size or pad's canvas_size): values refused
 SIZES: dict[str, list[Any]] = {
     "size: expected a positive": [(0, 5), (5, 0)],
