@@ -886,6 +886,32 @@ def test_bytes_and_paths_decode_in_parallel(
     assert threading.get_ident() not in seen and len(seen) >= 1
 
 
+def test_a_pil_image_given_twice_is_prepared_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lazily opened PIL image given twice beside bytes (which send the batch to the
+    threads) is loaded once, by one thread: two threads loading it at once failed with
+    "image file is truncated", and ``on_error="skip"`` dropped it."""
+    buffer = io.BytesIO()
+    Image.fromarray(smooth(300, 400, 1)).save(buffer, "JPEG")
+    data = buffer.getvalue()
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    want = proc([mmfast.decode_image(data)] * 4)
+    threads: dict[int, set[int]] = {}
+    real_prepare = processors.prepare
+
+    def prepare(image: Any, *args: Any) -> Any:
+        threads.setdefault(id(image), set()).add(threading.get_ident())
+        return real_prepare(image, *args)
+
+    monkeypatch.setattr(processors, "prepare", prepare)
+    for _ in range(10):
+        image = Image.open(io.BytesIO(data))
+        threads.clear()
+        got = proc([image, data, image, data], threads=2, on_error="skip")
+        assert not got.skipped
+        assert_same_outputs(got, want)
+        assert len(threads[id(image)]) == 1
+
+
 def test_window_boxes_convert_a_cached_tuple_once() -> None:
     windows = (CropBox(0, 0, 2, 3), CropBox(-1, 1, 4, 4))
     first = processors.window_boxes(windows)

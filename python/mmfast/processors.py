@@ -309,11 +309,26 @@ def prepare_batch(
     if encoded < 2:
         return [one(image, size) for image, size in work]
     # Largest files first, so that the last decode to finish is a short one (a 12 MP JPEG
-    # submitted last would keep one thread busy while the others wait).
-    order = sorted(range(len(work)), key=lambda i: -encoded_size(work[i][0]))
+    # submitted last would keep one thread busy while the others wait). A PIL image given
+    # more than once is one task, its places prepared one after another: Pillow loads a
+    # lazily opened image on first use, and two threads loading it at once each read part
+    # of its file ("image file is truncated").
+    tasks: dict[int, list[int]] = {}
+    for i in sorted(range(len(work)), key=lambda i: -encoded_size(work[i][0])):
+        image = work[i][0]
+        tasks.setdefault(id(image) if isinstance(image, Image.Image) else -1 - i, []).append(i)
+
+    def task(places: list[int]) -> list[Prepared]:
+        return [one(*work[i]) for i in places]
+
     with ThreadPoolExecutor(min(threads, encoded)) as pool:
-        futures = {i: pool.submit(one, *work[i]) for i in order}
-        return [futures[i].result() for i in range(len(work))]
+        futures = [(places, pool.submit(task, places)) for places in tasks.values()]
+        prepared = {
+            i: result
+            for places, future in futures
+            for i, result in zip(places, future.result(), strict=True)
+        }
+    return [prepared[i] for i in range(len(work))]
 
 
 def encoded_size(image: ImageInput) -> int:
