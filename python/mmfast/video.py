@@ -14,8 +14,11 @@ other frame refers to (most B-frames) are not decoded unless they are sampled: t
 told to skip non-reference frames until the next sampled one, which changes no decoded value
 because nothing reads them. The codec's frame and slice threads decode, and only the sampled
 frames are converted to RGB (by the same PyAV call, so the same libswscale code and flags).
-Frames are matched to their index by timestamp; a stream without usable timestamps is decoded
-from the start, as the reference does. PyAV releases the GIL while it decodes and converts.
+Frames are matched to their index by timestamp. A stream without usable timestamps (missing,
+repeated, or in decode order where the codec reorders frames, as H.264 in AVI), and a clip
+whose sampled frames did not all come out (a seek that cannot reach a keyframe, a cut file), are
+decoded from the start, as the reference decodes them. PyAV releases the GIL while it decodes
+and converts.
 
 PyAV is an optional dependency (``pip install 'mmfast[video]'``), imported on first use.
 """
@@ -23,6 +26,7 @@ PyAV is an optional dependency (``pip install 'mmfast[video]'``), imported on fi
 from __future__ import annotations
 
 import bisect
+import contextlib
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -260,10 +264,16 @@ class _Reader:
         stream.thread_count = threads
         try:
             index = _FrameIndex.build(self.container, stream, wanted[-1])
-            if index is None:
+            frames = {}
+            if index is not None:
+                with contextlib.suppress(_SeekMissed):
+                    frames = dict(self._decode_sampled(index, wanted))
+            if any(i not in frames for i in wanted):
+                # No timestamps to match frames by, a seek that missed its keyframe, or
+                # frames the file lacks (a cut file, or a header that counts more frames
+                # than the stream holds): decoded from the start as the reference decodes
+                # them, which fails where it fails.
                 frames = dict(self._decode_all(wanted))
-            else:
-                frames = dict(self._decode_sampled(index, wanted))
         except (self.av.error.FFmpegError, AttributeError, ValueError) as exc:
             if isinstance(exc, MmfastError):
                 raise
@@ -282,6 +292,7 @@ class _Reader:
     def _decode_all(self, wanted: list[int]) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """The reference's way: every frame from the start, counted, up to the last wanted."""
         self.container.seek(0)
+        self.stream.codec_context.skip_frame = "DEFAULT"  # as a missed seek may leave it
         need = set(wanted)
         for i, frame in enumerate(self.container.decode(self.stream)):
             if i > wanted[-1]:
@@ -301,12 +312,13 @@ class _Reader:
                 groups.setdefault(index.keyframe_before(i), []).append(i)
         at = -1  # decode position of the next packet the demuxer gives (-1: unknown)
         for keyframe, targets in sorted(groups.items()):
-            if at != keyframe:
-                self.container.seek(index.pts[keyframe], stream=stream, backward=True)
+            packets = (
+                self.container.demux(stream) if at == keyframe else self._seek(index, keyframe)
+            )
             need = set(targets)
             next_target = min(index.order[i] for i in targets)
             context.skip_frame = "NONREF"
-            for packet in self.container.demux(stream):
+            for packet in packets:
                 if packet.size == 0:  # the demuxer's end: flush the decoder
                     frames = stream.decode(None)
                     at = -1
@@ -328,6 +340,29 @@ class _Reader:
                     break
             context.skip_frame = "DEFAULT"
 
+    def _seek(self, index: _FrameIndex, keyframe: int) -> Iterator[Any]:
+        """The demuxer's packets from the keyframe at decode position ``keyframe``, or from
+        before it: a seek to its presentation time, else to its decode time (AVI's demuxer
+        seeks by decode time, which B-frames put before the presentation time, so a seek to
+        the latter lands on the packet after the keyframe). Raises :class:`_SeekMissed` when
+        neither lands at or before it."""
+        stream = self.stream
+        for time in dict.fromkeys((index.pts[keyframe], index.dts[keyframe])):
+            if time is None:
+                continue
+            self.container.seek(time, stream=stream, backward=True)
+            packets = self.container.demux(stream)
+            first = next(packets, None)
+            if first is not None and 0 <= index.where.get(first.pts, -1) <= keyframe:
+                yield first
+                yield from packets
+                return
+        raise _SeekMissed
+
+
+class _SeekMissed(Exception):
+    """A seek that landed after the keyframe it was for."""
+
 
 @dataclass(frozen=True)
 class _FrameIndex:
@@ -336,6 +371,7 @@ class _FrameIndex:
     the reference counts); ``order[i]`` is its position in decode (file) order."""
 
     pts: list[int]  # by decode position
+    dts: list[int | None]  # by decode position
     order: list[int]  # frame index -> decode position
     rank: dict[int, int]  # pts -> frame index
     where: dict[int, int]  # pts -> decode position
@@ -344,12 +380,13 @@ class _FrameIndex:
     @classmethod
     def build(cls, container: Any, stream: Any, last: int) -> _FrameIndex | None:
         """The index of frames up to ``last`` at least, or None when timestamps cannot
-        identify frames (missing or repeated).
+        identify frames (missing, repeated, or in decode order where the codec reorders).
 
         The demuxer stops once a packet's decode timestamp passes the ``last + 1``-th smallest
         presentation timestamp so far: every later packet presents later (pts >= dts, and
         dts only grows), so no frame up to ``last`` can still come."""
         pts: list[int] = []
+        dts: list[int | None] = []
         keyframes: list[int] = []
         seen: list[int] = []  # the pts so far, sorted
         for packet in container.demux(stream):
@@ -362,12 +399,17 @@ class _FrameIndex:
             if packet.is_keyframe:
                 keyframes.append(len(pts))
             pts.append(packet.pts)
+            dts.append(packet.dts)
             bisect.insort(seen, packet.pts)
         if not pts or not keyframes or keyframes[0] != 0 or len(seen) != len(set(seen)):
             return None
+        if stream.codec_context.has_b_frames and pts == seen:
+            # The codec reorders frames, yet every timestamp follows decode order: they are
+            # not presentation times (AVI stores none for H.264), so they cannot place frames.
+            return None
         order = sorted(range(len(pts)), key=pts.__getitem__)
         rank = {pts[d]: i for i, d in enumerate(order)}
-        return cls(pts, order, rank, {p: d for d, p in enumerate(pts)}, keyframes)
+        return cls(pts, dts, order, rank, {p: d for d, p in enumerate(pts)}, keyframes)
 
     def keyframe_before(self, frame: int) -> int:
         """Decode position of the keyframe to decode frame ``frame`` from: the last one at or
