@@ -337,6 +337,30 @@ def test_one_pixel_image_in_every_model(model_id: str) -> None:
     assert proc.num_image_tokens(1, 1) == plan.num_image_tokens >= 0  # SigLIP counts none
 
 
+BAD_IMAGE_SIZES = [(0, 10), (10, 0), (-5, 10), (2.5, 10), ("10", 10), (None, 10), (True, 10)]
+
+
+@pytest.mark.parametrize("model_id", BUILTINS)
+def test_bad_image_sizes_are_refused_naming_the_side(model_id: str) -> None:
+    """``num_image_tokens`` and ``plan`` refuse what no image measures, as does a call with
+    an empty PIL image (the LLaVA-NeXT family divided by zero first)."""
+    proc = load(model_id)
+    for height, width in BAD_IMAGE_SIZES:
+        side = "height" if (height, width) != (10, 0) else "width"
+        for call in (proc.num_image_tokens, proc.plan):
+            raises(MmfastError, lambda c=call, h=height, w=width: c(h, w), f"image {side}: ")
+    raises(MmfastError, lambda: proc(Image.new("RGB", (0, 5))), "images[0]: ")
+
+
+def test_token_counts_of_huge_sizes_are_arithmetic() -> None:
+    """Inkling counted its squares by building each one's window: 10**7 x 10**7 did not
+    return."""
+    proc = load("thinkingmachines/Inkling")
+    assert proc.num_image_tokens(10**7, 10**7) > 10**9
+    for size in [(1, 1), (37, 40), (480, 640), (1080, 1920), (3000, 40)]:
+        assert proc.num_image_tokens(*size) == proc.plan(*size).num_image_tokens, size
+
+
 # Malformed configs ---------------------------------------------------------------------------
 
 CONFIG = "preprocessor_config.json"

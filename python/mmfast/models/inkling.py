@@ -108,8 +108,9 @@ class InklingConfig(ModelConfig):
     # Values written after normalising: -1 padding, which no byte maps to.
     raw_pixels: ClassVar[bool] = False
 
-    def plan(self, height: int, width: int) -> ImagePlan:
-        """Mirrors ``InklingImageProcessor._preprocess`` for one image."""
+    def grid(self, height: int, width: int) -> tuple[tuple[int, int], int, int]:
+        """The size an image is resized to, and the rows (``ceil(height / side)``) and
+        columns (``width // side + 1``, as transformers counts them) of its squares."""
         check_image_size(height, width)
         size = inkling_rescaled_size(
             height, width, self.rescale_image_frac, self.rescale_image_max_upscaled_long_edge
@@ -119,8 +120,17 @@ class InklingConfig(ModelConfig):
                 f"image size: rescale_image_frac={self.rescale_image_frac} takes a "
                 f"{height}x{width} image to {size[0]}x{size[1]} (transformers cannot resize to it)"
             )
+        return size, -(-size[0] // self.side), size[1] // self.side + 1
+
+    def num_image_tokens(self, height: int, width: int) -> int:
+        """One token a square, counted without the plan's windows (a square each)."""
+        _, rows, columns = self.grid(height, width)
+        return rows * columns
+
+    def plan(self, height: int, width: int) -> ImagePlan:
+        """Mirrors ``InklingImageProcessor._preprocess`` for one image."""
+        size, rows, columns = self.grid(height, width)
         p = self.side
-        rows, columns = -(-size[0] // p), size[1] // p + 1
         squares = [CropBox(r * p, c * p, p, p) for r in range(rows) for c in range(columns)]
         # Each square twice: the two time slots of (squares, 2, side, side, 3).
         windows = tuple(box for box in squares for _ in range(2))
