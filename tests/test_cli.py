@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -198,6 +199,34 @@ def test_preprocess_takes_a_directory_and_skips_errors(tmp_path, capsys):
     empty.mkdir()
     assert main(["preprocess", str(empty)]) == 2
     assert "expected image or video files in the directory, found none" in capsys.readouterr().err
+
+
+def test_preprocess_leaves_out_what_is_not_a_regular_file(tmp_path):
+    """A named pipe with an image's extension in a folder is not listed: reading it would
+    wait for a writer forever."""
+    paths = write_images(tmp_path)
+    os.mkfifo(tmp_path / "pipe.png")
+    (tmp_path / "folder.jpg").mkdir()
+    assert cli.image_files([str(tmp_path)]) == sorted(map(str, paths))
+
+
+def test_preprocess_keeps_images_when_every_video_fails(tmp_path, capsys):
+    """With --skip-errors, images processed are written even when no video could be (and
+    the other way round); the run fails only when nothing was processed."""
+    image = write_images(tmp_path)[0]
+    video = tmp_path / "broken.mp4"
+    video.write_bytes(b"not a video")
+    saved = tmp_path / "out.npz"
+    args = ["preprocess", str(image), str(video), "--skip-errors", "--out", str(saved)]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert f"skipped {video}: " in captured.err
+    assert [r[0] for r in table_rows(captured.out)] == [str(image)]
+    assert list(cli.load_npz(saved)["mmfast.names"]) == [str(image)]
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    assert main(["preprocess", str(broken), str(video), "--skip-errors"]) == 2
+    assert "images and videos: none of them could be processed" in capsys.readouterr().err
 
 
 def test_preprocess_recursive_and_missing_paths(tmp_path, capsys):

@@ -323,10 +323,13 @@ def image_files(
         found = []
         for root, dirs, names in os.walk(path):
             dirs.sort()
+            # Regular files only: reading a named pipe or a device found in a folder would
+            # wait on it forever.
             found += sorted(
-                os.path.join(root, name)
+                full
                 for name in names
                 if os.path.splitext(name)[1].lower() in known
+                and os.path.isfile(full := os.path.join(root, name))
             )
             if not recursive:
                 if dirs and stderr is not None:
@@ -386,6 +389,9 @@ def preprocess(
             )
             rows += video_rows
             arrays_out |= video_arrays
+        if not rows:
+            kinds = " and ".join(k for k, n in (("images", sources), ("videos", videos)) if n)
+            raise MmfastError(f"{kinds}: none of them could be processed")
         if out_file is not None:
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
@@ -411,7 +417,8 @@ def _run(
     batch_size: int,
 ) -> tuple[list[ImageRow], dict[str, np.ndarray]]:
     """Batched calls of ``batch_size`` images (one prompt each), decoding included; the rows
-    of the images kept and the merged outputs with their ``mmfast.*`` index arrays."""
+    of the images kept and the merged outputs with their ``mmfast.*`` index arrays (none
+    where every image was skipped)."""
     from mmfast.image import image_size
 
     # Images are taken one prompt each, so a model that reads a flat list as one prompt
@@ -462,7 +469,7 @@ def _run(
     finally:
         progress.close()
     if not batches:
-        raise MmfastError("images: none of them could be processed")
+        return [], {}
     merged = merge_batches(batches, proc.config.layout())
     merged["mmfast.names"] = np.array([row.name for row in rows])
     merged["mmfast.sizes"] = np.array([row.size for row in rows], np.int64).reshape(-1, 2)
@@ -480,7 +487,7 @@ def _run_videos(
 ) -> tuple[list[ImageRow], dict[str, np.ndarray]]:
     """Each video file through the model's video processor (decoding only the frames it
     samples): the rows of the videos kept and their merged outputs, with ``mmfast.videos``
-    (each clip's file)."""
+    (each clip's file); none where every video was skipped."""
     from mmfast.video import video_metadata
 
     rows: list[ImageRow] = []
@@ -510,7 +517,7 @@ def _run_videos(
         )
         batches.append(npz_arrays(feature))
     if not batches:
-        raise MmfastError("videos: none of them could be processed")
+        return [], {}
     assert proc.video_config is not None  # proc.videos ran
     merged = merge_batches(batches, proc.video_config.layout())
     merged["mmfast.videos"] = np.array([row.name for row in rows])
