@@ -179,6 +179,24 @@ def test_sources_and_threads_agree(clips: dict[str, Path], threads: int) -> None
     assert_same(mmfast.load_video(io.BytesIO(data), num_frames=6), want)  # type: ignore[arg-type]
 
 
+def test_decoder_threads_are_bounded(
+    clips: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FFmpeg starts the decoder's threads for each clip, outside the worker pool: a call
+    asking for 4096 gets at most the cores and 16 (it started 4096)."""
+    asked: list[int] = []
+    real_read = video._Reader.read
+
+    def read(self: Any, wanted: list[int], threads: int) -> np.ndarray:
+        asked.append(threads)
+        return real_read(self, wanted, threads)
+
+    monkeypatch.setattr(video._Reader, "read", read)
+    for threads in (1, 2, 4096):
+        mmfast.load_video(clips[CLIPS[1].id], num_frames=4, threads=threads)
+    assert asked == [1, min(2, processors.cores()), min(processors.cores(), 16)]
+
+
 def test_variable_frame_rate_follows_transformers(tmp_path: Path) -> None:
     """Uneven timestamps: the header's average rate and frame count, frames by position."""
     clip = Clip("libx264", 40, (64, 64), gop=8, bframes=2)

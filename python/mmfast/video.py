@@ -54,6 +54,8 @@ SampleIndices = Callable[..., Sequence[int] | NDArray[np.integer]]
 
 # The most frames one call may return: each is a full decoded picture.
 MAX_FRAMES: Final = 65536
+# FFmpeg's own ceiling for the threads it picks, and past which it warns for H.264.
+DECODER_THREADS: Final = 16
 
 
 @dataclass
@@ -126,14 +128,15 @@ def load_video(
     (not both) choose the frames as transformers' default sampler does; or
     ``sample_indices_fn(metadata=...)`` returns the indices (a processor's ``sample_frames``);
     with none of them every frame is returned. ``threads`` are the decoder's (default
-    :func:`mmfast.processors.default_threads`).
+    :func:`mmfast.processors.default_threads`), at most the cores and :data:`DECODER_THREADS`:
+    FFmpeg starts them for each clip, outside the worker pool.
 
     Raises :class:`VideoDecodeError` naming the file for data PyAV cannot read (corrupt,
     truncated, no video stream, no frame count or no frame rate in the header, no frames),
     :class:`ImageTooLargeError` for frames over ``max_pixels`` (checked from the header,
     before decoding), and :class:`MmfastError` for bad arguments.
     """
-    from mmfast.processors import check_threads, default_threads
+    from mmfast.processors import check_threads, cores, default_threads
 
     if num_frames is not None and fps is not None:
         raise MmfastError(
@@ -148,6 +151,7 @@ def load_video(
     if fps is not None and not (is_finite_number(fps) and fps > 0):
         raise MmfastError(f"fps: expected a finite number > 0, got {fps!r}")
     threads = check_threads(default_threads() if threads is None else threads)
+    threads = min(threads, cores(), DECODER_THREADS)
     with _Reader(source, max_pixels) as reader:
         metadata = reader.metadata
         if sample_indices_fn is not None:
