@@ -709,6 +709,7 @@ BAD_VIDEOS: dict[str, tuple[Any, str]] = {
     "float32": (CLIP.astype(np.float32), "videos: expected uint8"),
     "5d": (CLIP[None], "(1, 4, 30, 40, 3)"),
     "4_channels": (np.zeros((2, 8, 8, 4), np.uint8), "with 3 channels"),
+    "channels_first_frame": (np.zeros((3, 8, 8), np.uint8), "(3, 8, 8) is ambiguous"),
     "None_frame": ([CLIP[0], None], "NoneType"),
     "aspect_ratio": (np.zeros((2, 1, 400, 3), np.uint8), "aspect ratio"),
     "url": ("https://example.com/clip.mp4", "does not fetch URLs"),

@@ -389,6 +389,29 @@ def test_video_batches_match_transformers(
             assert same_bits(got[key], value.numpy()), key
 
 
+@pytest.mark.parametrize(
+    "model_id",
+    ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "llava-hf/LLaVA-NeXT-Video-7B-hf"],
+)
+def test_one_frame_array_is_a_one_frame_clip(model_id: str) -> None:
+    """An (H, W, 3) array given as the video is one frame, as transformers reads it (it was
+    read as H grayscale frames W pixels by 3), or both refuse a clip of one frame."""
+    torch = pytest.importorskip("torch")
+    frame = VideoCase(model_id, 1, 48, 64, 10.0).clip()[0]
+    processor = hf_video_class(model_id).from_dict(video_config(model_id))
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    try:
+        want = processor(videos=torch.from_numpy(frame), return_tensors="pt")
+    except ValueError:
+        with pytest.raises(MmfastError, match="1"):
+            proc.videos(frame, do_sample_frames=False)
+        return
+    got = proc.videos(frame, do_sample_frames=False)
+    assert list(got) == list(want)
+    for key, value in want.items():
+        assert same_bits(got[key], value.numpy()), key
+
+
 # EmbeddingGemma 2's video processor: Gemma 4's pipeline, its own sampler. No built-in
 # checkpoint: a checkpoint directory of its class defaults and these settings.
 EMBEDDING_GEMMA2 = [

@@ -761,13 +761,15 @@ class ImageProcessor:
 
         A clip is a video file (a path, its bytes or a binary file object, decoded by
         :func:`mmfast.load_video`, which decodes only the frames the processor samples), a
-        (T, H, W, 3) or (T, H, W) uint8 array, or a list of frames (arrays or PIL images);
-        pass one clip or a list of clips. ``video_fps`` is each array clip's own frame rate
-        (the metadata HF samples by; a file's comes from its header); ``fps``/``num_frames``
-        and ``do_sample_frames`` choose frames as the processor's ``sample_frames`` does: left
-        out, they are the config's (as transformers fills a call's from the instance), and an
-        explicit None is None (which some classes need, such as ``fps=2, num_frames=None``
-        where the config sets ``num_frames``). ``threads`` and ``dtype`` work as for images.
+        (T, H, W, 3) or (T, H, W) uint8 array (an (H, W, 3) array is one frame, as
+        transformers reads it; (3, H, W) is refused as ambiguous), or a list of frames (arrays
+        or PIL images); pass one clip or a list of clips. ``video_fps`` is each array clip's
+        own frame rate (the metadata HF samples by; a file's comes from its header);
+        ``fps``/``num_frames`` and ``do_sample_frames`` choose frames as the processor's
+        ``sample_frames`` does: left out, they are the config's (as transformers fills a
+        call's from the instance), and an explicit None is None (which some classes need,
+        such as ``fps=2, num_frames=None`` where the config sets ``num_frames``). ``threads``
+        and ``dtype`` work as for images.
         """
         from mmfast.video import VideoMetadata, load_video
 
@@ -855,7 +857,7 @@ def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[Any]:
     if is_video_file(videos):
         return [videos]
     if isinstance(videos, np.ndarray):
-        return [_clip_array(videos)]
+        return [_array_clip(videos)]
     if not isinstance(videos, (list, tuple)) or not videos:
         raise MmfastError(
             "videos: expected a (frames, height, width, 3) uint8 array, a list of frames or a "
@@ -866,7 +868,25 @@ def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[Any]:
         for v in videos
     ):
         return [_clip_array(videos)]
-    return [v if is_video_file(v) else _clip_array(v) for v in videos]
+    return [
+        v if is_video_file(v) else _array_clip(v) if isinstance(v, np.ndarray) else _clip_array(v)
+        for v in videos
+    ]
+
+
+def _array_clip(clip: NDArray[Any]) -> NDArray[np.uint8]:
+    """An array given as a clip: (T, H, W, 3), (T, H, W) grayscale, or (H, W, 3) one frame
+    (transformers reads a 3-D array as one frame); (3, H, W), one channels-first frame to
+    transformers and three grayscale frames here, is refused."""
+    if clip.ndim == 3 and clip.shape[2] == 3:
+        return _clip_array(clip[None])
+    if clip.ndim == 3 and clip.shape[0] == 3:
+        raise MmfastError(
+            f"videos: a clip of shape {clip.shape} is ambiguous: one channels-first frame to "
+            "transformers, three grayscale frames as (frames, height, width); pass "
+            "(frames, height, width, 3) frames"
+        )
+    return _clip_array(clip)
 
 
 def _clip_array(clip: Any) -> NDArray[np.uint8]:
