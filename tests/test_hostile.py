@@ -729,6 +729,18 @@ def test_bad_videos(model_id: str, name: str) -> None:
     raises(MmfastError, lambda: load(model_id).videos(videos), message)
 
 
+def test_bad_clips_among_several_are_named_by_position() -> None:
+    proc = load(QWEN)
+    float_clip = CLIP.astype(np.float32)
+    raises(MmfastError, lambda: proc.videos([CLIP, float_clip]), "videos[1]: videos: expected")
+    raises(
+        mmfast.VideoDecodeError,
+        lambda: proc.videos([CLIP, CLIP, b"\x00" * 300]),
+        "videos[2]: video (300 bytes): cannot read the video",
+    )
+    raises(MmfastError, lambda: proc.videos(float_clip), "videos: expected")  # one: no position
+
+
 @pytest.mark.parametrize("name", BAD_VIDEO_FILES)
 def test_bad_video_files(name: str) -> None:
     source, message = BAD_VIDEO_FILES[name]

@@ -10,6 +10,7 @@ its slot of the final output.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
 import importlib
@@ -804,16 +805,17 @@ class ImageProcessor:
             return list(range(metadata.total_num_frames))
 
         clip_frames = []
-        for clip, rate in zip(clips, rates, strict=True):
-            if isinstance(clip, np.ndarray):
-                total, height, width = clip.shape[:3]
-                # The duration transformers' reader gives (GLM's samplers read it).
-                duration = None if rate is None else total / rate
-                metadata = VideoMetadata(total, rate, width, height, duration)
-                clip_frames.append(clip[sampler(metadata)])
-            else:
-                frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
-                clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))
+        for i, (clip, rate) in enumerate(zip(clips, rates, strict=True)):
+            with clip_named(i, len(clips)):
+                if isinstance(clip, np.ndarray):
+                    total, height, width = clip.shape[:3]
+                    # The duration transformers' reader gives (GLM's samplers read it).
+                    duration = None if rate is None else total / rate
+                    metadata = VideoMetadata(total, rate, width, height, duration)
+                    clip_frames.append(clip[sampler(metadata)])
+                else:
+                    frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
+                    clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))
         return run_videos(config, clip_frames, threads, dtype)
 
     def _video(self) -> VideoConfig:
@@ -868,10 +870,29 @@ def as_clips(videos: VideoInput | Sequence[VideoInput]) -> list[Any]:
         for v in videos
     ):
         return [_clip_array(videos)]
-    return [
-        v if is_video_file(v) else _array_clip(v) if isinstance(v, np.ndarray) else _clip_array(v)
-        for v in videos
-    ]
+    clips = []
+    for i, v in enumerate(videos):
+        with clip_named(i, len(videos)):
+            clips.append(
+                v
+                if is_video_file(v)
+                else _array_clip(v)
+                if isinstance(v, np.ndarray)
+                else _clip_array(v)
+            )
+    return clips
+
+
+@contextlib.contextmanager
+def clip_named(i: int, clips: int) -> Iterator[None]:
+    """Errors raised for clip ``i`` of a call's ``clips`` name it (``videos[1]: ...``) when
+    there are several."""
+    try:
+        yield
+    except (MmfastError, OSError) as exc:
+        if clips == 1:
+            raise
+        raise relabelled(exc, f"videos[{i}]: {exc}") from exc
 
 
 def _array_clip(clip: NDArray[Any]) -> NDArray[np.uint8]:
