@@ -197,6 +197,42 @@ def test_decoder_threads_are_bounded(
     assert asked == [1, min(2, processors.cores()), min(processors.cores(), 16)]
 
 
+def test_decoded_frames_are_held_once(tmp_path: Path) -> None:
+    """Each decoded frame is written into the returned array as it comes: the decode's peak
+    memory grows by about the frames' size (kept apart and stacked, it grew by twice)."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads the peak resident size from Linux's /proc/self/status")
+    path = tmp_path / "clip.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
+        stream.height, stream.width = 720, 1280
+        stream.pix_fmt = "yuv420p"
+        picture = av.VideoFrame.from_ndarray(smooth(720, 1280, seed=1), format="rgb24")
+        for _ in range(80):  # 221 MB of RGB frames
+            for packet in stream.encode(picture):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    # The peak resident size of this process alone (ru_maxrss carries the parent's over
+    # fork and exec).
+    script = (
+        "import re, sys, mmfast\n"
+        "def peak():\n"
+        "    status = open('/proc/self/status').read()\n"
+        "    return int(re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1)) * 1024\n"
+        "mmfast.load_video(sys.argv[1], num_frames=1, threads=1)\n"
+        "before = peak()\n"
+        "frames, _ = mmfast.load_video(sys.argv[1], threads=1)\n"
+        "print(peak() - before, frames.nbytes)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    )
+    grown, nbytes = map(int, run.stdout.split())
+    assert nbytes == 80 * 720 * 1280 * 3
+    assert grown < 1.4 * nbytes, (grown, nbytes)
+
+
 def test_variable_frame_rate_follows_transformers(tmp_path: Path) -> None:
     """Uneven timestamps: the header's average rate and frame count, frames by position."""
     clip = Clip("libx264", 40, (64, 64), gop=8, bframes=2)

@@ -268,30 +268,46 @@ class _Reader:
         stream.thread_count = threads
         try:
             index = _FrameIndex.build(self.container, stream, wanted[-1])
-            frames = {}
+            frames: NDArray[np.uint8] | None = None
+            got: list[int] = []
             if index is not None:
                 with contextlib.suppress(_SeekMissed):
-                    frames = dict(self._decode_sampled(index, wanted))
-            if any(i not in frames for i in wanted):
+                    frames, got = self._gather(self._decode_sampled(index, wanted), wanted)
+            if len(got) < len(wanted):
                 # No timestamps to match frames by, a seek that missed its keyframe, or
                 # frames the file lacks (a cut file, or a header that counts more frames
                 # than the stream holds): decoded from the start as the reference decodes
                 # them, which fails where it fails.
-                frames = dict(self._decode_all(wanted))
+                frames, got = self._gather(self._decode_all(wanted), wanted)
         except (self.av.error.FFmpegError, AttributeError, ValueError) as exc:
             if isinstance(exc, MmfastError):
                 raise
             raise VideoDecodeError(f"{self.name}: cannot decode the video: {exc}") from exc
-        found = [frames[i] for i in wanted if i in frames]
-        if not found:
+        if frames is None:
             raise VideoDecodeError(
                 f"{self.name}: expected frames at indices {wanted[:8]}..., decoded none"
                 if len(wanted) > 8
                 else f"{self.name}: expected frames at indices {wanted}, decoded none"
             )
-        if any(f.shape != found[0].shape for f in found):
-            raise VideoDecodeError(f"{self.name}: the sampled frames change size mid-stream")
-        return np.stack(found)
+        return frames if len(got) == len(wanted) else frames[got]
+
+    def _gather(
+        self, decoded: Iterator[tuple[int, NDArray[np.uint8]]], wanted: list[int]
+    ) -> tuple[NDArray[np.uint8] | None, list[int]]:
+        """The ``decoded`` frames, each written as it comes into its place among ``wanted``
+        in one (T, H, W, 3) array (kept apart and stacked, every frame was held twice), and
+        the places filled, in order."""
+        place = {i: k for k, i in enumerate(wanted)}
+        frames: NDArray[np.uint8] | None = None
+        got = []
+        for i, frame in decoded:
+            if frames is None:
+                frames = np.empty((len(wanted), *frame.shape), np.uint8)
+            elif frame.shape != frames.shape[1:]:
+                raise VideoDecodeError(f"{self.name}: the sampled frames change size mid-stream")
+            frames[place[i]] = frame
+            got.append(place[i])
+        return frames, sorted(got)
 
     def _decode_all(self, wanted: list[int]) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """The reference's way: every frame from the start, counted, up to the last wanted."""
