@@ -39,6 +39,23 @@ pub fn zeroed<T: bytemuck::Zeroable>(arg: &'static str, len: usize) -> Result<Ve
     }
 }
 
+/// An empty vector with room for `len` values, or [`TransformError::OutOfMemory`] naming
+/// `arg`: tables and copies sized by the caller's arguments grow no further than that, where
+/// growing a plain `Vec` past what the allocator gives aborts the process.
+///
+/// # Errors
+/// The allocator cannot provide `len` values.
+pub fn with_capacity<T>(arg: &'static str, len: usize) -> Result<Vec<T>, TransformError> {
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(len)
+        .map_err(|_| TransformError::OutOfMemory {
+            arg,
+            bytes: len.saturating_mul(size_of::<T>()),
+        })?;
+    Ok(values)
+}
+
 /// Asks Linux to back the 2 MiB-aligned interior of a fresh buffer with huge pages, and
 /// returns the bytes it was asked for (0 when none, or when the advice was refused).
 ///

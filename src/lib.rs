@@ -151,12 +151,7 @@ mod _native {
         if view.is_standard_layout() {
             return Ok(view.into());
         }
-        let oom = || crate::error::TransformError::OutOfMemory {
-            arg,
-            bytes: view.len().saturating_mul(size_of::<T>()),
-        };
-        let mut values = Vec::new();
-        values.try_reserve_exact(view.len()).map_err(|_| oom())?;
+        let mut values = alloc::with_capacity(arg, view.len())?;
         values.extend(view.iter().copied());
         let owned = Array::from_shape_vec(view.raw_dim(), values).expect("one value per element");
         Ok(owned.into())

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::alloc::{recycle, scratch, zeroed, Buffer};
+use crate::alloc::{recycle, scratch, with_capacity, zeroed, Buffer};
 use crate::cache::{cached, Cache};
 use crate::error::{invalid, TransformError};
 use crate::image::{crop_rgb, pad_rgb, Pad, Rect};
@@ -719,15 +719,27 @@ pub(crate) struct Coeffs {
 
 impl Coeffs {
     /// A table with no outputs yet, whose taps have `precision` fractional
-    /// bits (at most 30, so the rounding term is an `i32`).
-    pub(crate) fn with_precision(precision: u32) -> Coeffs {
+    /// bits (at most 30, so the rounding term is an `i32`), with room for `outputs` outputs
+    /// of `taps` taps at most.
+    ///
+    /// # Errors
+    /// [`TransformError::OutOfMemory`] naming `arg` (the size the table is for) where the
+    /// allocator cannot provide that room.
+    pub(crate) fn with_capacity(
+        arg: &'static str,
+        precision: u32,
+        outputs: usize,
+        taps: usize,
+    ) -> Result<Coeffs, TransformError> {
         assert!(precision <= 30, "fixed-point precision {precision} > 30");
-        Coeffs {
-            first: Vec::new(),
-            offsets: vec![0],
-            k: Vec::new(),
+        let mut offsets = with_capacity(arg, outputs.saturating_add(1))?;
+        offsets.push(0);
+        Ok(Coeffs {
+            first: with_capacity(arg, outputs)?,
+            offsets,
+            k: with_capacity(arg, outputs.saturating_mul(taps))?,
             precision,
-        }
+        })
     }
 
     /// Appends the next output: input `first + j` weighted by `taps[j]`.
@@ -750,13 +762,18 @@ impl Coeffs {
 
     /// Pillow's `precompute_coeffs` followed by `normalize_coeffs_8bpc`, for
     /// the whole input axis (`box` = 0..`in_size`).
-    fn new(in_size: usize, out_size: usize, support: f64, weight: Weight) -> Coeffs {
+    ///
+    /// # Errors
+    /// As [`Coeffs::with_capacity`].
+    fn new(in_size: usize, out_size: usize, support: f64, weight: Weight) -> Result<Coeffs, TransformError> {
         // The box edge is a C float in Pillow, so sizes pass through f32.
         let scale = f64::from(in_size as f32) / out_size as f64;
         let filterscale = scale.max(1.0);
         let support = support * filterscale;
         let ss = 1.0 / filterscale;
-        let mut coeffs = Coeffs::with_precision(PRECISION_BITS);
+        // Pillow's `ksize`: no window is wider.
+        let ksize = (support.ceil() as usize).saturating_mul(2).saturating_add(1);
+        let mut coeffs = Coeffs::with_capacity("dst_size", PRECISION_BITS, out_size, ksize)?;
         let mut w = Vec::new();
         for xx in 0..out_size {
             let center = (xx as f64 + 0.5) * scale;
@@ -780,7 +797,7 @@ impl Coeffs {
                 }),
             );
         }
-        coeffs
+        Ok(coeffs)
     }
 
     pub(crate) fn out_len(&self) -> usize {
@@ -799,17 +816,27 @@ impl Coeffs {
 
     /// The table of outputs `outputs` only (output `i` of the part is output
     /// `outputs.start + i` here).
-    fn part(&self, outputs: Range<usize>) -> Coeffs {
+    ///
+    /// # Errors
+    /// As [`Coeffs::with_capacity`].
+    fn part(&self, arg: &'static str, outputs: Range<usize>) -> Result<Coeffs, TransformError> {
         let taps = self.offsets[outputs.start]..self.offsets[outputs.end];
-        Coeffs {
-            first: self.first[outputs.clone()].to_vec(),
-            offsets: self.offsets[outputs.start..=outputs.end]
+        let mut first = with_capacity(arg, outputs.len())?;
+        first.extend_from_slice(&self.first[outputs.clone()]);
+        let mut offsets = with_capacity(arg, outputs.len() + 1)?;
+        offsets.extend(
+            self.offsets[outputs.start..=outputs.end]
                 .iter()
-                .map(|o| o - taps.start)
-                .collect(),
-            k: self.k[taps].to_vec(),
+                .map(|o| o - taps.start),
+        );
+        let mut k = with_capacity(arg, taps.len())?;
+        k.extend_from_slice(&self.k[taps]);
+        Ok(Coeffs {
+            first,
+            offsets,
+            k,
             precision: self.precision,
-        }
+        })
     }
 
     /// Input indices read by any output; both ends are monotone in the output.
@@ -841,7 +868,7 @@ fn convolve(
     weight: Weight,
 ) -> Result<(), TransformError> {
     let size = paste.map_or(src.size(), |pad| pad.size);
-    let make = |n: usize, n2: usize| Ok(Coeffs::new(n, n2, support, weight));
+    let make = |n: usize, n2: usize| Coeffs::new(n, n2, support, weight);
     separable(
         kernel,
         src,
@@ -878,7 +905,7 @@ pub(crate) fn convolve_passes(
     let Some((support, weight)) = filter.convolution() else {
         return Ok(None);
     };
-    let make = |n: usize, n2: usize| Ok(Coeffs::new(n, n2, support, weight));
+    let make = |n: usize, n2: usize| Coeffs::new(n, n2, support, weight);
     Passes::new(
         Kernel::select(backend)?,
         Taps::Pillow(filter),
@@ -929,14 +956,19 @@ fn tables(
         .then(|| {
             let key = (kernel, taps, w, full_w, (cols.start, cols.end));
             cached(&HORIZONTAL_TABLES, key, || {
-                Ok(Horizontal::new(kernel, make(w, full_w)?.part(cols.clone())))
+                Ok(Horizontal::new(
+                    kernel,
+                    make(w, full_w)?.part("dst_size", cols.clone())?,
+                ))
             })
         })
         .transpose()?;
     let vertical = (full_h != h)
         .then(|| {
             let key = ((), taps, h, full_h, (rows.start, rows.end));
-            cached(&VERTICAL_TABLES, key, || Ok(make(h, full_h)?.part(rows.clone())))
+            cached(&VERTICAL_TABLES, key, || {
+                make(h, full_h)?.part("dst_size", rows.clone())
+            })
         })
         .transpose()?;
     Ok((horizontal, vertical))
@@ -3424,10 +3456,25 @@ mod avx512 {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::{resize_rgb, resize_rgb_with, resize_source_with, Backend, Filter, Kernel, Source};
+    use super::{resize_rgb, resize_rgb_with, resize_source_with, Backend, Coeffs, Filter, Kernel, Source};
     use crate::error::TransformError;
     use crate::image::{pad_rgb, Pad, Rect};
     use crate::testing::Rng;
+
+    #[test]
+    fn tables_the_allocator_cannot_give_are_errors() {
+        // A plain `Vec` growing to 2^60 outputs aborted the process.
+        let (support, weight) = Filter::Bicubic.convolution().expect("a convolution");
+        let table = Coeffs::new(30, 1 << 60, support, weight);
+        assert!(matches!(
+            table,
+            Err(TransformError::OutOfMemory { arg: "dst_size", .. })
+        ));
+        let table = Coeffs::new(30, 40, support, weight).expect("a small table");
+        let part = table.part("dst_size", 10..40).expect("a part of it");
+        assert_eq!(part.out_len(), 30);
+        assert!((0..30).all(|i| part.taps(i) == table.taps(10 + i)));
+    }
 
     /// `rgb` (rows of width `w`) in every layout a [`Source`] reads, with its fourth or only channel:
     /// packed RGB, RGBX and grayscale in one block, then in blocks of `block` rows

@@ -23,6 +23,7 @@
 //! On one thread this takes 3024x4032 -> 1008x1344 bilinear from 33 ms (a per-pixel
 //! port) to 10.6 ms, -> 336x336 from 23 ms to 6.2 ms.
 
+use crate::alloc::with_capacity;
 use crate::error::{invalid, TransformError};
 use crate::image::{Pad, Rect};
 use crate::resize::{
@@ -105,15 +106,23 @@ fn lanczos3(x: f64) -> f64 {
     }
 }
 
-/// Each output's first tap and f64 weights, and the largest weight `ATen` sees.
+/// Each output's first tap and f64 weights, the largest weight `ATen` sees, and the most
+/// taps an output has.
 struct Table {
     windows: Vec<(usize, std::ops::Range<usize>)>,
     weights: Vec<f64>,
     w_max: f64,
+    widest: usize,
 }
 
 /// `_compute_indices_min_size_weights_aa`: Pillow-style normalised windows.
-fn antialiased(in_size: usize, out_size: usize, interp_size: usize, filter: impl Fn(f64) -> f64) -> Table {
+fn antialiased(
+    arg: &'static str,
+    in_size: usize,
+    out_size: usize,
+    interp_size: usize,
+    filter: impl Fn(f64) -> f64,
+) -> Result<Table, TransformError> {
     let scale = in_size as f64 / out_size as f64;
     let half = interp_size as f64 * 0.5;
     let (support, invscale) = if scale >= 1.0 {
@@ -122,11 +131,12 @@ fn antialiased(in_size: usize, out_size: usize, interp_size: usize, filter: impl
         (half, 1.0)
     };
     // ATen pads every window to this many taps and clips longer ones to it.
-    let widest = (support.ceil() as usize) * 2 + 1;
+    let widest = (support.ceil() as usize).saturating_mul(2).saturating_add(1);
     let mut table = Table {
-        windows: Vec::with_capacity(out_size),
-        weights: Vec::new(),
+        windows: with_capacity(arg, out_size)?,
+        weights: with_capacity(arg, out_size.saturating_mul(widest))?,
         w_max: 0.0,
+        widest,
     };
     for i in 0..out_size {
         let center = scale * (i as f64 + 0.5);
@@ -149,18 +159,25 @@ fn antialiased(in_size: usize, out_size: usize, interp_size: usize, filter: impl
         }
         table.windows.push((lo, begin..begin + n));
     }
-    table
+    Ok(table)
 }
 
 /// `_compute_indices_min_size_weights` (no antialiasing): `interp_size` taps around the
 /// source position, those past an edge added onto the edge tap, not renormalised.
-fn fixed_taps(in_size: usize, out_size: usize, interp_size: usize, filter: impl Fn(f64) -> f64) -> Table {
+fn fixed_taps(
+    arg: &'static str,
+    in_size: usize,
+    out_size: usize,
+    interp_size: usize,
+    filter: impl Fn(f64) -> f64,
+) -> Result<Table, TransformError> {
     let scale = in_size as f64 / out_size as f64;
     let half = interp_size / 2;
     let mut table = Table {
-        windows: Vec::with_capacity(out_size),
-        weights: Vec::new(),
+        windows: with_capacity(arg, out_size)?,
+        weights: with_capacity(arg, out_size.saturating_mul(interp_size))?,
         w_max: 0.0,
+        widest: interp_size,
     };
     for i in 0..out_size {
         let mut real = scale * (i as f64 + 0.5) - 0.5;
@@ -193,7 +210,7 @@ fn fixed_taps(in_size: usize, out_size: usize, interp_size: usize, filter: impl 
         table.weights.extend_from_slice(&row[..n]);
         table.windows.push((lo.max(0) as usize, begin..begin + n));
     }
-    table
+    Ok(table)
 }
 
 /// `ATen`'s fixed-point taps for resizing an axis of `in_size` samples to `out_size`,
@@ -208,11 +225,11 @@ fn axis_coeffs(
     antialias: bool,
 ) -> Result<Coeffs, TransformError> {
     let table = match (mode, antialias) {
-        (TorchMode::Bilinear, true) => antialiased(in_size, out_size, 2, triangle),
-        (TorchMode::Bicubic, true) => antialiased(in_size, out_size, 4, cubic(-0.5)),
-        (TorchMode::Lanczos, true) => antialiased(in_size, out_size, 6, lanczos3),
-        (TorchMode::Bilinear, false) => fixed_taps(in_size, out_size, 2, triangle),
-        (TorchMode::Bicubic, false) => fixed_taps(in_size, out_size, 4, cubic(-0.75)),
+        (TorchMode::Bilinear, true) => antialiased(arg, in_size, out_size, 2, triangle)?,
+        (TorchMode::Bicubic, true) => antialiased(arg, in_size, out_size, 4, cubic(-0.5))?,
+        (TorchMode::Lanczos, true) => antialiased(arg, in_size, out_size, 6, lanczos3)?,
+        (TorchMode::Bilinear, false) => fixed_taps(arg, in_size, out_size, 2, triangle)?,
+        (TorchMode::Bicubic, false) => fixed_taps(arg, in_size, out_size, 4, cubic(-0.75))?,
         _ => {
             return Err(invalid(
                 "mode",
@@ -232,7 +249,7 @@ fn axis_coeffs(
         precision += 1;
     }
     let unit = f64::from(1u32 << precision);
-    let mut coeffs = Coeffs::with_precision(precision);
+    let mut coeffs = Coeffs::with_capacity(arg, precision, table.windows.len(), table.widest)?;
     for (lo, range) in table.windows {
         coeffs.push(
             lo,
@@ -486,6 +503,17 @@ mod tests {
         let mut out = vec![0u8; d.0 * d.1 * 3];
         resize_torch_rgb(src, s, &mut out, d, TorchMode::Bilinear, true).unwrap();
         out
+    }
+
+    #[test]
+    fn tables_the_allocator_cannot_give_are_errors() {
+        for antialias in [true, false] {
+            let table = axis_coeffs("dst_size", 30, 1 << 60, TorchMode::Bicubic, antialias);
+            assert!(matches!(
+                table,
+                Err(TransformError::OutOfMemory { arg: "dst_size", .. })
+            ));
+        }
     }
 
     // Expected values below were produced by torchvision 0.29.1 / torch 2.14.1
