@@ -24,6 +24,23 @@ CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
+# A function for the scripts tests run in a child process: the child's own peak resident
+# size in bytes, from Linux's VmHWM (ru_maxrss would carry the parent's over fork and exec:
+# the child's "growth" was nothing beside a large test process).
+PEAK_RSS = """
+def peak_rss():
+    import re
+    status = open("/proc/self/status").read()
+    return int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) * 1024
+"""
+
+
+def peak_rss_readable() -> None:
+    """Skip a test measuring :data:`PEAK_RSS` where ``/proc/self/status`` does not exist."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads the peak resident size from Linux's /proc/self/status")
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import noise, smooth
+from conftest import PEAK_RSS, noise, peak_rss_readable, smooth
 
 import mmfast
 from mmfast import ImageTooLargeError, MmfastError, VideoDecodeError, processors, video
@@ -200,8 +200,7 @@ def test_decoder_threads_are_bounded(
 def test_decoded_frames_are_held_once(tmp_path: Path) -> None:
     """Each decoded frame is written into the returned array as it comes: the decode's peak
     memory grows by about the frames' size (kept apart and stacked, it grew by twice)."""
-    if not Path("/proc/self/status").exists():
-        pytest.skip("reads the peak resident size from Linux's /proc/self/status")
+    peak_rss_readable()
     path = tmp_path / "clip.mp4"
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
@@ -213,17 +212,12 @@ def test_decoded_frames_are_held_once(tmp_path: Path) -> None:
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
-    # The peak resident size of this process alone (ru_maxrss carries the parent's over
-    # fork and exec).
-    script = (
-        "import re, sys, mmfast\n"
-        "def peak():\n"
-        "    status = open('/proc/self/status').read()\n"
-        "    return int(re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1)) * 1024\n"
+    script = PEAK_RSS + (
+        "import sys, mmfast\n"
         "mmfast.load_video(sys.argv[1], num_frames=1, threads=1)\n"
-        "before = peak()\n"
+        "before = peak_rss()\n"
         "frames, _ = mmfast.load_video(sys.argv[1], threads=1)\n"
-        "print(peak() - before, frames.nbytes)\n"
+        "print(peak_rss() - before, frames.nbytes)\n"
     )
     run = subprocess.run(
         [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
