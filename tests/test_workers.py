@@ -70,6 +70,48 @@ def test_worker_processes_run_after_the_parent_used_the_pool(method: str, tmp_pa
     assert run_python(FORKED, tmp_path, method).strip() == "ok"
 
 
+# The locks mmfast's Python code holds, each held by another thread of the parent at the
+# fork: the forked child decodes bytes and wraps a transformers processor all the same.
+LOCKS_HELD_AT_FORK = """
+import io, os, signal, threading, warnings
+import numpy as np
+from PIL import Image
+import mmfast
+from mmfast import hf, image
+
+warnings.simplefilter("ignore", DeprecationWarning)  # fork() in a threaded process
+buffer = io.BytesIO()
+Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(buffer, "PNG")
+held, release = threading.Event(), threading.Event()
+
+def hold():
+    with image._OPEN_LOCK, hf._lock:
+        held.set()
+        release.wait()
+
+thread = threading.Thread(target=hold)
+thread.start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)  # a hang ends the child with SIGALRM
+    mmfast.decode_image(buffer.getvalue())
+    with hf._lock:
+        pass
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+release.set()
+thread.join()
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_locks_held_by_other_threads_at_fork_do_not_hang_the_child(tmp_path: Path) -> None:
+    """A parent's thread decoding a TIFF held the lock that silences Pillow's warnings when
+    the server forked: the child's first decode of bytes waited on it forever."""
+    assert run_python(LOCKS_HELD_AT_FORK, tmp_path).strip() == "0"
+
+
 # Calls with threads=1..40 in one process; prints the OS threads before and after.
 THREADS = """
 import os

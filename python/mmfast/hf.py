@@ -138,6 +138,16 @@ _VIDEO_MODULE = "transformers.video_processing_utils"
 _BACKENDS = frozenset({"PilBackend", "TorchvisionBackend"})
 
 _lock = threading.RLock()
+
+
+def _new_lock() -> None:
+    """A forked child's lock: one a parent's thread held at the fork stays held in it."""
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_lock)
 _classes: dict[type, type] = {}
 # Calls served, by class and by who computed them (see stats()).
 _calls: Counter[tuple[str, str | None]] = Counter()

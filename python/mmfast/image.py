@@ -61,8 +61,19 @@ ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 # Pillow warns (DecompressionBombWarning) on opening an image over Image.MAX_IMAGE_PIXELS,
 # where mmfast checks its own max_pixels, and (UserWarning) on corrupt metadata, which a
 # service running with -W error must not see as an exception. Python's warning filters are
-# process-wide, so the calls that silence them take turns.
+# process-wide, so the calls that silence them take turns. A forked child takes a new lock:
+# one a parent's thread held at the fork (decoding a TIFF, say) stays held in the child,
+# whose first decode waited on it forever.
 _OPEN_LOCK = threading.Lock()
+
+
+def _new_open_lock() -> None:
+    global _OPEN_LOCK
+    _OPEN_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_open_lock)
 _URL_PREFIXES = ("http://", "https://", "ftp://", "data:")
 
 
