@@ -861,7 +861,9 @@ def test_skip_leaves_out_bad_images(model_id: str, tmp_path: Path) -> None:
 def test_bytes_and_paths_decode_in_parallel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Encoded images are decoded on the call's threads, with the same result as one thread."""
+    """Encoded images are decoded on the calling thread and the process's decoders, with the
+    same result as one thread; concurrent calls share the decoders (an executor for each
+    call added threads for each: 96 threads for 32 callers)."""
     buffers = []
     for i, (h, w) in enumerate([(300, 400), (500, 200), (64, 64), (700, 900)]):
         buffer = io.BytesIO()
@@ -872,10 +874,16 @@ def test_bytes_and_paths_decode_in_parallel(
     images = [*buffers, path]
     proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
     seen: set[int] = set()
+    decoders: set[str] = set()
     real_decode = processors.decode_source
 
     def decode(source: Any) -> Any:
         seen.add(threading.get_ident())
+        name = threading.current_thread().name
+        if name.startswith("mmfast-decode"):
+            decoders.add(name)
+        else:
+            time.sleep(0.02)  # a decoder takes the next image meanwhile
         return real_decode(source)
 
     monkeypatch.setattr(processors, "decode_source", decode)
@@ -883,7 +891,19 @@ def test_bytes_and_paths_decode_in_parallel(
     assert seen == {threading.get_ident()}
     seen.clear()
     assert_same_outputs(proc(images, threads=3), one)
-    assert threading.get_ident() not in seen and len(seen) >= 1
+    assert threading.get_ident() in seen and len(seen) >= 2
+    outputs: list[Any] = []
+    callers = [
+        threading.Thread(target=lambda: outputs.append(proc(images, threads=3))) for _ in range(16)
+    ]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert len(outputs) == 16
+    for output in outputs:
+        assert_same_outputs(output, one)
+    assert 1 <= len(decoders) <= processors.decoders()._max_workers  # type: ignore[attr-defined]
 
 
 def test_a_pil_image_given_twice_is_prepared_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:

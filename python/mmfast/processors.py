@@ -10,6 +10,7 @@ its slot of the final output.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import functools
@@ -19,6 +20,7 @@ import json
 import math
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -297,8 +299,9 @@ def prepare_batch(
     input_data_format: str | None = None,
 ) -> list[Prepared]:
     """:func:`prepare` for every image, in order, or the error it raised (see
-    ``IMAGE_ERRORS``). Bytes and paths are decoded in parallel on ``threads`` threads:
-    Pillow releases the GIL while decoding, and so does the core while packing."""
+    ``IMAGE_ERRORS``). Bytes and paths are decoded in parallel on up to ``threads`` threads,
+    the calling thread and the process's :func:`decoders`: Pillow releases the GIL while
+    decoding, and so does the core while packing."""
 
     def one(image: ImageInput, sample_size: int) -> Prepared:
         try:
@@ -319,18 +322,55 @@ def prepare_batch(
     for i in sorted(range(len(work)), key=lambda i: -encoded_size(work[i][0])):
         image = work[i][0]
         tasks.setdefault(id(image) if isinstance(image, Image.Image) else -1 - i, []).append(i)
+    queue = collections.deque(tasks.values())
+    prepared: dict[int, Prepared] = {}
 
-    def task(places: list[int]) -> list[Prepared]:
-        return [one(*work[i]) for i in places]
+    def drain() -> None:
+        while True:
+            try:
+                places = queue.popleft()
+            except IndexError:
+                return
+            for i in places:
+                prepared[i] = one(*work[i])
 
-    with ThreadPoolExecutor(min(threads, encoded)) as pool:
-        futures = [(places, pool.submit(task, places)) for places in tasks.values()]
-        prepared = {
-            i: result
-            for places, future in futures
-            for i, result in zip(places, future.result(), strict=True)
-        }
+    # The calling thread drains the tasks too, so the call ends without waiting for a
+    # decoder that other calls keep busy; those not started by then are called off.
+    helpers = [decoders().submit(drain) for _ in range(min(threads, len(tasks)) - 1)]
+    try:
+        drain()
+    finally:
+        for helper in helpers:
+            if not helper.cancel():
+                helper.result()
     return [prepared[i] for i in range(len(work))]
+
+
+_decoders: ThreadPoolExecutor | None = None
+_decoders_lock = threading.Lock()
+
+
+def decoders() -> ThreadPoolExecutor:
+    """The process's threads that decode a call's bytes and paths beside the calling thread:
+    one fewer than the worker pool's size (:func:`pool_threads`), at least one, made on first
+    use and shared by every call (an executor for each call added threads for each
+    concurrent call)."""
+    global _decoders
+    with _decoders_lock:
+        if _decoders is None:
+            workers = max(pool_threads(2) - 1, 1)
+            _decoders = ThreadPoolExecutor(workers, thread_name_prefix="mmfast-decode")
+        return _decoders
+
+
+def _forget_decoders() -> None:
+    """A forked child has none of its parent's threads: it makes its own decoders."""
+    global _decoders, _decoders_lock
+    _decoders, _decoders_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_decoders)
 
 
 def encoded_size(image: ImageInput) -> int:
