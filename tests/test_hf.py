@@ -859,6 +859,21 @@ def test_fallbacks_give_transformers_results(
     assert "running transformers' code" in caplog.text
 
 
+def test_a_4d_batch_onevision_counts_as_one_image_runs_on_transformers(
+    tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """transformers counts a 4-D array as one LLaVA-OneVision image (and fails on it): mmfast
+    read three images and kept the first alone, with no error."""
+    model_id = "llava-hf/llava-onevision-qwen2-7b-ov-hf"
+    batch = np.stack([noise(120, 200, seed) for seed in range(3)])
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    for images in (batch, [batch]):
+        want = outcome(plain, images, return_tensors="np")
+        assert isinstance(want, tuple)  # transformers raises
+        assert outcome(backed, images, return_tensors="np") == want
+    assert mmfast_calls == []
+
+
 def test_mmfast_errors_give_transformers_errors(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -577,6 +577,12 @@ def _inputs(
         prepared = _nested_map(functools.partial(_channels_last, to_cpu=to_cpu), prepared)
     if counts is not None:  # LLaVA-OneVision: the flat images of each sample
         flat_prepared = prepared if isinstance(prepared, list) else [prepared]
+        if len(flat_prepared) != sum(counts):
+            # A 4-D batch transformers counts as one image (and fails on): mmfast would
+            # have kept the first image alone.
+            raise _Fallback(
+                "image counts", f"{len(flat_prepared)} images for batch_num_images {list(counts)}"
+            )
         starts = [0, *itertools.accumulate(counts)]
         prepared = [flat_prepared[a:b] for a, b in itertools.pairwise(starts)]
     return prepared
