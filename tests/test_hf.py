@@ -1135,6 +1135,11 @@ def test_install_is_one_idempotent_hook(tmp_path: Path) -> None:
     assert hook is not original and mixin.__dict__["from_dict"] is hook
     assert isinstance(cls.from_pretrained(directory), hf.MmfastBacked)
     assert isinstance(cls.from_dict({}), hf.MmfastBacked)
+    # The dict by transformers' name for it, on a class mmfast backs and on one it does not
+    # (the hook took it by position only: TypeError).
+    assert isinstance(cls.from_dict(image_processor_dict={}), hf.MmfastBacked)
+    vit = transformers.ViTImageProcessor.from_dict(image_processor_dict={"size": 32})
+    assert type(vit) is transformers.ViTImageProcessor and vit.size == {"height": 32, "width": 32}
     hf.uninstall()
     assert mixin.__dict__["from_dict"] is original
     assert not isinstance(cls.from_pretrained(directory), hf.MmfastBacked)

@@ -938,8 +938,10 @@ def _patch(module: str) -> None:
         mixin = _mixin(module)
         original = mixin.__dict__["from_dict"]
 
-        def from_dict(cls: type[Any], processor_dict: dict[str, Any], /, **kwargs: Any) -> Any:
-            return original.__func__(backed_class(cls) or cls, processor_dict, **kwargs)
+        # The dict passes as the caller passes it: by position, or by the name transformers
+        # gives it (image_processor_dict, video_processor_dict).
+        def from_dict(cls: type[Any], *args: Any, **kwargs: Any) -> Any:
+            return original.__func__(backed_class(cls) or cls, *args, **kwargs)
 
         functools.update_wrapper(from_dict, original.__func__)
         mixin.from_dict = classmethod(from_dict)
