@@ -553,7 +553,7 @@ def test_threads_do_not_change_results(model_id: str, monkeypatch: pytest.Monkey
     assert_same_outputs(proc(images), reference)
 
 
-@pytest.mark.parametrize("value", ["0", "abc", "-2", "", "1.5"])
+@pytest.mark.parametrize("value", ["0", "abc", "-2", "", "1.5", "4097", "10000"])
 def test_bad_thread_environment_raises(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MMFAST_NUM_THREADS", value)
     with pytest.raises(MmfastError, match="MMFAST_NUM_THREADS"):

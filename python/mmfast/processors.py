@@ -78,13 +78,16 @@ DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "uint8")
 
 
 def parse_threads(arg: str, value: str) -> int:
-    """A thread count given as text (``arg`` names where: a variable, a flag), at least 1."""
+    """A thread count given as text (``arg`` names where: a variable, a flag), from 1 to
+    :data:`MAX_THREADS`."""
     try:
         threads = int(value)
     except ValueError:
         threads = 0
     if threads < 1:
         raise MmfastError(f"{arg}: expected a positive integer, got {value!r}")
+    if threads > MAX_THREADS:
+        raise MmfastError(f"{arg}: expected at most {MAX_THREADS}, got {value!r}")
     return threads
 
 
@@ -352,13 +355,13 @@ _decoders_lock = threading.Lock()
 
 def decoders() -> ThreadPoolExecutor:
     """The process's threads that decode a call's bytes and paths beside the calling thread:
-    one fewer than the worker pool's size (:func:`pool_threads`), at least one, made on first
-    use and shared by every call (an executor for each call added threads for each
-    concurrent call)."""
+    one fewer than the worker pool's size (:func:`pool_threads`) or the cores, at least one,
+    made on first use and shared by every call (an executor for each call added threads for
+    each concurrent call)."""
     global _decoders
     with _decoders_lock:
         if _decoders is None:
-            workers = max(pool_threads(2) - 1, 1)
+            workers = max(min(pool_threads(2), cores()) - 1, 1)
             _decoders = ThreadPoolExecutor(workers, thread_name_prefix="mmfast-decode")
         return _decoders
 
