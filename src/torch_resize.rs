@@ -115,6 +115,21 @@ struct Table {
     widest: usize,
 }
 
+impl Table {
+    /// No outputs yet, with room for `outputs` of `widest` taps at most.
+    ///
+    /// # Errors
+    /// [`TransformError::OutOfMemory`] naming `arg` where the allocator cannot give it.
+    fn with_capacity(arg: &'static str, outputs: usize, widest: usize) -> Result<Table, TransformError> {
+        Ok(Table {
+            windows: with_capacity(arg, outputs)?,
+            weights: with_capacity(arg, outputs.saturating_mul(widest))?,
+            w_max: 0.0,
+            widest,
+        })
+    }
+}
+
 /// `_compute_indices_min_size_weights_aa`: Pillow-style normalised windows.
 fn antialiased(
     arg: &'static str,
@@ -132,12 +147,7 @@ fn antialiased(
     };
     // ATen pads every window to this many taps and clips longer ones to it.
     let widest = (support.ceil() as usize).saturating_mul(2).saturating_add(1);
-    let mut table = Table {
-        windows: with_capacity(arg, out_size)?,
-        weights: with_capacity(arg, out_size.saturating_mul(widest))?,
-        w_max: 0.0,
-        widest,
-    };
+    let mut table = Table::with_capacity(arg, out_size, widest)?;
     for i in 0..out_size {
         let center = scale * (i as f64 + 0.5);
         // `as i64` truncates toward zero like the C++ cast.
@@ -173,12 +183,7 @@ fn fixed_taps(
 ) -> Result<Table, TransformError> {
     let scale = in_size as f64 / out_size as f64;
     let half = interp_size / 2;
-    let mut table = Table {
-        windows: with_capacity(arg, out_size)?,
-        weights: with_capacity(arg, out_size.saturating_mul(interp_size))?,
-        w_max: 0.0,
-        widest: interp_size,
-    };
+    let mut table = Table::with_capacity(arg, out_size, interp_size)?;
     for i in 0..out_size {
         let mut real = scale * (i as f64 + 0.5) - 0.5;
         if interp_size == 2 && real < 0.0 {
