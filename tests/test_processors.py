@@ -906,6 +906,30 @@ def test_bytes_and_paths_decode_in_parallel(
     assert 1 <= len(decoders) <= processors.decoders()._max_workers  # type: ignore[attr-defined]
 
 
+def test_an_interrupted_call_stops_its_decoders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the calling thread's decode: the decoders stop after the image each is on
+    (they went on through the rest of the batch while the caller waited)."""
+    buffer = io.BytesIO()
+    Image.fromarray(smooth(40, 60, 1)).save(buffer, "PNG")
+    images = [buffer.getvalue() + bytes(i) for i in range(20)]
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    decoded: list[str] = []
+    real_decode = processors.decode_source
+
+    def decode(source: Any) -> Any:
+        if not threading.current_thread().name.startswith("mmfast-decode"):
+            time.sleep(0.02)  # a decoder takes an image meanwhile
+            raise KeyboardInterrupt
+        decoded.append(threading.current_thread().name)
+        time.sleep(0.01)
+        return real_decode(source)
+
+    monkeypatch.setattr(processors, "decode_source", decode)
+    with pytest.raises(KeyboardInterrupt):
+        proc(images, threads=2)
+    assert 1 <= len(decoded) <= 4
+
+
 def test_a_pil_image_given_twice_is_prepared_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lazily opened PIL image given twice beside bytes (which send the batch to the
     threads) is loaded once, by one thread: two threads loading it at once failed with

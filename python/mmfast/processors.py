@@ -343,6 +343,7 @@ def prepare_batch(
     try:
         drain()
     finally:
+        queue.clear()  # when drain() raised (KeyboardInterrupt): the helpers stop too
         for helper in helpers:
             if not helper.cancel():
                 helper.result()
