@@ -56,7 +56,6 @@ from mmfast.models.base import (
     View,
     bfloat16_bits,
     bfloat16_values,
-    check_image_size,
     identity_table,
 )
 from mmfast.models.config import is_finite_number, is_int_in, load_video_config, with_backend
@@ -474,7 +473,6 @@ _PLANS = KeptByIdentity(32)
 def plan_for(config: ModelConfig, height: int, width: int, sample_size: int) -> ImagePlan:
     """``config.plan_in_sample(height, width, sample_size)``, made once while it is kept
     (plans are frozen, so calls share them)."""
-    check_image_size(height, width)
     return cast(
         ImagePlan,
         _PLANS.get(
@@ -614,12 +612,10 @@ class ImageProcessor:
 
     def num_image_tokens(self, height: int, width: int) -> int:
         """Placeholder tokens the model's processor inserts for a (height, width) image."""
-        check_image_size(height, width)
         return self.config.num_image_tokens(height, width)
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """What happens to an image of this size (sizes, windows, constants, shapes)."""
-        check_image_size(height, width)
         return self.config.plan(height, width)
 
     def __call__(

@@ -16,7 +16,15 @@ from typing import Any
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
-from mmfast.models.base import BICUBIC, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ImagePlan, Pad, View
+from mmfast.models.base import (
+    BICUBIC,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    ImagePlan,
+    Pad,
+    View,
+    check_image_size,
+)
 from mmfast.models.config import MAX_INT, Fields, Source, is_finite_number
 from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
 
@@ -147,6 +155,7 @@ class LlavaConfig(ClipConfig):
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``LlavaImageProcessorPil._preprocess``: ``pad_to_square`` (centred, in
         uint8), then CLIP's resize, centre crop, rescale and normalise."""
+        check_image_size(height, width)  # the square's plan checks only its side
         if not self.do_pad:
             return super().plan(height, width)
         self.check_background()

@@ -29,6 +29,7 @@ from mmfast.models.base import (
     ImagePlan,
     Pad,
     View,
+    check_image_size,
     resizer,
 )
 from mmfast.models.base_video import FRAMES_IGNORES, FramesVideoConfig, frames_fields
@@ -194,6 +195,7 @@ class LlavaNextConfig(PilBackendConfig):
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``LlavaNextImageProcessorPil._preprocess`` for one image."""
+        check_image_size(height, width)  # before the best fit divides by the sides
         return self.patch_plan(height, width, self.anyres_views(height, width))
 
     def batch_outputs(

@@ -28,6 +28,7 @@ from mmfast.models.base import (
     Pad,
     VideoPlan,
     View,
+    check_image_size,
 )
 from mmfast.models.base_video import FRAMES_IGNORES, FramesVideoConfig, frames_fields
 from mmfast.models.config import Fields, Source
@@ -99,6 +100,7 @@ class LlavaOnevisionConfig(LlavaNextConfig):
 
     def plan_in_sample(self, height: int, width: int, sample_size: int) -> ImagePlan:
         """The anyres plan alone in its sample; padded to a square among several."""
+        check_image_size(height, width)
         if sample_size <= 1:
             return self.plan(height, width)
         plan = self.patch_plan(height, width, self.square_views(height, width))
