@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -396,6 +397,44 @@ def test_preprocess_unreadable_image_leaves_no_output(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"mmfast preprocess: error: {bad}: not an image")
     assert not out_file.exists()
+
+
+def test_preprocess_failing_leaves_an_existing_out_as_it_was(tmp_path, capsys):
+    """A failed run once truncated and removed ``--out`` whatever it was: yesterday's results,
+    the input image itself, or a device node such as /dev/null (as root)."""
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    old = tmp_path / "old.npz"
+    old.write_bytes(b"yesterday's results")
+    link = tmp_path / "link.npz"
+    link.symlink_to(old)
+    for out in (old, bad, link):
+        assert main(["preprocess", str(bad), "--out", str(out)]) == 2
+    assert old.read_bytes() == b"yesterday's results" and bad.read_bytes() == b"not an image"
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "bad.jpg",
+        "link.npz",
+        "old.npz",
+    ]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with open(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK), "rb") as reader:
+        assert main(["preprocess", str(bad), "--out", str(fifo)]) == 2
+        assert reader.read() in (b"", None)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    capsys.readouterr()
+    image = tmp_path / "image.png"
+    Image.new("RGB", (64, 48), (10, 20, 30)).save(image)
+    assert main(["preprocess", str(image), "--out", str(link)]) == 0
+    assert link.is_symlink() and "pixel_values" in np.load(old)
+    assert main(["preprocess", str(image), "--out", os.devnull]) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    missing = tmp_path / "missing" / "out.npz"
+    assert main(["preprocess", str(image), "--out", str(missing)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"mmfast preprocess: error: {missing}: No such file or directory\n"
+    )
 
 
 def test_progress_bar_draws_and_clears():

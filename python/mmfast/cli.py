@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, cast
 
 import numpy as np
 
@@ -373,8 +373,7 @@ def preprocess(
     files = image_files(images, recursive, stderr)
     videos = [path for path in files if os.path.splitext(path)[1].lower() in VIDEO_EXTENSIONS]
     sources += [(path, path) for path in files if path not in videos]
-    # Opened first so an unwritable path fails before any work; removed again on failure.
-    out_file = open(out, "wb") if out is not None else None  # noqa: SIM115
+    out_file, out_tmp = _open_out(out) if out is not None else (None, None)
     try:
         t0 = time.perf_counter()
         rows: list[ImageRow] = []
@@ -395,6 +394,8 @@ def preprocess(
         if out_file is not None:
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
+            if out_tmp is not None:
+                os.replace(out_tmp, os.path.realpath(out))  # type: ignore[arg-type]
         total_s = time.perf_counter() - t0
         _report(proc, model, rows, n_threads, arrays_out, total_s, bool(images), stdout)
         if out_file is not None:
@@ -402,9 +403,26 @@ def preprocess(
     except BaseException:
         if out_file is not None:
             out_file.close()
-            os.unlink(out_file.name)
+        if out_tmp is not None and os.path.lexists(out_tmp):
+            os.unlink(out_tmp)
         raise
     return arrays_out
+
+
+def _open_out(out: str) -> tuple[BinaryIO, str | None]:
+    """The file ``--out`` is written through, opened before any work so that an unwritable
+    path fails first, and the temporary path to rename over ``out`` once the file is complete
+    (None: ``out`` itself is written). A regular file (or a new one) is written beside itself
+    and replaced whole, so a failed run leaves what was there; anything else (``/dev/null``,
+    a pipe) is written in place and never removed."""
+    if os.path.exists(out) and not os.path.isfile(out):
+        return open(out, "wb"), None  # noqa: SIM115
+    target = os.path.realpath(out)
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    try:
+        return open(tmp, "xb"), tmp  # noqa: SIM115
+    except OSError as exc:  # named by the path given, not the temporary one
+        raise type(exc)(exc.errno, exc.strerror, out) from None
 
 
 def _run(
