@@ -160,8 +160,8 @@ WILD = st.one_of(
 
 
 def run_model(proc: mmfast.ImageProcessor, sizes: list[tuple[int, int]], dtype: str) -> None:
-    """The call gives outputs (inf where huge constants overflow, as in transformers) or
-    raises ``MmfastError``; on 2 threads as on 1."""
+    """The call gives outputs (inf where a finite float32 value overflows bfloat16, as in
+    transformers) or raises ``MmfastError``; on 2 threads as on 1."""
     images = [noise(h, w, i) for i, (h, w) in enumerate(sizes)]
     try:
         out = proc(images, dtype=dtype, threads=2)

@@ -485,6 +485,25 @@ BAD_OVERRIDES: list[tuple[str, dict[str, Any], list[str]]] = [
 ]
 
 
+@pytest.mark.parametrize("model_id", BUILTINS)
+@pytest.mark.parametrize(
+    "overrides",
+    [{"image_std": [1e-46] * 3}, {"image_mean": [1e39, 0, 0]}, {"rescale_factor": 1e38}],
+)
+def test_normalising_to_non_finite_values_is_refused(model_id: str, overrides: Any) -> None:
+    """A std that is zero in float32, or a mean or rescale factor that overflows it: refused,
+    naming the setting, or not read. 19 families' torchvision arithmetic returned NaN or inf
+    for every pixel, and a rescale factor of 0 raised ZeroDivisionError."""
+    try:
+        out = load(model_id, **overrides)(noise(64, 64), threads=1)
+    except MmfastError as exc:
+        assert any(name in str(exc) for name in ("image_mean", "image_std", "mean:", "std:")), exc
+        return
+    for key, value in out.items():
+        if np.asarray(value).dtype.kind == "f":
+            assert np.isfinite(np.asarray(value)).all(), key
+
+
 @pytest.mark.parametrize(("model_id", "overrides", "names"), BAD_OVERRIDES, ids=short)
 def test_bad_overrides(model_id: str, overrides: dict[str, Any], names: list[str]) -> None:
     raises(MmfastError, lambda: load(model_id, **overrides)(IMAGE), *names)

@@ -1182,7 +1182,7 @@ def run_videos(
         inputs += list(frames)
         plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
     plans = list(config.finish_batch(plans))
-    tables, view, lut = output_tables(config.tables(), dtype)
+    tables, view, lut = output_tables(finite_tables(config), dtype)
     shape, offsets = config.batch_shape(plans)
     jobs: list[tuple[Any, ...]] = []
     one_thread = torch_one_thread()
@@ -1256,7 +1256,7 @@ def assemble(
     """The core's call for a batch of ``plans`` (``sample_sizes`` counts the images of each
     sample): its tables and jobs, the output's size, and how the output is read back."""
     computed = any(isinstance(v.out, Resized) for plan in plans for v in plan.views)
-    native = config.tables(plans[0])
+    native = finite_tables(config, plans[0])
     if dtype == "uint8" and native.ndim == 3 and len(native) != len(config.pixel_keys):
         # pixel_lut holds one table per pixel output (DeepSeek-VL hybrid's two), not more.
         raise MmfastError(
@@ -1366,6 +1366,25 @@ def run_plans(
         if batch.mask is not None:
             outputs["pixel_rows_mask"] = batch.mask.copy()
     return BatchFeature(outputs, image_rows=batch.rows)
+
+
+def finite_tables(config: Any, *plan: Any) -> NDArray[Any]:
+    """``config.tables(*plan)``, refused when a value is not finite: an ``image_std`` that is
+    zero once rounded to float32, or a mean or rescale factor that overflows, gives NaN or inf
+    for every pixel (transformers computes them, warning at most)."""
+    with np.errstate(all="ignore"):
+        native = config.tables(*plan)
+    values = bfloat16_values(native) if native.dtype == np.uint16 else native
+    if not np.isfinite(values).all():
+        names = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")
+        got = ", ".join(
+            f"{name}={getattr(config, name)!r}" for name in names if hasattr(config, name)
+        )
+        raise MmfastError(
+            "image_mean, image_std, rescale_factor: expected settings whose normalised values "
+            f"are finite in float32, got {got}"
+        )
+    return native
 
 
 def output_tables(

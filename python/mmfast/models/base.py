@@ -522,7 +522,7 @@ def _fused(
     mean = np.asarray(image_mean, np.float32)
     std = np.asarray(image_std, np.float32)
     if do_rescale and do_normalize:
-        scale = np.float32(1.0 / rescale_factor)
+        scale = np.float32(1.0 / rescale_factor if rescale_factor else math.inf)  # refused
         rows = [(x - m * scale) / (s * scale) for m, s in zip(mean, std, strict=True)]
     elif do_normalize:
         rows = [(x - m) / s for m, s in zip(mean, std, strict=True)]

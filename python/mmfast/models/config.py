@@ -201,6 +201,11 @@ def is_int_in(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
+# The largest float32 and its smallest subnormal: a float64 up to half of it rounds to 0.
+FLOAT32_MAX: Final = 3.4028234663852886e38
+FLOAT32_TINY: Final = 1.401298464324817e-45
+
+
 def is_finite_number(value: object) -> bool:
     # JSON true/false parse as bool, a subclass of int; a config meaning 1 would say 1.
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -277,10 +282,14 @@ class Fields:
         if not isinstance(items, list | tuple) or len(items) != 3:
             raise self.error(name, "a number or a list of 3 numbers (one per RGB channel)", value)
         for item in items:
-            if not is_finite_number(item):
-                raise self.error(name, "finite numbers", value)
-            if nonzero and item == 0:
-                raise self.error(name, "non-zero values (normalisation divides by them)", value)
+            # Normalised in float32: a value past its range is inf there, one under its
+            # smallest subnormal 0.
+            if not is_finite_number(item) or abs(item) > FLOAT32_MAX:
+                raise self.error(name, "finite numbers (in float32 too)", value)
+            if nonzero and abs(item) <= FLOAT32_TINY / 2:
+                raise self.error(
+                    name, "non-zero values, in float32 too (normalisation divides by them)", value
+                )
         return (float(items[0]), float(items[1]), float(items[2]))
 
     def resample(self, default: int) -> int:
