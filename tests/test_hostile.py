@@ -28,6 +28,7 @@ from conftest import (
     builtin_settings,
     noise,
     peak_rss_readable,
+    same_bits,
     smooth,
 )
 from PIL import Image, ImageOps
@@ -42,6 +43,7 @@ LLAVA = "llava-hf/llava-1.5-7b-hf"
 LLAVA_NEXT = "llava-hf/llava-v1.6-mistral-7b-hf"
 LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 INTERNVL = "OpenGVLab/InternVL3-8B-hf"
+GLM41V = "zai-org/GLM-4.1V-9B-Thinking"
 NAN, INF = float("nan"), float("inf")
 BACKENDS = ("pil", "torchvision")
 IMAGE = noise(20, 30, 11)
@@ -784,8 +786,14 @@ def test_missing_video_files_raise_like_missing_images(tmp_path: Path) -> None:
 # (model, message): keyword arguments its videos() refuses (regression: Qwen3-VL's rates and
 # counts raised ValueError, TypeError, OverflowError or ZeroDivisionError, or allocated 8 GB)
 VIDEO_ARGUMENTS: dict[tuple[str, str], list[dict[str, Any]]] = {
-    (QWEN3, "fps: expected a finite number > 0"): [{"fps": v} for v in (NAN, INF, "2", 0)],
-    (QWEN3, "video_fps: expected a finite"): [{"fps": 2, "video_fps": v} for v in (0, NAN, "3")],
+    (QWEN3, "fps: expected a number > 0 and at most 65536"): [
+        {"fps": v} for v in (NAN, INF, "2", 0, 1e308)
+    ],
+    (QWEN3, "video_fps: expected a number > 0"): [
+        {"fps": 2, "video_fps": v} for v in (0, NAN, "3", 1e308)
+    ],
+    # regression: GLM-4.1V listed duration * fps frame indices, for ever at fps=1e9
+    (GLM41V, "fps: expected a number > 0 and at most 65536"): [{"fps": 1e9, "video_fps": 4.0}],
     (QWEN3, "num_frames: expected an integer"): [{"num_frames": n} for n in (0, 2.5, 2**70, 10**9)],
     (QWEN3, "num_frames: expected at least temporal_factor=2"): [{"num_frames": 1, "fps": None}],
     (QWEN3, "video_fps: expected one rate per clip (1)"): [{"video_fps": [30.0, 30.0]}],
@@ -812,6 +820,41 @@ VIDEO_ARGUMENTS: dict[tuple[str, str], list[dict[str, Any]]] = {
 def test_bad_video_arguments(key: tuple[str, str], kwargs: dict[str, Any]) -> None:
     model_id, message = key
     raises(MmfastError, lambda: load(model_id).videos(CLIP, **kwargs), message)
+
+
+def test_glm_sampling_faster_than_a_frame_takes_every_frame() -> None:
+    """GLM-4.1V at a rate past twice the clip's: every frame, without listing one index per
+    step (65536 frames a second over 300 seconds listed 20 million)."""
+    videos = load(GLM41V).videos
+    listed = videos(CLIP, video_fps=4.0, fps=7.9)  # under twice the rate: indices listed
+    assert listed.video_grid_thw[0, 0] == 2  # all 4 frames, 2 to a temporal patch
+    for fps in (8.0, 9.5, 65536):
+        fast = videos(CLIP, video_fps=4.0, fps=fps)
+        assert all(same_bits(fast[key], listed[key]) for key in listed)
+
+
+@pytest.mark.parametrize(
+    "model_id", [m for m in BUILTINS if registry.BUILTINS[m].video is not None]
+)
+@pytest.mark.parametrize("fps", [0, -1, 1e308])
+def test_bad_video_config_rates(tmp_path: Path, model_id: str, fps: float) -> None:
+    """A video config's fps out of range: refused naming it (GLM's raised ZeroDivisionError,
+    GLM-5's and GLM-GA's NumPy's ValueError, Qwen3-VL's and others' OverflowError)."""
+    builtin = registry.BUILTINS[model_id]
+    if "fps" not in builtin.video:
+        pytest.skip(f"{model_id}'s video config has no fps")
+    (tmp_path / CONFIG).write_text(json.dumps(dict(builtin.preprocessor)))
+    (tmp_path / "video_preprocessor_config.json").write_text(
+        json.dumps({**builtin.video, "fps": fps})
+    )
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": builtin.model_type}))
+    try:
+        proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+        proc.videos(CLIP, video_fps=4.0)
+    except MmfastError as exc:
+        assert "fps" in str(exc), exc
+    else:
+        pytest.fail(f"fps={fps} was not refused")
 
 
 @pytest.mark.parametrize("model_id", [QWEN, QWEN3])

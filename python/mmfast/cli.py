@@ -416,11 +416,11 @@ def _open_out(out: str) -> tuple[BinaryIO, str | None]:
     and replaced whole, so a failed run leaves what was there; anything else (``/dev/null``,
     a pipe) is written in place and never removed."""
     if os.path.exists(out) and not os.path.isfile(out):
-        return open(out, "wb"), None  # noqa: SIM115
+        return open(out, "wb"), None
     target = os.path.realpath(out)
     tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.tmp")
     try:
-        return open(tmp, "xb"), tmp  # noqa: SIM115
+        return open(tmp, "xb"), tmp
     except OSError as exc:  # named by the path given, not the temporary one
         raise type(exc)(exc.errno, exc.strerror, out) from None
 

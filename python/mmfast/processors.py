@@ -58,6 +58,7 @@ from mmfast.models.base import (
     bfloat16_values,
     identity_table,
 )
+from mmfast.models.base_video import MAX_FPS, MAX_FRAMES
 from mmfast.models.config import is_finite_number, is_int_in, load_video_config, with_backend
 from mmfast.models.geometry import CropBox
 
@@ -92,8 +93,6 @@ def parse_threads(arg: str, value: str) -> int:
 
 # More threads than this is a mistake (and would not fit the core's thread pool).
 MAX_THREADS = 4096
-# The most frames a clip may be sampled to (Qwen3-VL repeats frames to reach num_frames).
-MAX_FRAMES = 65536
 
 
 class Default(enum.Enum):
@@ -829,8 +828,10 @@ class ImageProcessor:
             )
         call_fps = None if fps is CONFIG else fps
         for name, rate in [("fps", call_fps)] + [("video_fps", r) for r in rates]:
-            if rate is not None and not (is_finite_number(rate) and rate > 0):
-                raise MmfastError(f"{name}: expected a finite number > 0, got {rate!r}")
+            if rate is not None and not (is_finite_number(rate) and 0 < rate <= MAX_FPS):
+                raise MmfastError(
+                    f"{name}: expected a number > 0 and at most {MAX_FRAMES}, got {rate!r}"
+                )
         if num_frames not in (None, CONFIG) and not is_int_in(num_frames, 1, MAX_FRAMES):
             raise MmfastError(
                 f"num_frames: expected an integer from 1 to {MAX_FRAMES}, got {num_frames!r}"

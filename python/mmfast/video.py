@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from mmfast.errors import ImageTooLargeError, MmfastError, VideoDecodeError
 from mmfast.models.base import DEFAULT_MAX_PIXELS
+from mmfast.models.base_video import MAX_FRAMES
 from mmfast.models.config import is_finite_number
 
 __all__ = [
@@ -52,8 +53,6 @@ __all__ = [
 VideoSource = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 SampleIndices = Callable[..., Sequence[int] | NDArray[np.integer]]
 
-# The most frames one call may return: each is a full decoded picture.
-MAX_FRAMES: Final = 65536
 # FFmpeg's own ceiling for the threads it picks, and past which it warns for H.264.
 DECODER_THREADS: Final = 16
 

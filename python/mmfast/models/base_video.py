@@ -38,6 +38,8 @@ from mmfast.models.geometry import (
 
 __all__ = [
     "FRAMES_IGNORES",
+    "MAX_FPS",
+    "MAX_FRAMES",
     "FramesVideoConfig",
     "float32_arange",
     "frames_fields",
@@ -49,6 +51,12 @@ __all__ = [
 FRAMES_IGNORES: Final = frozenset({"do_pad", "pad_size"})
 # The PIL codes transformers' torchvision backend maps to a tensor filter.
 TORCH_CODES = (0, 1, 2, 3)
+
+# The most frames a clip may have, and the highest sampling rate (frames a second) a config or
+# a call may ask: a rate past the frames a clip can have samples every frame, and samplers
+# count or list ``duration * fps`` frames.
+MAX_FRAMES: Final = 65536
+MAX_FPS: Final = float(MAX_FRAMES)
 
 
 def torch_resized_size(height: int, width: int, size: Mapping[str, int]) -> tuple[int, int]:
@@ -223,11 +231,12 @@ def instance_sampling(
     )
 
 
-def positive_number(cfg: Fields, name: str) -> float:
-    """A finite number above 0 (``validate_typed_dict`` refuses others for fps)."""
-    value = cfg.number(name, 1.0)
-    if not value > 0:
-        raise cfg.error(name, "a number > 0", value)
+def positive_number(cfg: Fields, name: str, default: float = 1.0) -> float:
+    """A finite number above 0 (``validate_typed_dict`` refuses others for fps), and at most
+    :data:`MAX_FPS`."""
+    value = cfg.number(name, default)
+    if not 0 < value <= MAX_FPS:
+        raise cfg.error(name, f"a number > 0 and at most {MAX_FRAMES}", value)
     return value
 
 

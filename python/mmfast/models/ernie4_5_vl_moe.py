@@ -39,6 +39,7 @@ from mmfast.models.base import (
     VideoPlan,
     check_image_size,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.glm4v import GLM_VIDEO_IGNORES, patch_rows_plan, video_grid_thw
 from mmfast.models.qwen2_vl import QwenVideoPlan, QwenVLConfig, patch_fields, smart_resize
@@ -293,7 +294,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> Ernie4_5_VLMoeVideoConfig
         min_frames=cfg.positive_int("min_frames", 16),
         max_frames=cfg.positive_int("max_frames", 180),
         do_sample_frames=cfg.flag("do_sample_frames", True),
-        fps=None if fps is None else cfg.number("fps", 0.0),
+        fps=None if fps is None else positive_number(cfg, "fps"),
         num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
         draw_on_frames=cfg.flag("draw_on_frames", True),
         font=font if font is not None else "Roboto-Regular.ttf",

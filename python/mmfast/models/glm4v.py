@@ -42,6 +42,7 @@ from mmfast.models.base import (
     View,
     check_image_size,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.qwen2_vl import (
     QWEN_VIDEO_IGNORES,
@@ -381,7 +382,13 @@ class Glm4vVideoConfig(VideoConfig):
         last = total - 1
         if duration <= self.max_duration:
             n = max(math.floor(duration * requested), 1)
-            indices = [min(last, math.ceil(i * video_fps / requested)) for i in range(n)]
+            if requested >= 2 * video_fps:
+                # Steps of at most half a frame take every frame up to the last one taken:
+                # the same indices without listing n of them (n grows with the rate asked).
+                top = min(last, math.ceil((n - 1) * video_fps / requested))
+                indices = list(range(top + 1))
+            else:
+                indices = [min(last, math.ceil(i * video_fps / requested)) for i in range(n)]
         else:
             num_samples = int(self.max_duration * requested)
             if num_samples >= total:
@@ -514,7 +521,7 @@ def glm_video_fields(cfg: Fields, longest_edge: int = 28 * 28 * 2 * 30000) -> di
     return {
         **fields,
         "do_sample_frames": cfg.flag("do_sample_frames", True),
-        "fps": cfg.number("fps", 2.0),
+        "fps": positive_number(cfg, "fps", 2.0),
         "num_frames": cfg.positive_int("num_frames", 16),
         "max_duration": cfg.number("max_duration", 300.0),
     }

@@ -47,6 +47,7 @@ from mmfast.models.base import (
     plan_constants,
     resizer,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.glm4v import (
     GLM_VIDEO_IGNORES,
@@ -450,7 +451,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> Glm5NextVideoConfig:
         min_image_tokens=cfg.positive_int("min_image_tokens", 16),
         max_image_tokens=cfg.positive_int("max_image_tokens", 240000),
         do_sample_frames=cfg.flag("do_sample_frames", True),
-        fps=cfg.number("fps", 2.0),
+        fps=positive_number(cfg, "fps", 2.0),
         num_frames=cfg.positive_int("num_frames", 16),
         max_duration=cfg.number("max_duration", 0.0),
         max_frames=cfg.positive_int("max_frames", 2048),

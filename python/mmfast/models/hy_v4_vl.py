@@ -32,6 +32,7 @@ from mmfast.models.base import (
     View,
     check_image_size,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import MAX_INT, Fields, Source, is_int_in
 from mmfast.models.hunyuan_vl import HunYuanVLConfig
 from mmfast.models.qwen2_vl import (
@@ -322,7 +323,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> HYV4VLVideoConfig:
         min_frames=cfg.positive_int("min_frames", 2),
         max_frames=cfg.positive_int("max_frames", 1024),
         do_sample_frames=cfg.flag("do_sample_frames", False),
-        fps=cfg.number("fps", 2.0),
+        fps=positive_number(cfg, "fps", 2.0),
         num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
     )
 

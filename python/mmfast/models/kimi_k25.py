@@ -64,6 +64,7 @@ from mmfast.models.base import (
     plan_constants,
     resizer,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.kimi_vl import patch_grid_outputs
 
@@ -552,7 +553,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> KimiK25VideoConfig:
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 4),
         merge_size=cfg.positive_int("merge_size", 2),
         do_sample_frames=cfg.flag("do_sample_frames", True),
-        fps=cfg.number("fps", 2.0),
+        fps=positive_number(cfg, "fps", 2.0),
         num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
     )
 

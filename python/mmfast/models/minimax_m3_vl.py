@@ -35,6 +35,7 @@ from mmfast.models.base import (
     View,
     check_image_size,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.qwen2_vl import (
     QWEN_VIDEO_IGNORES,
@@ -276,7 +277,6 @@ def _build_video(model_id: str | None, cfg: Fields) -> MiniMaxM3VLVideoConfig:
     for unused in ("total_pixels", "min_frames", "max_frames"):
         cfg.positive_int(unused, 1)
     num_frames = cfg.raw("num_frames")
-    fps = cfg.raw("fps")
     return MiniMaxM3VLVideoConfig(
         model_id=model_id,
         video_processor_type="MiniMaxM3VLVideoProcessor",
@@ -291,7 +291,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> MiniMaxM3VLVideoConfig:
         merge_size=cfg.positive_int("merge_size", 2),
         vision_segment_max_frames=cfg.positive_int("vision_segment_max_frames", 4),
         do_sample_frames=cfg.flag("do_sample_frames", False),
-        fps=1.0 if fps is None else cfg.number("fps", 1.0),
+        fps=positive_number(cfg, "fps", 1.0),
         num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
     )
 

@@ -49,6 +49,7 @@ from mmfast.models.base import (
     fused_tables,
     plan_constants,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.qwen2_vl import QwenVideoPlan, grid_thw, temporal_groups, video_grid_thw
 
@@ -384,7 +385,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> MuseGlimmerVideoConfig:
         merge_size=cfg.positive_int("merge_size", 2),
         max_video_frame_tokens=cfg.positive_int("max_video_frame_tokens", 144),
         do_sample_frames=cfg.flag("do_sample_frames", True),
-        fps=cfg.number("fps", 2.0),
+        fps=positive_number(cfg, "fps", 2.0),
         num_frames=cfg.positive_int("num_frames", 96),
     )
 

@@ -37,6 +37,7 @@ from mmfast.models.base import (
     plan_constants,
     resizer,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 
 
@@ -660,7 +661,9 @@ def video_fields(
         "min_frames": cfg.positive_int("min_frames", 4),
         "max_frames": cfg.positive_int("max_frames", 768),
         "do_sample_frames": cfg.flag("do_sample_frames", do_sample_frames),
-        "fps": None if cfg.raw("fps") is None and fps is None else cfg.number("fps", fps or 0.0),
+        "fps": None
+        if cfg.raw("fps") is None and fps is None
+        else positive_number(cfg, "fps", fps or 1.0),
         "num_frames": None if num_frames is None else cfg.positive_int("num_frames", 1),
         "cap_pixels_per_frame": cfg.flag("cap_pixels_per_frame", False),
         "max_video_tokens": cfg.positive_int("max_video_tokens", max_video_tokens),

@@ -40,6 +40,7 @@ from mmfast.models.base import (
     VideoPlan,
     check_image_size,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.ernie4_5_vl_moe import torch_arange_indices
 from mmfast.models.glm4v import GLM_VIDEO_IGNORES, patch_rows_plan
@@ -315,7 +316,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> VideoLlama3VideoConfig:
         min_frames=cfg.positive_int("min_frames", 4),
         max_frames=cfg.positive_int("max_frames", 180),
         do_sample_frames=cfg.flag("do_sample_frames", False),
-        fps=None if fps is None else cfg.number("fps", 0.0),
+        fps=None if fps is None else positive_number(cfg, "fps"),
         num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
         use_token_compression=cfg.flag("use_token_compression", True),
     )

@@ -35,6 +35,7 @@ from mmfast.models.base import (
     View,
     check_image_size,
 )
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import center_crop_box, get_resize_output_image_size
 from mmfast.models.llava import ClipConfig, processor_fields
@@ -257,7 +258,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> VideoLlavaVideoConfig:
         image_mean=fields["image_mean"],
         image_std=fields["image_std"],
         do_sample_frames=cfg.flag("do_sample_frames", False),
-        fps=None if fps is None else cfg.number("fps", 0.0),
+        fps=None if fps is None else positive_number(cfg, "fps"),
         num_frames=None if num_frames is None else cfg.positive_int("num_frames", 1),
     )
 
