@@ -166,6 +166,41 @@ def test_custom_samplers_read_as_transformers_reads_them(
     assert_same(mmfast.load_video(path, sample_indices_fn=sampler), want)
 
 
+def awkward_file(kind: str, folder: Path) -> Path:
+    """A file whose packets alone mislead a seek: AV1 (libdav1d reads its frame skipping once,
+    when it opens), an MP4 cut with an edit list (its first packets are discarded, so the
+    decoder outputs fewer frames than there are packets), and MPEG-4 in MP4 without a keyframe
+    table (every packet then reads as a keyframe)."""
+    path = folder / f"{kind}.mp4"
+    if kind == "av1":
+        if "libsvtav1" not in av.codecs_available:
+            pytest.skip("PyAV's FFmpeg has no AV1 encoder (libsvtav1)")
+        return encode(Clip("libsvtav1", 30, (64, 64), gop=8), path)
+    if kind == "edit-list":
+        return encode(Clip("libx264", 30, (48, 64), gop=10, bframes=2), path, pts=lambda t: t - 3)
+    encode(Clip("mpeg4", 30, (48, 64), gop=8), path)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"stss")
+    data[at : at + 4] = b"free"  # the keyframe table becomes padding
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["av1", "edit-list", "no-keyframe-table"])
+def test_frames_a_seek_would_misplace_equal_transformers(tmp_path: Path, kind: str) -> None:
+    """Samplers that skip the first frames (as InternVL's does) got other frames than the
+    reference: AV1 came back as later frames or none, the cut file shifted by its discarded
+    frames, and MPEG-4 without its keyframe table predicted from a blank picture."""
+    path = awkward_file(kind, tmp_path)
+    for indices in ([3, 6, 12], [25], [1, 10, 11, 13, 15, 25]):
+
+        def sampler(metadata: Any, **kwargs: Any) -> list[int]:
+            return indices  # noqa: B023 (called before the loop moves on)
+
+        want = hf_video.load_video(str(path), backend="pyav", sample_indices_fn=sampler)
+        assert_same(mmfast.load_video(path, sample_indices_fn=sampler), want)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_sources_and_threads_agree(clips: dict[str, Path], threads: int) -> None:
     """A path, its bytes and an open file give the same frames on any number of threads."""

@@ -10,15 +10,16 @@ start up to the last sampled one, on one thread, the sampled ones converted with
 demuxer (packets only, nothing decoded) gives every frame's presentation timestamp and the
 keyframes; each sampled frame is then decoded from the keyframe at or before it, groups of
 pictures holding no sampled frame are skipped, and decoding stops after the last one. Frames no
-other frame refers to (most B-frames) are not decoded unless they are sampled: the decoder is
-told to skip non-reference frames until the next sampled one, which changes no decoded value
-because nothing reads them. The codec's frame and slice threads decode, and only the sampled
-frames are converted to RGB (by the same PyAV call, so the same libswscale code and flags).
-Frames are matched to their index by timestamp. A stream without usable timestamps (missing,
-repeated, or in decode order where the codec reorders frames, as H.264 in AVI), and a clip
-whose sampled frames did not all come out (a seek that cannot reach a keyframe, a cut file), are
-decoded from the start, as the reference decodes them. PyAV releases the GIL while it decodes
-and converts.
+other frame refers to (most B-frames) are not decoded unless they are sampled: a decoder that
+reads the setting for each frame is told to skip non-reference frames until the next sampled
+one, which changes no decoded value because nothing reads them. The codec's frame and slice
+threads decode, and only the sampled frames are converted to RGB (by the same PyAV call, so the
+same libswscale code and flags). Frames are matched to their index by timestamp. A stream
+without usable timestamps (missing, repeated, or in decode order where the codec reorders
+frames, as H.264 in AVI), packets the demuxer discards (an MP4 edit list), a keyframe flag on
+every packet of a codec that predicts frames (no keyframe table), and a clip whose sampled
+frames did not all come out (a seek that cannot reach a keyframe, a cut file), are decoded from
+the start, as the reference decodes them. PyAV releases the GIL while it decodes and converts.
 
 PyAV is an optional dependency (``pip install 'mmfast[video]'``), imported on first use.
 """
@@ -53,6 +54,10 @@ __all__ = [
 VideoSource = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 SampleIndices = Callable[..., Sequence[int] | NDArray[np.integer]]
 
+# Decoders that read ``skip_frame`` for each frame, so non-reference frames before a sampled
+# one can be skipped and the next decoded. Others may read it once (libdav1d, for AV1, when it
+# opens: every later non-reference frame was dropped, sampled ones too) and decode everything.
+SKIPS_PER_FRAME: Final = frozenset({"h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "vp9"})
 # FFmpeg's own ceiling for the threads it picks, and past which it warns for H.264.
 DECODER_THREADS: Final = 16
 
@@ -336,7 +341,8 @@ class _Reader:
             )
             need = set(targets)
             next_target = min(index.order[i] for i in targets)
-            context.skip_frame = "NONREF"
+            if context.codec.name in SKIPS_PER_FRAME:
+                context.skip_frame = "NONREF"
             for packet in packets:
                 if packet.size == 0:  # the demuxer's end: flush the decoder
                     frames = stream.decode(None)
@@ -403,7 +409,13 @@ class _FrameIndex:
 
         The demuxer stops once a packet's decode timestamp passes the ``last + 1``-th smallest
         presentation timestamp so far: every later packet presents later (pts >= dts, and
-        dts only grows), so no frame up to ``last`` can still come."""
+        dts only grows), so no frame up to ``last`` can still come.
+
+        Also None for a packet the demuxer marks to discard (an MP4 edit list that starts
+        after the first frames, as ``ffmpeg -ss ... -c copy`` cuts: the decoder drops their
+        frames, so they are not counted), and for a stream whose every packet is a keyframe
+        though its codec predicts frames (MPEG-4 in MP4 without a keyframe table: a seek to a
+        predicted frame decodes it from nothing)."""
         pts: list[int] = []
         dts: list[int | None] = []
         keyframes: list[int] = []
@@ -411,7 +423,7 @@ class _FrameIndex:
         for packet in container.demux(stream):
             if packet.size == 0:
                 continue
-            if packet.pts is None:
+            if packet.pts is None or packet.is_discard:
                 return None
             if len(seen) > last and packet.dts is not None and packet.dts > seen[last]:
                 break
@@ -421,6 +433,8 @@ class _FrameIndex:
             dts.append(packet.dts)
             bisect.insort(seen, packet.pts)
         if not pts or not keyframes or keyframes[0] != 0 or len(seen) != len(set(seen)):
+            return None
+        if len(keyframes) == len(pts) > 1 and not stream.codec_context.codec.intra_only:
             return None
         if stream.codec_context.has_b_frames and pts == seen:
             # The codec reorders frames, yet every timestamp follows decode order: they are
