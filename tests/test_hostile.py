@@ -482,6 +482,13 @@ BAD_OVERRIDES: list[tuple[str, dict[str, Any], list[str]]] = [
     (LLAVA_NEXT, {"patch_size": 1000}, ["patch_size=1000"]),
     (LLAVA_NEXT, {"image_grid_pinpoints": [[1, 2], [3, 4]]}, ["image_grid_pinpoints"]),
     (LLAVA_NEXT, {"size": {"max_height": 1, "max_width": 1}}, ["size"]),
+    # regression: patches larger than the best fit's side raised ZeroDivisionError counting
+    # the tokens, which on_error="skip" did not catch
+    (
+        LLAVA_NEXT,
+        {"size": {"shortest_edge": 400}, "do_center_crop": False},
+        ["image size", "cannot be counted", "400x400 patches"],
+    ),
     # regression: the core allocated a 30 GB resize target and aborted
     (LLAVA, {"size": {"shortest_edge": 100_000}}, ["size", "at most 178956970 pixels"]),
 ]

@@ -156,13 +156,17 @@ class LlavaNextConfig(PilBackendConfig):
         if self.downsample_rate is not None:  # Granite4VisionProcessor
             patches_height = int(patches_height * self.downsample_rate)
             patches_width = int(patches_width * self.downsample_rate)
+        scale_height, scale_width = best_height // out_height, best_width // out_width
+        if not (patches_height * scale_height and patches_width * scale_width):
+            # LlavaNextProcessor divides by the grid's sides (ZeroDivisionError there).
+            raise MmfastError(
+                f"image size: the tokens of a {height}x{width} image cannot be counted: its "
+                f"{out_height}x{out_width} patches of the {best_height}x{best_width} best fit "
+                f"give a grid of {patches_height * scale_height}x{patches_width * scale_width} "
+                "features (size, crop_size or patch_size against image_grid_pinpoints)"
+            )
         unpadded, newlines = unpadded_features(
-            height,
-            width,
-            patches_height,
-            patches_width,
-            best_height // out_height,
-            best_width // out_width,
+            height, width, patches_height, patches_width, scale_height, scale_width
         )
         return (
             unpadded + newlines + patches_height * patches_width + self.num_additional_image_tokens
