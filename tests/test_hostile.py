@@ -439,6 +439,10 @@ CONFIG_DIRS: list[tuple[dict[str, Any], type[MmfastError], list[str]]] = [
     ({CONFIG: {}}, UnsupportedModelError, ["supported processors: ", "CLIPImageProcessor"]),
     ({CONFIG: {}, "config.json": {"model_type": "bert"}}, UnsupportedModelError, ["'bert'"]),
     ({CONFIG: builtin_dict(QWEN), "config.json": b"{broken"}, MmfastError, ["config.json"]),
+    # regression: RecursionError, a bare ValueError naming no file, TypeError (unhashable)
+    ({CONFIG: b"[" * 100_000}, MmfastError, ["cannot read JSON config"]),
+    ({CONFIG: b'{"size": 1' + b"0" * 5000 + b"}"}, MmfastError, ["cannot read JSON config"]),
+    ({CONFIG: {}, "config.json": {"model_type": ["qwen2_vl"]}}, MmfastError, ["model_type"]),
     ({}, MmfastError, ["no preprocessor_config.json"]),
     ({"config.json": {"model_type": "qwen2_vl"}}, MmfastError, ["no preprocessor_config.json"]),
     ({CONFIG: None}, MmfastError, ["no preprocessor_config.json"]),

@@ -103,7 +103,9 @@ def read_json(path: Path) -> JsonDict:
     """A JSON object from ``path``, or :class:`MmfastError` naming the file."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    # ValueError: malformed JSON, or an integer of more than 4300 digits; RecursionError:
+    # arrays or objects nested thousands deep.
+    except (OSError, ValueError, RecursionError) as exc:
         raise MmfastError(f"{path}: cannot read JSON config: {exc}") from exc
     if not isinstance(data, dict):
         raise MmfastError(f"{path}: expected a JSON object, got {type(data).__name__}")
@@ -140,6 +142,10 @@ def read_source(name_or_path: str | os.PathLike[str]) -> Source:
         model_type = None
         if (path / "config.json").is_file():
             model_type = read_json(path / "config.json").get("model_type")
+            if model_type is not None and not isinstance(model_type, str):
+                raise MmfastError(
+                    f"{path / 'config.json'}: model_type: expected a string, got {model_type!r}"
+                )
         # AutoVideoProcessor's order: nested in processor_config.json, then its own file.
         video = processor.get("video_processor")
         if not isinstance(video, dict) and (path / "video_preprocessor_config.json").is_file():
