@@ -16,6 +16,7 @@ the GIL released, instead of ``exif_transpose`` + ``np.array`` copies.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import io
 import os
@@ -75,6 +76,17 @@ def _new_open_lock() -> None:
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_new_open_lock)
 _URL_PREFIXES = ("http://", "https://", "ftp://", "data:")
+# The longest path a message shows whole: a str that is not a path (base64 image data, as
+# clients send it) is cut, not echoed.
+SHOWN_PATH = 200
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as messages show it: cut to :data:`SHOWN_PATH` characters, saying how long."""
+    text = os.fsdecode(path)
+    if len(text) <= SHOWN_PATH:
+        return text
+    return f"{text[:SHOWN_PATH]}... ({len(text)} characters)"
 
 
 @contextlib.contextmanager
@@ -98,7 +110,7 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
         what = f"{len(source)} bytes"
     elif isinstance(source, (str, os.PathLike)):
         fp = source
-        what = os.fsdecode(source)
+        what = shown_path(source)
         if what.lower().startswith(_URL_PREFIXES):
             raise MmfastError(
                 f"source: expected bytes or a file path, got the URL {what[:80]!r}; mmfast "
@@ -120,7 +132,13 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise ImageDecodeError(f"source: cannot read the image header ({what}): {exc}") from exc
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            # The message without the file name, which ``what`` gives (cut if long).
+            hint = "; a str is a file path: decode base64 data to bytes first"
+            detail = exc.strerror + (hint if exc.errno == errno.ENAMETOOLONG else "")
+        else:
+            detail = str(exc)
+        raise ImageDecodeError(f"source: cannot read the image header ({what}): {detail}") from exc
     with im:
         yield im
 

@@ -42,6 +42,7 @@ from mmfast.image import (
     decode_source,
     pil_source,
     rgb_or_gray,
+    shown_path,
 )
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
 from mmfast.models.base import (
@@ -395,7 +396,7 @@ def describe_position(position: Position, image: object) -> str:
         f"images[{position}]" if isinstance(position, int) else "images[{}][{}]".format(*position)
     )
     if isinstance(image, (str, os.PathLike)):
-        where += f" ({os.fspath(image)})"
+        where += f" ({shown_path(image)})"
     return where
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mmfast.errors import ImageTooLargeError, MmfastError, VideoDecodeError
+from mmfast.image import shown_path
 from mmfast.models.base import DEFAULT_MAX_PIXELS
 from mmfast.models.base_video import MAX_FRAMES
 from mmfast.models.config import is_finite_number
@@ -470,8 +471,8 @@ def _describe(source: VideoSource) -> tuple[str, Any]:
                 "mmfast does not fetch URLs: download the video and pass its bytes"
             )
         if not os.path.exists(path):
-            raise FileNotFoundError(2, "No such file or directory", path)
-        return f"video ({path})", path
+            raise FileNotFoundError(2, "No such file or directory", shown_path(path))
+        return f"video ({shown_path(path)})", path
     if hasattr(source, "read"):
         return f"video ({getattr(source, 'name', 'file object')})", source
     raise MmfastError(
