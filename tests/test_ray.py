@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -285,6 +286,21 @@ def test_folder_through_ray(ray_data, folder, monkeypatch, where, model, overrid
     proc = ImageProcessor.from_pretrained(model, **overrides)
     for path, row in by_path.items():
         check_row(row, proc, path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_size": 0}, "batch_size: expected a positive integer, got 0"),
+        ({"batch_size": 1.5}, "batch_size: expected a positive integer, got 1.5"),
+        ({"workers": 0}, "workers: expected None or a positive integer, got 0"),
+        ({"workers": -2}, "workers: expected None or a positive integer, got -2"),
+    ],
+)
+def test_preprocess_files_checks_its_arguments(folder, kwargs, message):
+    """Named before Ray sees them (Ray's own errors named neither: "('size must be >= 1', 0)")."""
+    with pytest.raises(MmfastError, match=re.escape(message)):
+        preprocess_files(folder, QWEN, **kwargs)
 
 
 @through_ray

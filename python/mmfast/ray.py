@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from mmfast.cli import BF16_SUFFIX, image_files, npz_arrays
 from mmfast.errors import MmfastError
 from mmfast.models import ImagePlan
+from mmfast.models.config import MAX_INT, is_int_in
 from mmfast.processors import (
     ON_ERROR,
     BatchInput,
@@ -292,9 +293,13 @@ def preprocess_files(
     ``kwargs`` go to :class:`Preprocess` (``dtype``, ``backend``, ``on_error``, overrides).
     Lazy, like every Ray dataset: nothing is read until it is consumed.
     """
+    check_threads(threads)
+    if not is_int_in(batch_size, 1, MAX_INT):
+        raise MmfastError(f"batch_size: expected a positive integer, got {batch_size!r}")
+    if workers is not None and not is_int_in(workers, 1, MAX_INT):
+        raise MmfastError(f"workers: expected None or a positive integer, got {workers!r}")
     import ray.data
 
-    check_threads(threads)
     names = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     # Absolute: an actor resolves a path in its own working directory (the driver's at
     # ray.init, on the driver's node), where a relative one went missing, every image skipped.
