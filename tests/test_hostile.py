@@ -505,6 +505,11 @@ BAD_OVERRIDES: list[tuple[str, dict[str, Any], list[str]]] = [
         {"size": {"shortest_edge": 400}, "do_center_crop": False},
         ["image size", "cannot be counted", "400x400 patches"],
     ),
+    # regression: ZeroDivisionError or OverflowError while building the processor
+    ("microsoft/Phi-4-multimodal-instruct", {"size": 3}, ["patch_size", "at most size (3)"]),
+    (LLAVA_NEXT, {"downsample_rate": INF}, ["downsample_rate", "(0, 1]"]),
+    (LLAVA_NEXT, {"downsample_rate": 1e308}, ["downsample_rate"]),
+    ("deepseek-community/Janus-Pro-1B", {"image_mean": [1e308, 0, 0]}, ["image_mean"]),
     # regression: the core allocated a 30 GB resize target and aborted
     (LLAVA, {"size": {"shortest_edge": 100_000}}, ["size", "at most 178956970 pixels"]),
 ]

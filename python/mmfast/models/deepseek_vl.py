@@ -34,7 +34,14 @@ from mmfast.models.base import (
     plan_constants,
     resizer,
 )
-from mmfast.models.config import MAX_INT, Fields, Source, is_finite_number, is_int_in
+from mmfast.models.config import (
+    FLOAT32_MAX,
+    MAX_INT,
+    Fields,
+    Source,
+    is_finite_number,
+    is_int_in,
+)
 from mmfast.models.geometry import CropBox
 
 __all__ = [
@@ -92,8 +99,10 @@ def background_color(mean: object, origin: Fields, name: str = "image_mean") -> 
         mean = OPENAI_CLIP_MEAN
     if is_finite_number(mean):
         raise origin.error(name, "a list of 3 values (the class iterates it)", mean)
-    if not isinstance(mean, list | tuple) or not all(is_finite_number(x) for x in mean):
-        raise origin.error(name, "a list of 3 finite numbers", mean)
+    if not isinstance(mean, list | tuple) or not all(
+        is_finite_number(x) and abs(x) <= FLOAT32_MAX for x in mean
+    ):
+        raise origin.error(name, "a list of 3 finite numbers (in float32 too)", mean)
     return tuple(int(x * 255) for x in mean)
 
 

@@ -294,10 +294,10 @@ def downsample_rate(processor: Fields) -> Fraction | None:
         return None
     try:
         rate = Fraction(value) if isinstance(value, (str, int, float)) else None
-    except (ValueError, ZeroDivisionError):
+    except (ValueError, ZeroDivisionError, OverflowError):
         rate = None
-    if rate is None or isinstance(value, bool) or rate <= 0:
-        raise processor.error("downsample_rate", "a positive fraction ('1/2', 0.5, ...)", value)
+    if rate is None or isinstance(value, bool) or not 0 < rate <= 1:
+        raise processor.error("downsample_rate", "a fraction in (0, 1] ('1/2', 0.5, ...)", value)
     return rate
 
 

@@ -306,13 +306,17 @@ def _build(
         # and torch has no box or hamming mode for.
         raise cfg.error("resample", "0, 2 or 3 (the global view is not antialiased)", resample)
     norm = cfg.normalization(HALF, HALF)
+    patch_size = cfg.positive_int("patch_size", 14)
+    if patch_size > size["height"]:
+        # The attention mask has size // patch_size cells a side, which HF divides by.
+        raise cfg.error("patch_size", f"at most size ({size['height']})", patch_size)
     return Phi4MultimodalConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
         do_convert_rgb=cfg.convert_rgb(),
         size=size["height"],
         resample=resample,
-        patch_size=cfg.positive_int("patch_size", 14),
+        patch_size=patch_size,
         dynamic_hd=cfg.positive_int("dynamic_hd", 36, MAX_DYNAMIC_HD),
         **norm.fields(),
     )
