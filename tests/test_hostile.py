@@ -534,6 +534,18 @@ def test_normalising_to_non_finite_values_is_refused(model_id: str, overrides: A
             assert np.isfinite(np.asarray(value)).all(), key
 
 
+def test_inkling_checks_its_rescaled_size_before_its_squares(tmp_path: Path) -> None:
+    """A rescale past the pixel cap (a null upscale cap lets it through) is refused before a
+    window is made per square: 100000 times a 20x30 image made 6 billion, for minutes."""
+    config = builtin_dict("thinkingmachines/Inkling") | {
+        "rescale_image_frac": 100_000,
+        "rescale_image_max_upscaled_long_edge": None,
+    }
+    (tmp_path / CONFIG).write_text(json.dumps(config))
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    raises(MmfastError, lambda: proc(IMAGE), "rescale_image_frac", "178956970", "2000000x3000000")
+
+
 @pytest.mark.parametrize(("model_id", "overrides", "names"), BAD_OVERRIDES, ids=short)
 def test_bad_overrides(model_id: str, overrides: dict[str, Any], names: list[str]) -> None:
     raises(MmfastError, lambda: load(model_id, **overrides)(IMAGE), *names)

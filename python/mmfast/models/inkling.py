@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
+    DEFAULT_MAX_PIXELS,
     LANCZOS,
     OPENAI_CLIP_MEAN,
     OPENAI_CLIP_STD,
@@ -130,6 +131,13 @@ class InklingConfig(ModelConfig):
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``InklingImageProcessor._preprocess`` for one image."""
         size, rows, columns = self.grid(height, width)
+        if size[0] * size[1] > DEFAULT_MAX_PIXELS:
+            # Before a window a square: 12.5 billion of them for 100000 times a 40x50 image.
+            raise MmfastError(
+                f"rescale_image_frac: expected intermediate images of at most "
+                f"{DEFAULT_MAX_PIXELS} pixels, got a resize of a {height}x{width} image to "
+                f"{size[0]}x{size[1]}"
+            )
         p = self.side
         squares = [CropBox(r * p, c * p, p, p) for r in range(rows) for c in range(columns)]
         # Each square twice: the two time slots of (squares, 2, side, side, 3).
