@@ -908,6 +908,27 @@ def test_none_settings_run_as_transformers_runs_them(
     assert_same(got, want)
 
 
+@pytest.mark.parametrize(
+    ("model_id", "settings"),
+    [
+        ("BAAI/Emu3-Chat-hf", {"do_resize": None}),
+        ("LanguageBind/Video-LLaVA-7B-hf", {"do_resize": None}),
+        ("LanguageBind/Video-LLaVA-7B-hf", {"do_center_crop": None}),
+    ],
+)
+def test_old_style_instances_with_none_settings_run_on_transformers(
+    model_id: str, settings: dict[str, Any]
+) -> None:
+    """An old-style class reads its instance's None as it is (no resize, no crop); mmfast
+    read it as the default: Emu3 resized a 333x517 image to 416x640."""
+    config = builtin_dict(model_id) | settings
+    hf_class = getattr(transformers, config["image_processor_type"])
+    images = [pil(333, 517, 1)]
+    want = outcome(hf_class.from_dict(dict(config)), images, return_tensors="np")
+    got = outcome(hf.wrap(hf_class.from_dict(dict(config))), images, return_tensors="np")
+    assert_same(got, want)
+
+
 def unsupported_checkpoints() -> list[Any]:
     vit = (
         {"image_processor_type": "ViTImageProcessor", "size": {"height": 32, "width": 32}},

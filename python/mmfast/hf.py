@@ -431,6 +431,11 @@ def _run_legacy(
     inputs = _inputs(processor, images, call, None)
     known = IMAGES_KWARGS | family.kwargs
     instance = {name: getattr(processor, name) for name in known if hasattr(processor, name)}
+    unset = sorted(name for name, value in instance.items() if value is None)
+    if unset:
+        # The class reads an instance's None as it is (a do_resize of None: no resize), where
+        # a config's null means the default.
+        raise _Fallback("instance settings of None", ", ".join(unset))
     proc = _processor(hf_class, _settings(hf_class, family, instance, processor))
     arguments = {name: _plain(value) for name, value in call.items()}
     out = _call(proc, inputs, **arguments)
