@@ -435,6 +435,12 @@ GEMMA3_PROCESSOR_DEFAULTS = {
         # IdeficsImageProcessor reads image_size only when it is built.
         ("HuggingFaceM4/idefics-9b", {"image_size": 100}),
         ("Salesforce/blip-vqa-base", {"do_resize": False}),
+        # The canvases come from the instance's max_num_tiles; a call's says only whether to
+        # tile (4 gave 5 tiles for transformers' 36).
+        ("facebook/Perception-LM-1B", {"max_num_tiles": 4}),
+        ("facebook/Perception-LM-1B", {"max_num_tiles": 1}),
+        # The global view is padded with the instance's colour, whatever the call passes.
+        ("baidu/Unlimited-OCR", {"background_color": [10, 200, 30]}),
     ],
 )
 def test_call_settings_run_on_mmfast(

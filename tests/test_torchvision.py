@@ -490,6 +490,7 @@ def test_deepseek_hybrid_needs_resize_and_pad(overrides: dict[str, Any], error: 
         ("liuhaotian/llava-v1.5-7b", {"image_mean": [1.2, -0.1, 0.5]}),
         ("HuggingFaceM4/idefics-9b", {"image_size": 100, "size": {"height": 90, "width": 80}}),
         ("stepfun-ai/Step-3.7-Flash", {"patch_size": 300, "max_image_size": 800}),
+        ("baidu/Unlimited-OCR", {"background_color": [10, 200, 30]}),
     ],
 )
 def test_call_settings_match_transformers(model_id: str, settings: dict[str, Any]) -> None:
@@ -505,6 +506,21 @@ def test_call_settings_match_transformers(model_id: str, settings: dict[str, Any
     want = {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in out.items()}
     proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision")
     assert_same_outputs(proc(images, **settings), want)
+
+
+@pytest.mark.parametrize("max_num_tiles", [1, 2, 4])
+def test_perception_lm_tiles_on_its_instances_canvases(max_num_tiles: int) -> None:
+    """transformers' class picks canvases from its instance's max_num_tiles (36); a call's
+    says only whether to tile. A call's 4 gave 5 tiles here, transformers' 36."""
+    pytest.importorskip("torchvision")
+    model_id = "facebook/Perception-LM-1B"
+    image = make_image("noise", 333, 250, 2)
+    hf = hf_class(model_id).from_dict(builtin_dict(model_id))
+    want = hf([Image.fromarray(image)], return_tensors="pt", max_num_tiles=max_num_tiles)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, backend="torchvision")
+    assert_same_outputs(
+        proc(image, max_num_tiles=max_num_tiles), {k: v.numpy() for k, v in want.items()}
+    )
 
 
 @settings(max_examples=60, deadline=None)

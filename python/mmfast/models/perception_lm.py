@@ -156,6 +156,7 @@ class PerceptionLMConfig(ModelConfig):
     vision_input_type: str
     tile_size: int
     max_num_tiles: int
+    instance_max_num_tiles: int
     patch_size: int
     pooling_ratio: int
 
@@ -175,7 +176,10 @@ class PerceptionLMConfig(ModelConfig):
         )
         if self.vision_input_type != "thumb+tile":
             return (thumbnail,)
-        columns, rows = tile_grid(height, width, side, self.max_num_tiles)
+        # resize tiles when the call's max_num_tiles is over 1, on the canvases of the
+        # instance's (_find_supported_aspect_ratios reads self.max_num_tiles).
+        tiles = self.instance_max_num_tiles if self.max_num_tiles > 1 else 1
+        columns, rows = tile_grid(height, width, side, tiles)
         tiles = tuple(
             CropBox(r * side, c * side, side, side) for r in range(rows) for c in range(columns)
         )
@@ -229,6 +233,8 @@ def _build(
     kind = cfg.raw("vision_input_type")
     if kind is not None and not isinstance(kind, str):
         raise cfg.error("vision_input_type", '"thumb+tile" or another string', kind)
+    given = cfg.raw(registry.INSTANCE_KEY)
+    instance = cfg if given is None else cfg.nested("the instance", given)
     return PerceptionLMConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -239,6 +245,7 @@ def _build(
         vision_input_type="thumb+tile" if kind is None else kind,
         tile_size=cfg.positive_int("tile_size", 448, 16384),
         max_num_tiles=cfg.positive_int("max_num_tiles", 36, MAX_TILES),
+        instance_max_num_tiles=instance.positive_int("max_num_tiles", 36, MAX_TILES),
         patch_size=processor.positive_int("patch_size", 14),
         pooling_ratio=processor.positive_int("pooling_ratio", 2),
     )
@@ -251,6 +258,8 @@ registry.register(
         model_types={"perception_lm": "PerceptionLMImageProcessor"},
         build=_build,
         kwargs=frozenset({"vision_input_type", "tile_size", "max_num_tiles"}),
+        call_settings=registry.keep_instance("max_num_tiles"),
+        instance_attributes=("max_num_tiles",),
         processor_kwargs=frozenset({"patch_size", "pooling_ratio"}),
         processor_classes={"PerceptionLMProcessor": "perception_lm"},
         hf_torchvision="perception_lm.image_processing_perception_lm.PerceptionLMImageProcessor",

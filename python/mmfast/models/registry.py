@@ -24,6 +24,7 @@ __all__ = [
     "Family",
     "by_model_type",
     "by_processor_type",
+    "keep_instance",
     "processor_class",
     "register",
     "register_builtin",
@@ -130,6 +131,18 @@ PROCESSOR_MODEL_TYPES: dict[str, str] = {}
 BUILTINS: dict[str, Builtin] = {}
 _BY_PROCESSOR_TYPE: dict[str, Family] = {}
 _BY_MODEL_TYPE: dict[str, Family] = {}
+
+
+def keep_instance(*names: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]:
+    """A family's ``call_settings`` for a class that reads ``names`` off its instance: a call's
+    values over the config's, with the config's own values of ``names`` kept under
+    :data:`INSTANCE_KEY` (as :mod:`mmfast.hf` passes an instance's)."""
+
+    def merge(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
+        instance = values.get(INSTANCE_KEY) or {name: values.get(name) for name in names}
+        return {**values, **call, INSTANCE_KEY: instance}
+
+    return merge
 
 
 def register(family: Family) -> Family:

@@ -288,13 +288,6 @@ class Step3p7Config(ModelConfig):
         return outputs
 
 
-def call_over_instance(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
-    """A call's settings over the config's, but ``max_image_size``, which ``_plan_patches``
-    reads off the instance."""
-    instance = values.get(registry.INSTANCE_KEY) or {"max_image_size": values.get("max_image_size")}
-    return {**values, **call, registry.INSTANCE_KEY: instance}
-
-
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> Step3p7Config:
     """Mirrors ``Step3p7ImageProcessor``'s class defaults (``size`` through ``get_size_dict``
     with ints as squares)."""
@@ -335,7 +328,7 @@ registry.register(
         build=_build,
         kwargs=frozenset({"patch_size", "max_image_size"}),
         # Its _preprocess always resizes and never crops or pads to a size.
-        call_settings=call_over_instance,
+        call_settings=registry.keep_instance("max_image_size"),
         instance_attributes=("max_image_size",),
         ignored_kwargs=frozenset(
             {"do_resize", "do_center_crop", "crop_size", "do_pad", "pad_size"}

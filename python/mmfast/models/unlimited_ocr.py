@@ -230,12 +230,6 @@ def _build(
     )
 
 
-def _call_settings(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
-    """A call's settings over the config's, but ``background_color``: ``_preprocess`` pads
-    with the instance's colour whatever a call passes."""
-    return {**values, **{k: v for k, v in call.items() if k != "background_color"}}
-
-
 registry.register(
     registry.Family(
         name="unlimited_ocr",
@@ -255,7 +249,7 @@ registry.register(
         processor_kwargs=frozenset({"patch_size", "downsample_ratio"}),
         processor_classes={"UnlimitedOcrProcessor": "unlimited_ocr"},
         hf_torchvision="unlimited_ocr.image_processing_unlimited_ocr.UnlimitedOcrImageProcessor",
-        call_settings=_call_settings,
+        instance_settings=frozenset({"background_color"}),
     )
 )
 
