@@ -443,6 +443,25 @@ def test_a_files_nulls_read_as_transformers_reads_them(
     assert_same_outputs(got, want)
 
 
+@pytest.mark.parametrize("do_center_crop", [True, False])
+def test_video_llava_reads_an_int_size_as_a_shortest_edge(
+    tmp_path: Path, do_center_crop: bool
+) -> None:
+    """VideoLlavaImageProcessor reads an int size as a shortest edge whatever the file's
+    default_to_square says; mmfast made it a 320x320 square."""
+    model_id = "LanguageBind/Video-LLaVA-7B-hf"
+    config = {
+        **models.registry.BUILTINS[model_id].preprocessor,
+        "size": 320,
+        "default_to_square": True,
+        "do_center_crop": do_center_crop,
+    }
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    image = noise(333, 517, 1)
+    want = hf_class(model_id).from_dict(config)(image, return_tensors="np")
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(tmp_path)(image), want)
+
+
 GEMMA4_PROCESSORS = [
     ("google/gemma-4-31B-it", "gemma4.processing_gemma4.Gemma4Processor"),
     ("google/gemma-4-12B-it", "gemma4_unified.processing_gemma4_unified.Gemma4UnifiedProcessor"),

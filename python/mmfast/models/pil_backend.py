@@ -71,6 +71,7 @@ def pil_backend_fields(
     do_center_crop: bool = False,
     crop_size: int | Mapping[str, int] | None = 224,
     pads: bool = False,
+    reads_default_to_square: bool = True,
 ) -> dict[str, Any]:
     """The :class:`PilBackendConfig` fields from a config, given the class defaults.
 
@@ -78,14 +79,13 @@ def pil_backend_fields(
     through ``get_size_dict`` (an int is a square or a shortest edge per ``default_to_square``,
     a crop size always a square). ``pads``: the family reads ``do_pad`` itself (a batch
     padding of its own); otherwise ``do_pad`` must be off. A ``crop_size`` of None (the class
-    has none) reads as (0, 0).
+    has none) reads as (0, 0). ``reads_default_to_square``: whether the class takes the
+    config's ``default_to_square`` (an old-style class such as Video-LLaVA's fixes its own).
     """
     size_value = cfg.raw("size")
-    resolved = cfg.size_dict(
-        "size",
-        size if size_value is None else size_value,
-        cfg.flag("default_to_square", default_to_square),
-    )
+    if reads_default_to_square:
+        default_to_square = cfg.flag("default_to_square", default_to_square)
+    resolved = cfg.size_dict("size", size if size_value is None else size_value, default_to_square)
     do_resize = cfg.flag("do_resize", True)
     if do_resize and not (
         "shortest_edge" in resolved

@@ -125,6 +125,8 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
             mean=OPENAI_CLIP_MEAN,
             std=OPENAI_CLIP_STD,
             do_center_crop=True,
+            # get_size_dict(size, default_to_square=False) in __init__ and preprocess alike.
+            reads_default_to_square=False,
         ),
         **processor_fields(processor),
         fixed_tokens=None,
