@@ -413,6 +413,19 @@ def test_onevision_multi_image_tokens() -> None:
     assert proc.plan(300, 200).num_image_tokens == proc.num_image_tokens(300, 200) != 730
 
 
+def test_onevision_pads_with_the_instances_mean_under_a_calls() -> None:
+    """A multi-image sample is padded to squares with the instance's mean and normalised with
+    the call's; mmfast padded with the call's (0.84 off)."""
+    model_id = "llava-hf/llava-onevision-qwen2-7b-ov-hf"
+    samples = [[Image.fromarray(noise(300, 200, 1)), Image.fromarray(noise(150, 420, 2))]]
+    mean = [0.1, 0.9, 0.5]
+    want = hf_class(model_id).from_dict(builtin_dict(model_id))(
+        samples, image_mean=mean, return_tensors="np"
+    )
+    got = mmfast.ImageProcessor.from_pretrained(model_id)(samples, image_mean=mean)
+    assert_same_outputs(got, want)
+
+
 @pytest.mark.parametrize(
     "nulls",
     [

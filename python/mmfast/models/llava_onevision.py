@@ -24,6 +24,7 @@ from mmfast.models.base import (
     HALF,
     OPENAI_CLIP_MEAN,
     OPENAI_CLIP_STD,
+    RGB,
     ImagePlan,
     Pad,
     VideoPlan,
@@ -60,6 +61,8 @@ class LlavaOnevisionConfig(LlavaNextConfig):
 
     tile_tokens: int
     max_num_patches: int
+    # The instance's image_mean: pad_to_square's colour (a call's mean only normalises).
+    pad_mean: RGB
 
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"pixel_values": "rows", "image_sizes": "tuples", "batch_num_images": "ints"}
@@ -82,11 +85,11 @@ class LlavaOnevisionConfig(LlavaNextConfig):
 
     def square_views(self, height: int, width: int) -> tuple[View, ...]:
         """``pad_to_square`` with the mean colour, then the per-patch resize."""
-        fill = tuple(int(m * 255) for m in self.image_mean)
+        fill = tuple(int(m * 255) for m in self.pad_mean)
         if not all(0 <= v <= 255 for v in fill):
             raise MmfastError(
                 "image_mean: expected values in [0, 1] (the padding colour is mean * 255), "
-                f"got {self.image_mean}"
+                f"got {self.pad_mean}"
             )
         side = max(height, width)
         top, left = (
@@ -130,6 +133,8 @@ def _build(
     tile_tokens = processor.positive_int("num_image_tokens", 729)
     if math.isqrt(tile_tokens) ** 2 != tile_tokens:
         raise processor.error("num_image_tokens", "a square number of tokens per tile", tile_tokens)
+    given = cfg.raw(registry.INSTANCE_KEY)
+    instance = cfg if given is None else cfg.nested("the instance", given)
     config = LlavaOnevisionConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -149,6 +154,7 @@ def _build(
         vision_feature_select_strategy=strategy(processor),
         tile_tokens=tile_tokens,
         max_num_patches=int(digits),
+        pad_mean=instance.rgb("image_mean", OPENAI_CLIP_MEAN),
     )
     return anyres_checked(config, cfg)
 
@@ -160,6 +166,8 @@ registry.register(
         model_types={"llava_onevision": "LlavaOnevisionImageProcessor"},
         build=_build,
         kwargs=frozenset({"image_grid_pinpoints"}),
+        call_settings=registry.keep_instance("image_mean"),
+        instance_attributes=("image_mean",),
         processor_kwargs=frozenset(
             {"num_image_tokens", "vision_aspect_ratio", "vision_feature_select_strategy"}
         ),
