@@ -394,8 +394,8 @@ def preprocess(
         if out_file is not None:
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
-            if out_tmp is not None:
-                os.replace(out_tmp, os.path.realpath(out))  # type: ignore[arg-type]
+            if out_tmp is not None and out is not None:
+                os.replace(out_tmp, os.path.realpath(out))
         total_s = time.perf_counter() - t0
         _report(proc, model, rows, n_threads, arrays_out, total_s, bool(images), stdout)
         if out_file is not None:

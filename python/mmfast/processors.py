@@ -1375,7 +1375,7 @@ def finite_tables(config: Any, *plan: Any) -> NDArray[Any]:
     zero once rounded to float32, or a mean or rescale factor that overflows, gives NaN or inf
     for every pixel (transformers computes them, warning at most)."""
     with np.errstate(all="ignore"):
-        native = config.tables(*plan)
+        native: NDArray[Any] = config.tables(*plan)
     values = bfloat16_values(native) if native.dtype == np.uint16 else native
     if not np.isfinite(values).all():
         names = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")

@@ -178,8 +178,8 @@ class PerceptionLMConfig(ModelConfig):
             return (thumbnail,)
         # resize tiles when the call's max_num_tiles is over 1, on the canvases of the
         # instance's (_find_supported_aspect_ratios reads self.max_num_tiles).
-        tiles = self.instance_max_num_tiles if self.max_num_tiles > 1 else 1
-        columns, rows = tile_grid(height, width, side, tiles)
+        limit = self.instance_max_num_tiles if self.max_num_tiles > 1 else 1
+        columns, rows = tile_grid(height, width, side, limit)
         tiles = tuple(
             CropBox(r * side, c * side, side, side) for r in range(rows) for c in range(columns)
         )
