@@ -11,6 +11,7 @@ dtype, shape and bits; where the reference raises ``ValueError``, mmfast must ra
 from __future__ import annotations
 
 import importlib
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -411,6 +412,26 @@ def test_onevision_multi_image_tokens() -> None:
     assert plan.output_shapes["pixel_values"] == (1, 3, 384, 384)
     assert plan.num_image_tokens == 730
     assert proc.plan(300, 200).num_image_tokens == proc.num_image_tokens(300, 200) != 730
+
+
+@pytest.mark.parametrize(
+    ("model_id", "kwargs"),
+    [("google/paligemma2-3b-pt-224", {}), ("Qwen/Qwen2-VL-7B-Instruct", {"do_convert_rgb": False})],
+)
+def test_rgb_colour_keys_stay_without_conversion(model_id: str, kwargs: dict[str, Any]) -> None:
+    """An RGB PNG with a transparent colour key (Pillow: mode RGB, info["transparency"]) is
+    read as it is when do_convert_rgb is off (PaliGemma 2's file leaves it null); mmfast
+    composited the keyed pixels onto white."""
+    pixels = noise(90, 110, 1)
+    pixels[:20, :20] = (1, 2, 3)
+    data = io.BytesIO()
+    Image.fromarray(pixels).save(data, "PNG", transparency=(1, 2, 3))
+    image = Image.open(data)
+    assert image.mode == "RGB" and image.info["transparency"] == (1, 2, 3)
+    want = hf_class(model_id).from_dict(builtin_dict(model_id))(
+        [image], return_tensors="np", **kwargs
+    )
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(model_id)(image, **kwargs), want)
 
 
 def test_onevision_pads_with_the_instances_mean_under_a_calls() -> None:

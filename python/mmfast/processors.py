@@ -429,8 +429,11 @@ def prepare(
     """
     if isinstance(image, Image.Image):
         plan = plan_for(config, image.height, image.width, sample_size)
-        if not plan.do_convert_rgb and image.mode != "RGB":
-            raise _not_converted(f"a PIL image in mode {image.mode}")
+        if not plan.do_convert_rgb:
+            if image.mode != "RGB":
+                raise _not_converted(f"a PIL image in mode {image.mode}")
+            # Its pixels as they are: a transparent colour key is not composited.
+            return pil_source(image), plan
         try:
             if config.pil_convert == "resize_then_rgb" and image.mode not in ("RGB", "L"):
                 return _resize_then_rgb(image, plan)
