@@ -404,6 +404,11 @@ def test_processor_matches_transformers(
             assert (as_array(want["input_ids"]) == token).sum() > len(images)
 
 
+def torchvision_only(*values: Any) -> Any:
+    """A case whose class transformers has only with torch and torchvision."""
+    return pytest.param(*values, marks=pytest.mark.skipif(not TORCH, reason=NEEDS_TORCHVISION))
+
+
 # What Gemma3Processor passes to its image processor on every call.
 GEMMA3_PROCESSOR_DEFAULTS = {
     "do_convert_rgb": True,
@@ -437,10 +442,10 @@ GEMMA3_PROCESSOR_DEFAULTS = {
         ("Salesforce/blip-vqa-base", {"do_resize": False}),
         # The canvases come from the instance's max_num_tiles; a call's says only whether to
         # tile (4 gave 5 tiles for transformers' 36).
-        ("facebook/Perception-LM-1B", {"max_num_tiles": 4}),
-        ("facebook/Perception-LM-1B", {"max_num_tiles": 1}),
+        torchvision_only("facebook/Perception-LM-1B", {"max_num_tiles": 4}),
+        torchvision_only("facebook/Perception-LM-1B", {"max_num_tiles": 1}),
         # The global view is padded with the instance's colour, whatever the call passes.
-        ("baidu/Unlimited-OCR", {"background_color": [10, 200, 30]}),
+        torchvision_only("baidu/Unlimited-OCR", {"background_color": [10, 200, 30]}),
     ],
 )
 def test_call_settings_run_on_mmfast(

@@ -522,7 +522,8 @@ def _fused(
     mean = np.asarray(image_mean, np.float32)
     std = np.asarray(image_std, np.float32)
     if do_rescale and do_normalize:
-        scale = np.float32(1.0 / rescale_factor if rescale_factor else math.inf)  # refused
+        # A rescale factor of 0 gives NaN here, which the processor refuses.
+        scale = np.float32(1.0 / rescale_factor if rescale_factor else math.inf)
         rows = [(x - m * scale) / (s * scale) for m, s in zip(mean, std, strict=True)]
     elif do_normalize:
         rows = [(x - m) / s for m, s in zip(mean, std, strict=True)]

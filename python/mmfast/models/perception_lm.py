@@ -176,8 +176,8 @@ class PerceptionLMConfig(ModelConfig):
         )
         if self.vision_input_type != "thumb+tile":
             return (thumbnail,)
-        # resize tiles when the call's max_num_tiles is over 1, on the canvases of the
-        # instance's (_find_supported_aspect_ratios reads self.max_num_tiles).
+        # Tiled when the call's max_num_tiles is over 1, on the canvases of the instance's
+        # (transformers' _find_supported_aspect_ratios reads self.max_num_tiles).
         limit = self.instance_max_num_tiles if self.max_num_tiles > 1 else 1
         columns, rows = tile_grid(height, width, side, limit)
         tiles = tuple(
