@@ -22,12 +22,14 @@ import pytest
 from conftest import assert_same_outputs, noise, smooth
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_array_equal
 from parity_table import hf_reference
 from PIL import Image
 
 import mmfast
 from mmfast import MmfastError, hf
 from mmfast.models import registry
+from mmfast.reference import normalize_uint8
 
 transformers = pytest.importorskip("transformers")
 
@@ -36,6 +38,8 @@ MISTRAL = "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
 PIXTRAL = "mistral-community/pixtral-12b"
 LIGHTON = "lightonai/LightOnOCR-1B-1025"
 IDEFICS2 = "HuggingFaceM4/idefics2-8b"
+IDEFICS3 = "HuggingFaceM4/Idefics3-8B-Llama3"
+SMOLVLM = "HuggingFaceTB/SmolVLM-Instruct"
 EMU3 = "BAAI/Emu3-Chat-hf"
 
 SPECIAL_TOKENS = (
@@ -201,23 +205,45 @@ def test_prompts_nest_like_hf(model_id: str) -> None:
 
 
 def test_idefics2_refuses_what_it_cannot_stack() -> None:
-    """Without padding transformers stacks frames, which fails for frames of different sizes;
-    with rescale and normalise off, transformers' PIL class returns float32 for prompts of
-    unequal frame counts, which mmfast refuses rather than change its dtype."""
+    """Without padding transformers stacks frames, which fails for frames of different
+    sizes."""
     reference = hf_reference(IDEFICS2)
     unpadded = mmfast.ImageProcessor.from_pretrained(IDEFICS2, do_pad=False)
     with pytest.raises(ValueError):
         reference(images((100, 100), (1000, 100)), {"do_pad": False})
     with pytest.raises(MmfastError, match="do_pad off"):
         unpadded(images((100, 100), (1000, 100)))
+
+
+@pytest.mark.parametrize("model_id", [IDEFICS2, IDEFICS3, SMOLVLM])
+def test_unequal_prompts_pad_into_float32(model_id: str) -> None:
+    """With rescale and normalise off, the PIL classes of Idefics2 and Idefics3 (SmolVLM's too)
+    pad prompts of unequal frame or tile counts with float32 zeros, which make the uint8
+    pixels float32 as numpy stacks them; prompts of equal counts stay uint8. mmfast gives the
+    same dtype and values (it refused Idefics2's case and returned uint8 for Idefics3's)."""
+    reference = hf_reference(model_id)
     raw = {"do_rescale": False, "do_normalize": False}
-    proc = mmfast.ImageProcessor.from_pretrained(IDEFICS2, **raw)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, **raw)
     ragged = [images((100, 100), (50, 50)), images((40, 30))]
-    assert reference(ragged, raw)["pixel_values"].dtype == np.float32
-    with pytest.raises(MmfastError, match="unequal frame counts"):
-        proc(ragged)
-    even = [images((100, 100)), images((40, 30))]
-    assert_same_outputs(proc(even), reference(even, raw))
+    # One image each, in unequal tile counts where Idefics3 splits them (one frame each in
+    # Idefics2).
+    tall = [images((900, 300)), images((300, 300))]
+    even = [images((100, 100)), images((50, 50))]
+    for samples, dtype in [(ragged, np.float32), (tall, np.float32), (even, np.uint8)]:
+        want = reference(samples, raw)
+        if model_id == IDEFICS2 and samples is tall:
+            dtype = np.uint8  # one frame each
+        assert want["pixel_values"].dtype == dtype
+        assert_same_outputs(proc(samples), want)
+    if not proc.config.raw_pixels:
+        return  # Idefics2 pads frames with zeros after normalising
+    # The pixels before the tables: the lookup gives the float32 values.
+    packed = proc(ragged, dtype="uint8")
+    assert packed["pixel_values"].dtype == np.uint8
+    assert_array_equal(
+        normalize_uint8(packed["pixel_values"], packed["pixel_lut"], packed["pixel_rows_mask"]),
+        reference(ragged, raw)["pixel_values"],
+    )
 
 
 def test_emu3_reads_its_sizes_from_its_settings() -> None:

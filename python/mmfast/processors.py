@@ -1187,7 +1187,7 @@ def run_videos(
         inputs += list(frames)
         plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
     plans = list(config.finish_batch(plans))
-    tables, view, lut = output_tables(finite_tables(config), dtype)
+    tables, view, lut = output_tables(finite_tables(config, config.tables), dtype)
     shape, offsets = config.batch_shape(plans)
     jobs: list[tuple[Any, ...]] = []
     one_thread = torch_one_thread()
@@ -1261,7 +1261,7 @@ def assemble(
     """The core's call for a batch of ``plans`` (``sample_sizes`` counts the images of each
     sample): its tables and jobs, the output's size, and how the output is read back."""
     computed = any(isinstance(v.out, Resized) for plan in plans for v in plan.views)
-    native = finite_tables(config, plans[0])
+    native = finite_tables(config, lambda: config.batch_tables(plans, sample_sizes))
     if dtype == "uint8" and native.ndim == 3 and len(native) != len(config.pixel_keys):
         # pixel_lut holds one table per pixel output (DeepSeek-VL hybrid's two), not more.
         raise MmfastError(
@@ -1373,12 +1373,13 @@ def run_plans(
     return BatchFeature(outputs, image_rows=batch.rows)
 
 
-def finite_tables(config: Any, *plan: Any) -> NDArray[Any]:
-    """``config.tables(*plan)``, refused when a value is not finite: an ``image_std`` that is
-    zero once rounded to float32, or a mean or rescale factor that overflows, gives NaN or inf
-    for every pixel (transformers computes them, warning at most)."""
+def finite_tables(config: Any, make: Callable[[], NDArray[Any]]) -> NDArray[Any]:
+    """``config``'s tables as ``make`` gives them, refused when a value is not finite: an
+    ``image_std`` that is zero once rounded to float32, or a mean or rescale factor that
+    overflows, gives NaN or inf for every pixel (transformers computes them, warning at
+    most)."""
     with np.errstate(all="ignore"):
-        native: NDArray[Any] = config.tables(*plan)
+        native = make()
     values = bfloat16_values(native) if native.dtype == np.uint16 else native
     if not np.isfinite(values).all():
         names = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")

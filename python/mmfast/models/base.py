@@ -66,6 +66,7 @@ __all__ = [
     "identity_table",
     "plan_constants",
     "resizer",
+    "sample_rows",
     "table_key",
 ]
 
@@ -348,6 +349,13 @@ def batch_layout_shape(
     return (len(groups), width, *rest), offsets
 
 
+def sample_rows(plans: Sequence[ImagePlan], sample_sizes: Sequence[int]) -> list[int]:
+    """Each sample's entries along ``pixel_values``' first axis (its plans' summed), for the
+    samples of ``sample_sizes`` plans each, in order."""
+    starts = itertools.pairwise([0, *itertools.accumulate(sample_sizes)])
+    return [sum(p.output_shapes["pixel_values"][0] for p in plans[a:b]) for a, b in starts]
+
+
 def check_image_size(height: int, width: int) -> None:
     """A plan's input size: two positive ints, else :class:`MmfastError`."""
     for name, side in (("height", height), ("width", width)):
@@ -583,6 +591,10 @@ class ModelConfig:
     # an output sums up the batch (Aria's num_crops, its largest crop count). mmfast.ray runs
     # such images one at a time, so that a row holds its image's own outputs.
     batch_shapes_images: ClassVar[bool] = False
+    # Whether the PIL class pads samples with float32 zero entries (Idefics2, Idefics3): a
+    # batch of samples of unequal rows is then float32 where its pixels are uint8 (numpy's
+    # promotion as it stacks them).
+    float_padding: ClassVar[bool] = False
     # Whether pixel_values' rows are channel-last patches ((y, x, c): Gemma 4, SigLIP 2,
     # LFM2-VL), which normalize_uint8 is told.
     channels_last: ClassVar[bool] = False
@@ -639,6 +651,18 @@ class ModelConfig:
         which leaves the uint8 pixels as they are when both steps are off.
         """
         return float32_tables(plan) if plan.backend == "pil" else fused_tables(plan)
+
+    def batch_tables(self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]) -> NDArray[Any]:
+        """The tables of a batch: its first plan's (:meth:`tables`), made float32 where uint8
+        pixels meet :attr:`float_padding` in samples of unequal rows."""
+        tables = self.tables(plans[0])
+        if (
+            self.float_padding
+            and tables.dtype == np.uint8
+            and len(set(sample_rows(plans, sample_sizes))) > 1
+        ):
+            return float32_tables(plans[0])
+        return tables
 
     def finish_batch(
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]

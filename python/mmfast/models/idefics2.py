@@ -118,6 +118,7 @@ class Idefics2Config(ModelConfig):
         return not self.do_pad
 
     flat_is_one_sample: ClassVar[bool] = True
+    float_padding: ClassVar[bool] = True
 
     def frame_size(self, height: int, width: int) -> tuple[int, int]:
         """``Idefics2ImageProcessorPil.resize``'s target for a frame of this size."""
@@ -225,18 +226,6 @@ class Idefics2Config(ModelConfig):
                 "images: with do_pad off, transformers stacks the frames, which needs frames "
                 f"of one size (got {sorted(sizes)}) and prompts of as many frames (got "
                 f"{counts})"
-            )
-        if (
-            self.backend == "pil"
-            and not (self.do_rescale or self.do_normalize)
-            and len(set(counts)) > 1
-        ):
-            # The PIL class pads prompts with float32 zero frames, which makes its uint8
-            # frames float32 when numpy stacks them; mmfast picks one dtype per model.
-            raise MmfastError(
-                "images: with do_rescale and do_normalize off, transformers' PIL class returns "
-                "float32 for prompts of unequal frame counts (uint8 otherwise), which mmfast "
-                "does not; pass prompts of as many images, or one prompt at a time"
             )
         height = max(s[0] for s in sizes)
         width = max(s[1] for s in sizes)

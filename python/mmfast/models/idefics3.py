@@ -44,6 +44,7 @@ from mmfast.models.base import (
     identity_table,
     plan_constants,
     resizer,
+    sample_rows,
 )
 from mmfast.models.base_video import TORCH_CODES, positive_number
 from mmfast.models.config import Fields, Source
@@ -142,6 +143,13 @@ class Idefics3Config(ModelConfig):
 
     batch_layout: ClassVar[str] = "pad_samples"
     flat_is_one_sample: ClassVar[bool] = True
+    float_padding: ClassVar[bool] = True
+
+    @property
+    def batch_shapes_images(self) -> bool:  # type: ignore[override]
+        """The PIL class's uint8 pixels come out float32 in a batch of samples of unequal
+        tile counts (:attr:`float_padding`): the batch changes each image's dtype."""
+        return self.backend == "pil" and not (self.do_rescale or self.do_normalize)
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """``Idefics3ImageProcessorPil.resize`` by ``size``."""
@@ -227,7 +235,7 @@ class Idefics3Config(ModelConfig):
         """``pixel_attention_mask`` (samples, tiles, tile, tile) int64, 1 on each real tile;
         ``rows`` and ``cols`` as nested lists, one list per sample."""
         starts = list(itertools.pairwise([0, *itertools.accumulate(sample_sizes)]))
-        frames = [sum(p.output_shapes["pixel_values"][0] for p in plans[a:b]) for a, b in starts]
+        frames = sample_rows(plans, sample_sizes)
         slots = max(frames)
         tile = (self.tile, self.tile)
         areas = [area for n in frames for area in [tile] * n + [(0, 0)] * (slots - n)]
