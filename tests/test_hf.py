@@ -317,10 +317,13 @@ def outcome(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def assert_same(got: Any, want: Any, name: str = "output") -> None:
-    """Same types, keys in the same order, and every tensor equal in dtype, shape and bits."""
+    """Same types, keys in the same order, and every tensor equal in dtype, shape and bits;
+    a BatchFeature's keys left unconverted too."""
     assert type(got) is type(want), f"{name}: {type(got)} != {type(want)}"
     if isinstance(want, Mapping):
         assert list(got) == list(want), name
+        skipped = [getattr(f, "skip_tensor_conversion", None) for f in (got, want)]
+        assert skipped[0] == skipped[1], f"{name}: skip_tensor_conversion {skipped}"
         for key in want:
             assert_same(got[key], want[key], key)
     elif isinstance(want, (list, tuple)):

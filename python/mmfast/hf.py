@@ -488,7 +488,10 @@ def _feature(
     feature_class = _feature_class(hf_class)
     arrays = {k: v for k, v in data.items() if not isinstance(v, list) and k not in late}
     feature = feature_class(data=arrays, tensor_type=return_tensors)
-    return feature_class({k: feature[k] if k in arrays else data[k] for k in data})
+    return feature_class(
+        {k: feature[k] if k in arrays else data[k] for k in data},
+        skip_tensor_conversion=list(config.skip_tensor_conversion) or None,
+    )
 
 
 def _feature_class(hf_class: type) -> Any:
@@ -699,11 +702,11 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
     except MmfastError as exc:
         raise _Fallback("mmfast refused the call", str(exc)) from exc
     data = _video_outputs(config, out, return_tensors)
-    feature_class = _feature_class(hf_class)
-    kept = sorted(config.tensor_keys & set(data))
-    if kept:
-        return feature_class(data=data, tensor_type=return_tensors, skip_tensor_conversion=kept)
-    return feature_class(data=data, tensor_type=return_tensors)
+    return _feature_class(hf_class)(
+        data=data,
+        tensor_type=return_tensors,
+        skip_tensor_conversion=list(config.skip_tensor_conversion) or None,
+    )
 
 
 # PIL's LANCZOS code, which transformers' torchvision backend resizes with only from

@@ -614,6 +614,9 @@ class ModelConfig:
     # Keys transformers returns as torch tensors whatever return_tensors asks: the class sets
     # them on its BatchFeature after converting it (mmfast.hf follows).
     tensor_keys: ClassVar[frozenset[str]] = frozenset()
+    # The keys the class's BatchFeature leaves unconverted (its skip_tensor_conversion, in its
+    # order), which mmfast.hf's BatchFeature is given too.
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = ()
 
     @property
     def pil_convert(self) -> str:
@@ -774,9 +777,11 @@ class VideoConfig:
     # array (as ModelConfig.unbatched): "clips", each clip's entry along the first axis (or
     # its array, for the "clips" layout); "ints", the entries as Python ints.
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    # Outputs transformers returns as torch tensors whatever return_tensors asks for (its
-    # skip_tensor_conversion of tensors it made itself).
+    # Outputs transformers returns as torch tensors whatever return_tensors asks for (tensors
+    # it made itself, among skip_tensor_conversion).
     tensor_keys: ClassVar[frozenset[str]] = frozenset()
+    # As ModelConfig.skip_tensor_conversion.
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = ()
     # Whether dtype="uint8" can give the outputs (False where zeros written after
     # normalising pad them, which no byte maps to).
     raw_pixels: ClassVar[bool] = True

@@ -106,6 +106,7 @@ class FuyuConfig(ModelConfig):
     tensor_dtypes: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"image_scale_factors": "float32"}
     )
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = ("overflowing_values",)
 
     @property
     def unbatched(self) -> Mapping[str, str]:  # type: ignore[override]

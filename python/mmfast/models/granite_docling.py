@@ -174,6 +174,7 @@ class GraniteDoclingConfig(PilBackendConfig):
     flat_is_one_sample: ClassVar[bool] = True
     # Arrays with return_tensors=None too (rows and cols are lists either way).
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = ("rows", "cols")
 
     def tile(self) -> tuple[int, int]:
         return self.size["height"], self.size["width"]

@@ -205,6 +205,7 @@ class MiniCPMV4_6Config(ModelConfig):
 
     # The batch's views share one strip: pixel_values has no per-image first axis.
     batch_layout: ClassVar[str] = "strip"
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = ("grids", "num_patches_per_image")
 
     @property
     def token_divisor(self) -> int:
@@ -553,9 +554,12 @@ class MiniCPMV4_6VideoConfig(VideoConfig):
     # Every view of the call shares one strip.
     batch_layout: ClassVar[str] = "strip"
     # transformers makes these tensors itself and skips converting them (and the list).
-    tensor_keys: ClassVar[frozenset[str]] = frozenset(
-        {"grids_videos", "num_patches_per_frame", "num_frames_per_video"}
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = (
+        "grids_videos",
+        "num_patches_per_frame",
+        "num_frames_per_video",
     )
+    tensor_keys: ClassVar[frozenset[str]] = frozenset(skip_tensor_conversion)
 
     @property
     def image_config(self) -> MiniCPMV4_6Config:

@@ -82,6 +82,7 @@ class UnlimitedOcrConfig(ModelConfig):
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"pixel_values": "rows", "pixel_values_local": "rows"}
     )
+    skip_tensor_conversion: ClassVar[tuple[str, ...]] = ("num_local_patches", "patches_grid")
 
     def grid(self, height: int, width: int) -> tuple[int, int] | None:
         """(columns, rows) of the local tiles, or None: only with ``crop_to_patches`` for an
