@@ -106,12 +106,24 @@ def test_preprocess_without_images_uses_the_samples(capsys):
     assert re.search(r"total: 2 images, .* images/s, .* MP/s", out)
 
 
-def test_preprocess_names_the_torchvision_reference(capsys):
-    assert main(["preprocess", "--backend", "torchvision", "--model", LLAMA4]) == 0
-    assert capsys.readouterr().out.startswith(
-        f"model {LLAMA4}: bit-identical to transformers' Llama4ImageProcessor\n"
-        "backend 'torchvision', "
-    )
+@pytest.mark.parametrize(
+    ("model", "backend", "reference", "key"),
+    [
+        (LLAMA4, "torchvision", "Llama4ImageProcessor", "pixel_values"),
+        # Only a torchvision class, which both backend names match (it said "the
+        # checkpoint's processor").
+        (LLAMA4, "pil", "Llama4ImageProcessor", "pixel_values"),
+        # Only a PIL class, without the Pil suffix (it said Emu3ImageProcessorPil).
+        ("BAAI/Emu3-Chat-hf", "pil", "Emu3ImageProcessor", "pixel_values"),
+        ("adept/fuyu-8b", "pil", "FuyuImageProcessorPil", "images"),
+        ("moonshotai/Kimi-VL-A3B-Instruct", "pil", None, "pixel_values"),
+    ],
+)
+def test_preprocess_names_the_reference(capsys, model, backend, reference, key):
+    assert main(["preprocess", "--backend", backend, "--model", model]) == 0
+    named = "the checkpoint's processor" if reference is None else f"transformers' {reference}"
+    head = f"model {model}: bit-identical to {named}\nbackend {backend!r}, \\d+ threads?, {key} "
+    assert re.match(head, capsys.readouterr().out)
 
 
 def test_samples_are_deterministic():
@@ -172,6 +184,42 @@ def test_preprocess_out_round_trips_exactly(tmp_path, capsys, model, dtype):
         with np.load(out_file) as raw:
             assert raw.files[:2] == ["pixel_values.bfloat16_bits", "aspect_ratios"]
             assert raw["pixel_values.bfloat16_bits"].dtype == np.uint16
+
+
+@pytest.mark.parametrize("model", supported_models())
+def test_preprocess_out_is_one_call(tmp_path, capsys, model):
+    """--out holds what one call on all the kept images gives (a prompt each), whatever the
+    batches: canvases padded to the largest (Pixtral, Idefics2, Emu3), Molmo2's pooling
+    indices offset by the images of earlier batches, Phi-4's masks padded with ones, Aria's
+    crop count, Step-3.7's padded masks; an undecodable file left out. mmfast.rows gives each
+    image's entries along pixel_values' first axis (1 where images are stacked). Batches
+    used to be joined along the first axis, which crashed or wrote other values."""
+    paths = [*write_images(tmp_path), tmp_path / "bad.png"]
+    paths[-1].write_bytes(b"\x89PNG not an image")
+    argv = ["preprocess", *map(str, paths), "--model", model, "--skip-errors"]
+    try:
+        proc = ImageProcessor.from_pretrained(model)
+        kept = [p for p in paths if proc([p], on_error="skip").kept]
+        want = cli.npz_arrays(proc([[p] for p in kept]))
+    except mmfast.MmfastError:  # a default the model refuses, or sizes one call cannot stack
+        assert main([*argv, "--batch-size", "1"]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len([line for line in err if not line.startswith("skipped ")]) == 1
+        return
+    for batch_size in ("1", "2"):
+        out = tmp_path / f"out{batch_size}.npz"
+        assert main([*argv, "--batch-size", batch_size, "--out", str(out)]) == 0
+        with np.load(out) as got:
+            assert got.files == [*want, "mmfast.names", "mmfast.sizes", "mmfast.rows"]
+            for key, value in want.items():
+                assert same_bits(got[key], value), key
+            assert got["mmfast.names"].tolist() == list(map(str, kept))
+            rows = got["mmfast.rows"].tolist()
+    layout = proc.config.layout()
+    if layout == "concat":
+        assert sum(rows) == len(want[next(iter(want))])
+    elif layout == "stack":
+        assert rows == [1] * len(kept)
 
 
 def test_preprocess_accepts_a_config_directory(tmp_path, capsys):
@@ -317,6 +365,52 @@ def test_preprocess_takes_video_files(tmp_path, capsys):
     assert list(loaded["mmfast.videos"]) == [str(path)]
     assert main(["preprocess", str(path), "--model", "llava-hf/llava-1.5-7b-hf"]) == 2
     assert "no video processor" in capsys.readouterr().err
+
+
+def write_clip(path: Path, frames: int, height: int, width: int, seed: int = 0) -> Path:
+    """An H.264 clip of a synthetic photo moving one pixel a frame, at 10 fps."""
+    av = pytest.importorskip("av")
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.height, stream.width = height, width
+        stream.pix_fmt = "yuv420p"
+        for t in range(frames):
+            image = np.roll(bench.synthetic_photo(height, width, seed=seed), t, axis=1)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+@pytest.mark.parametrize("model", ["allenai/Molmo2-4B", "Qwen/Qwen3-VL-8B-Instruct"])
+def test_preprocess_videos_out_is_one_call(tmp_path: Path, model: str) -> None:
+    """Video files go one at a time, and --out holds what one call on all of them gives:
+    Molmo2's video_token_pooling indices offset by the frames of the clips before (they
+    were each clip's own), Qwen3-VL's grids."""
+    paths = [
+        write_clip(tmp_path / "a.mp4", 20, 64, 96),
+        write_clip(tmp_path / "b.mp4", 12, 96, 64, 1),
+    ]
+    out = tmp_path / "out.npz"
+    assert main(["preprocess", *map(str, paths), "--model", model, "--out", str(out)]) == 0
+    want = cli.npz_arrays(ImageProcessor.from_pretrained(model).videos(paths))
+    with np.load(out) as got:
+        assert got.files == [*want, "mmfast.videos"]
+        for key, value in want.items():
+            assert same_bits(got[key], value), key
+
+
+def test_preprocess_out_refuses_images_and_videos_of_one_name(tmp_path: Path, capsys) -> None:
+    """InstructBLIP's video output is called pixel_values, like its images': --out cannot
+    hold both (the clip's used to replace the images')."""
+    clip = write_clip(tmp_path / "a.mp4", 12, 64, 96)
+    image = write_images(tmp_path)[0]
+    argv = ["preprocess", str(image), str(clip), "--model", "Salesforce/instructblip-vicuna-7b"]
+    assert main([*argv, "--out", str(tmp_path / "out.npz")]) == 2
+    assert "share the names ['pixel_values']" in capsys.readouterr().err
+    assert not (tmp_path / "out.npz").exists()
+    assert main(argv) == 0
 
 
 def test_preprocess_video_strips_join(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ import numpy as np
 from mmfast.errors import MmfastError, UnsupportedModelError
 
 if TYPE_CHECKING:
-    from mmfast.processors import Dtype, ImageInput, ImageProcessor
+    from mmfast.models.base import ImagePlan, ModelConfig, VideoConfig
+    from mmfast.processors import BatchFeature, Dtype, ImageProcessor, Position
 
 DEFAULT_MODEL = "Qwen/Qwen2-VL-7B-Instruct"
 # ``mmfast bench --only`` sections, in the order a full run takes them.
@@ -387,7 +388,13 @@ def preprocess(
                 proc, videos, n_threads, dtype, stderr, skip_errors
             )
             rows += video_rows
-            arrays_out |= video_arrays
+            clash = sorted(set(arrays_out) & set(video_arrays))
+            if clash and out_file is not None:
+                raise MmfastError(
+                    f"--out: the images' and the videos' outputs share the names {clash}; "
+                    "write the images and the videos to separate files"
+                )
+            arrays_out |= {k: v for k, v in video_arrays.items() if k not in clash}
         if not rows:
             kinds = " and ".join(k for k, n in (("images", sources), ("videos", videos)) if n)
             raise MmfastError(f"{kinds}: none of them could be processed")
@@ -437,38 +444,42 @@ def _run(
     """Batched calls of ``batch_size`` images (one prompt each), decoding included; the rows
     of the images kept and the merged outputs with their ``mmfast.*`` index arrays (none
     where every image was skipped)."""
-    from mmfast.image import image_size
-
-    # Images are taken one prompt each, so a model that reads a flat list as one prompt
-    # (Idefics3, SmolVLM) treats them the same way; errors are caught per image.
     progress = Progress(
         len(sources), stderr, len(sources) > PROGRESS_MIN_IMAGES and stderr.isatty()
     )
     rows: list[ImageRow] = []
-    batches = []
+    batches: list[BatchFeature] = []
     try:
         for first in range(0, len(sources), batch_size):
             progress.update(first, "processing")
             chunk = sources[first : first + batch_size]
             t0 = time.perf_counter()
-            prompts: list[list[ImageInput]] = [[source] for _, source in chunk]
+            # One prompt per image: a flat list, where a skipped image leaves no empty prompt
+            # (which Fuyu's class cannot stack), or a list of one-image lists for a family
+            # that reads a flat list as one prompt (Idefics3, SmolVLM); errors are caught per
+            # image.
+            nested = proc.config.flat_is_one_sample
             feature = proc(
-                prompts,
+                [[source] for _, source in chunk] if nested else [s for _, s in chunk],
                 threads=n_threads,
                 dtype=cast("Dtype", dtype),
                 on_error="skip",
             )
-            seconds = time.perf_counter() - t0
-            if not feature.kept:
-                seconds = 0.0
-            skipped = cast("dict[tuple[int, int], Exception]", feature.skipped)
-            for (sample, _), error in skipped.items():
-                message = f"{chunk[sample][0]}: {_one_line(error).removeprefix('source: ')}"
+            for position, error in feature.skipped.items():
+                name = chunk[_prompt(position)][0]
+                message = f"{name}: {_one_line(error).removeprefix('source: ')}"
                 if not skip_errors:
                     raise MmfastError(message) from error
                 progress.message(f"skipped {message}")
-            kept = [chunk[sample] for sample, _ in cast("list[tuple[int, int]]", feature.kept)]
-            plans = [proc.plan(*image_size(source)) for _, source in kept]
+            kept = [chunk[_prompt(position)] for position in feature.kept]
+            if nested and feature.skipped and kept:
+                # Its empty prompt is a row of zeros in a padded batch: the kept images
+                # again, as --out holds them.
+                feature = proc(
+                    [[source] for _, source in kept], threads=n_threads, dtype=cast("Dtype", dtype)
+                )
+            seconds = time.perf_counter() - t0 if kept else 0.0
+            plans = cast("list[ImagePlan]", feature.plans)
             weights = [p.height * p.width + p.resize_size[0] * p.resize_size[1] for p in plans]
             rows += [
                 ImageRow(
@@ -481,18 +492,26 @@ def _run(
                 )
                 for (name, _), plan, weight in zip(kept, plans, weights, strict=True)
             ]
-            if feature.kept:
-                batches.append(npz_arrays(feature))
+            if kept:
+                batches.append(feature)
         progress.update(len(sources), "processing")
     finally:
         progress.close()
     if not batches:
         return [], {}
-    merged = merge_batches(batches, proc.config.layout())
+    merged = merge_batches(proc.config, batches)
     merged["mmfast.names"] = np.array([row.name for row in rows])
     merged["mmfast.sizes"] = np.array([row.size for row in rows], np.int64).reshape(-1, 2)
-    merged["mmfast.rows"] = np.array([row.shapes["pixel_values"][0] for row in rows], np.int64)
+    stacked = proc.config.layout() == "stack"
+    merged["mmfast.rows"] = np.array(
+        [1 if stacked else row.shapes["pixel_values"][0] for row in rows], np.int64
+    )
     return rows, merged
+
+
+def _prompt(position: Position) -> int:
+    """The prompt of an image's place in a call: its index, or its sample's."""
+    return position[0] if isinstance(position, tuple) else position
 
 
 def _run_videos(
@@ -509,7 +528,7 @@ def _run_videos(
     from mmfast.video import video_metadata
 
     rows: list[ImageRow] = []
-    batches = []
+    batches: list[BatchFeature] = []
     for path in paths:
         t0 = time.perf_counter()
         try:
@@ -533,41 +552,78 @@ def _run_videos(
                 seconds=seconds,
             )
         )
-        batches.append(npz_arrays(feature))
+        batches.append(feature)
     if not batches:
         return [], {}
     assert proc.video_config is not None  # proc.videos ran
-    merged = merge_batches(batches, proc.video_config.layout())
+    merged = merge_batches(proc.video_config, batches)
     merged["mmfast.videos"] = np.array([row.name for row in rows])
     return rows, merged
 
 
 def merge_batches(
-    batches: Sequence[Mapping[str, Any]], layout: str = "concat"
+    config: ModelConfig | VideoConfig, batches: Sequence[BatchFeature]
 ) -> dict[str, np.ndarray]:
-    """The outputs of several batched calls as one: arrays joined along their first axis
-    (zero-padding the second where calls padded to different lengths), lists joined, the
-    uint8 table kept once. With the "strip" layout (MiniCPM-V) ``pixel_values`` is one strip
-    for all images, as one call would give it: joined along its last axis."""
+    """The arrays of several calls (one prompt per image, or clip) as one call on all of their
+    images gives them: each pixel output (and ``pixel_rows_mask``) zero-padded to the largest
+    along every axis after the first, as the batch pads its canvases and rows, and joined
+    along it (MiniCPM-V's strip along its last axis), to the shape the whole batch's plans
+    give; the outputs the plans alone give (grids, counts, masks, indices offset by the
+    images before) made again from all the plans; the uint8 table kept once."""
+    from mmfast.models.base import ModelConfig
+
+    plans = [plan for batch in batches for plan in batch.plans]
+    try:
+        if isinstance(config, ModelConfig):
+            ones = [1] * len(plans)
+            finished = config.finish_batch(plans, ones)
+            shapes = {k: s for k, (s, _) in config.pixel_shapes(finished, ones).items()}
+            shapes[config.output_key] = shapes.pop("pixel_values")
+            computed = npz_arrays(config.batch_outputs(finished, ones))
+        else:
+            clips = config.finish_batch(plans)
+            sizes = {plan.output_shapes[config.output_key] for plan in clips}
+            if config.layout() == "clips" and len(sizes) > 1:
+                raise MmfastError(
+                    f"the clips' {config.output_key} differ in shape ({sorted(sizes)}), "
+                    "which one array cannot hold; pass one video at a time"
+                )
+            shape = config.batch_shape(clips)[0]
+            if config.layout() == "clips":
+                shape = (len(clips), *sizes.pop())
+            shapes = {config.output_key: shape}
+            computed = npz_arrays(config.batch_outputs(clips))
+    except MmfastError as exc:
+        raise MmfastError(f"joining the batches' outputs: {exc}") from exc
+    parts = [npz_arrays(batch) for batch in batches]
     merged: dict[str, np.ndarray] = {}
-    # Every batch's keys in order: an output HF leaves out of a batch (DeepSeek-OCR-2's local
-    # tiles where no image has any) joins from the batches that have it.
-    for key in dict.fromkeys(key for batch in batches for key in batch):
-        parts = [batch[key] for batch in batches if key in batch]
+    for key in dict.fromkeys(key for part in parts for key in part):
+        name = key.removesuffix(BF16_SUFFIX)
         if key == "pixel_lut":
-            merged[key] = parts[0]
-            continue
-        if layout == "strip" and key.startswith("pixel_values"):
-            merged[key] = np.concatenate(parts, axis=-1)
-            continue
-        if parts[0].ndim >= 2 and len({p.shape[1] for p in parts}) > 1:
-            longest = max(p.shape[1] for p in parts)
-            parts = [
-                np.pad(p, [(0, 0), (0, longest - p.shape[1])] + [(0, 0)] * (p.ndim - 2))
-                for p in parts
-            ]
-        merged[key] = np.concatenate(parts)
+            merged[key] = parts[0][key]
+        elif key in computed:
+            merged[key] = computed[key]
+        elif name in shapes or key == "pixel_rows_mask":
+            merged[key] = _joined([part[key] for part in parts if key in part], config.layout())
+            # The padding is a batch's where this holds: its canvases and rows.
+            assert name not in shapes or merged[key].shape == tuple(shapes[name]), name
+        else:
+            raise AssertionError(f"{key}: neither a pixel output nor one of batch_outputs")
     return merged
+
+
+def _joined(arrays: Sequence[np.ndarray], layout: str) -> np.ndarray:
+    """Arrays zero-padded to the largest along every axis after the first and joined along
+    it; along the last for the "strip" layout."""
+    if layout == "strip":
+        return np.concatenate(arrays, axis=-1)
+    largest = [max(a.shape[axis] for a in arrays) for axis in range(1, arrays[0].ndim)]
+    return np.concatenate(
+        [
+            np.pad(a, [(0, 0), *((0, n - a.shape[i + 1]) for i, n in enumerate(largest))])
+            for a in arrays
+        ]
+    )
 
 
 def describe_arrays(arrays: Mapping[str, np.ndarray]) -> str:
@@ -589,15 +645,18 @@ def _report(
     config = proc.config
     family = registry.family_of(config.image_processor_type)
     hf = family.hf_pil if config.backend == "pil" else family.hf_torchvision
+    # A family with one class gives its output for both backend names (Llama 4's torchvision
+    # class; Emu3's PIL-only one, which has no Pil suffix).
+    hf = hf or family.hf_torchvision or family.hf_pil
     # The config's own class (a family may have several: Glm4v and Glm46V).
     name = config.image_processor_type.removesuffix("Fast").removesuffix("Pil")
-    name += "Pil" if config.backend == "pil" else ""
+    name += "Pil" if hf is not None and hf.endswith("Pil") else ""
     reference = f"transformers' {name}" if hf else "the checkpoint's processor"
-    values = next(v for k, v in arrays.items() if k.startswith(config.output_key))
+    key, values = next((k, v) for k, v in arrays.items() if k.startswith(config.output_key))
     print(f"model {model}: bit-identical to {reference}", file=stdout)
     print(
         f"backend {config.backend!r}, {n_threads} thread{'s' if n_threads > 1 else ''}, "
-        f"pixel_values {values.dtype}"
+        f"{key.removesuffix(BF16_SUFFIX)} {values.dtype}"
         + ("" if given else "; no images given: built-in generated samples"),
         file=stdout,
     )

@@ -207,7 +207,10 @@ class BatchFeature(Mapping[str, Any]):
     or 1 for models that give each image one entry (empty for models that pad per sample,
     Idefics3 and SmolVLM, whose entries are samples, and for MiniCPM-V's one strip: see
     ``num_patches_per_image``). When every image was skipped there
-    are no outputs, and asking for one raises an error that says so.
+    are no outputs, and asking for one raises an error that says so. ``plans`` holds each
+    kept image's (or clip's) plan as its sample gave it, before the batch shaped them
+    (:meth:`~mmfast.models.base.ModelConfig.finish_batch`): ``mmfast preprocess`` joins its
+    batched calls' outputs by them.
     """
 
     def __init__(
@@ -216,11 +219,13 @@ class BatchFeature(Mapping[str, Any]):
         kept: Sequence[Position] = (),
         skipped: Mapping[Position, BaseException] | None = None,
         image_rows: Sequence[int] = (),
+        plans: Sequence[Any] = (),
     ) -> None:
         self._data = dict(data)
         self.kept = list(kept)
         self.skipped = dict(skipped or {})
         self.image_rows = list(image_rows)
+        self.plans = list(plans)
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -704,12 +709,14 @@ class ImageProcessor:
                 plans.append(result[1])
                 sizes[-1] += 1
                 kept.append(position)
+            if not (nested or config.flat_is_one_sample or sizes[-1]):
+                sizes.pop()  # a skipped image of a flat list leaves no empty prompt behind
         if not plans:
             return BatchFeature({}, kept, skipped)
         out = run_plans(config, inputs, plans, sizes, threads, dtype)
         if return_tensors == "pt":
             return BatchFeature(
-                as_tensors(out, config.tensor_dtypes), kept, skipped, out.image_rows
+                as_tensors(out, config.tensor_dtypes), kept, skipped, out.image_rows, out.plans
             )
         out.kept, out.skipped = kept, skipped
         return out
@@ -1186,6 +1193,7 @@ def run_videos(
         firsts.append(len(inputs))
         inputs += list(frames)
         plans.append(config.plan(len(frames), frames.shape[1], frames.shape[2]))
+    given = plans
     plans = list(config.finish_batch(plans))
     tables, view, lut = output_tables(finite_tables(config, config.tables), dtype)
     shape, offsets = config.batch_shape(plans)
@@ -1234,7 +1242,7 @@ def run_videos(
     outputs.update(config.batch_outputs(plans))
     if lut is not None:
         outputs["pixel_lut"] = lut
-    return BatchFeature(outputs, image_rows=rows)
+    return BatchFeature(outputs, image_rows=rows, plans=given)
 
 
 class Assembled(NamedTuple):
@@ -1370,7 +1378,7 @@ def run_plans(
         outputs["pixel_lut"] = batch.lut.copy()
         if batch.mask is not None:
             outputs["pixel_rows_mask"] = batch.mask.copy()
-    return BatchFeature(outputs, image_rows=batch.rows)
+    return BatchFeature(outputs, image_rows=batch.rows, plans=plans)
 
 
 def finite_tables(config: Any, make: Callable[[], NDArray[Any]]) -> NDArray[Any]:
