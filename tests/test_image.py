@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import resource
 import struct
+import warnings
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -107,7 +108,9 @@ def with_orientation(im: Image.Image, fmt: str, orientation: int) -> bytes:
     return encode(im, fmt, exif=exif)
 
 
-@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP"])
+# Pillow orients a TIFF itself, decoding it at its stored size: orientations 5 to 8 of an RGB
+# one raised "tile cannot extend outside image".
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "TIFF"])
 @pytest.mark.parametrize("orientation", range(1, 9))
 @pytest.mark.parametrize("mode", ["RGB", "L"])
 def test_every_exif_orientation(fmt, orientation, mode):
@@ -231,6 +234,19 @@ def test_pillow_bomb_warning_does_not_leak():
     with pytest.raises(mmfast.ImageTooLargeError, match="max_pixels=1000000"):
         decode_image(header, max_pixels=1_000_000)
     assert image_size(header) == (side, side)
+
+
+def test_decoding_leaves_other_warnings_alone():
+    """Pillow's warnings are silenced by their module while a decode runs, so that a warning
+    of another module meanwhile (another thread's) goes as its filters say: every
+    UserWarning was ignored."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with mmfast.image._quiet():
+            warnings.warn("another thread's", UserWarning, stacklevel=1)
+            warnings.warn_explicit("Pillow's", UserWarning, "x.py", 1, module="PIL.TiffImagePlugin")
+            warnings.warn_explicit("big", Image.DecompressionBombWarning, "x.py", 1, "PIL.Image")
+    assert [str(w.message) for w in seen] == ["another thread's"]
 
 
 def test_bad_source_type_and_mode():

@@ -62,7 +62,9 @@ ImageSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 # Pillow warns (DecompressionBombWarning) on opening an image over Image.MAX_IMAGE_PIXELS,
 # where mmfast checks its own max_pixels, and (UserWarning) on corrupt metadata, which a
 # service running with -W error must not see as an exception. Python's warning filters are
-# process-wide, so the calls that silence them take turns. A forked child takes a new lock:
+# process-wide, so the calls that silence them take turns, and silence Pillow's modules
+# alone: another thread's warnings meanwhile stay as its filters say. A forked child takes a
+# new lock:
 # one a parent's thread held at the fork (decoding a TIFF, say) stays held in the child,
 # whose first decode waited on it forever.
 _OPEN_LOCK = threading.Lock()
@@ -93,8 +95,8 @@ def shown_path(path: str | os.PathLike[str]) -> str:
 def _quiet() -> Iterator[None]:
     """Pillow's size and corrupt-metadata warnings silenced, one caller at a time."""
     with _OPEN_LOCK, warnings.catch_warnings():
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning, module=r"PIL\.")
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
         yield
 
 
@@ -164,7 +166,12 @@ def _loads_in_place(im: Image.Image) -> bool:
     load = type(im).load
     if isinstance(im, ImageFile.ImageFile) and load is ImageFile.ImageFile.load:
         return bool(im.tile)
-    return load in (WebPImageFile.load, TiffImageFile.load)
+    if isinstance(im, TiffImageFile):
+        # A TIFF Pillow orients itself (EXIF orientation 5 to 8) decodes its tiles at the
+        # stored size, the transpose of ``im.size``: a block of that size cannot hold them.
+        extents = [tile.extents for tile in im.tile]
+        return all(e is None or (e[2] <= im.width and e[3] <= im.height) for e in extents)
+    return load is WebPImageFile.load
 
 
 def _load(im: Image.Image) -> None:
@@ -472,7 +479,8 @@ def image_size(source: ImageSource) -> tuple[int, int]:
     """
     with _open(source) as im:
         w, h = im.size
-        if im.format == "PNG" and "exif" not in im.info:
+        # Pillow orients a TIFF as it loads it, and gives the oriented size from the header.
+        if (im.format == "PNG" and "exif" not in im.info) or isinstance(im, TiffImageFile):
             return h, w
         swapped = _orientation(im) in (5, 6, 7, 8)
         return (w, h) if swapped else (h, w)
