@@ -50,6 +50,7 @@ __all__ = [
     "pil_source",
     "pil_to_rgb",
     "pillow_rows_readable",
+    "plain_rgb_or_gray",
     "resize",
     "rgb_or_gray",
 ]
@@ -290,6 +291,12 @@ def rgb_or_gray(im: Image.Image) -> Image.Image:
     return im if im.mode in ("RGB", "L") else im.convert("RGB")
 
 
+def plain_rgb_or_gray(im: Image.Image) -> Image.Image:
+    """``im.convert("RGB")`` as transformers' ``load_image`` converts (transparency dropped,
+    not composited), leaving RGB and L images as they are (an L value is read as R, G, B)."""
+    return im if im.mode in ("RGB", "L") else im.convert("RGB")
+
+
 def convert_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
     """transformers' ``convert_to_rgb(im, return_numpy=True)``: (H, W, 3) uint8 RGB, then
     oriented (compositing is per pixel, so this equals orienting first)."""
@@ -437,14 +444,23 @@ def decode_image(
 
 
 def decode_source(
-    source: ImageSource,
+    source: ImageSource, composite_key: bool = False
 ) -> tuple[PillowRows | ArrowSource | NDArray[np.uint8], tuple[int, int]]:
-    """:func:`decode_image`'s pixels for a batch, and their ``(height, width)``: an upright
-    image (no EXIF rotation, the common case) as the rows of its RGB or L conversion, read in
-    place (:func:`pil_source`; for an RGB or L file, where Pillow decoded them), which saves
-    copying them to an RGB array; a rotated one as that array."""
+    """The pixels of a file for a batch, as transformers' ``load_image`` reads a path
+    (``exif_transpose``, then ``convert("RGB")``: transparency dropped, where
+    :func:`decode_image` composites it as ``convert_to_rgb`` does), and their ``(height,
+    width)``: an upright image (no EXIF rotation, the common case) as the rows of its RGB or
+    L conversion, read in place (:func:`pil_source`; for an RGB or L file, where Pillow
+    decoded them), which saves copying them to an RGB array; a rotated one as that array.
+    ``composite_key``: the colour key ``convert("RGB")`` keeps (of a palette or an RGB or L
+    file with a tRNS chunk) composited onto white, as a PIL class's ``convert_to_rgb`` then
+    does (a torchvision class decodes the file without it)."""
     im, orientation = _decode(source, True, DEFAULT_MAX_PIXELS)
-    converted = rgb_or_gray(im)
+    # Pillow warns converting a palette whose transparency is per entry (a palette's alpha).
+    with _quiet() if im.mode not in ("RGB", "L") else contextlib.nullcontext():
+        converted = plain_rgb_or_gray(im)
+    if composite_key:
+        converted = rgb_or_gray(converted)
     if orientation == 1:
         return pil_source(converted), (im.height, im.width)
     rgb = pil_to_rgb(converted, orientation)

@@ -41,6 +41,7 @@ from mmfast.image import (
     checkerboard_rgb,
     decode_source,
     pil_source,
+    plain_rgb_or_gray,
     rgb_or_gray,
     shown_path,
 )
@@ -426,9 +427,9 @@ def prepare(
     A PIL image is converted to RGB the way the model's reference does
     (``config.pil_convert``; no EXIF orientation: HF's processors apply none to PIL input)
     and handed over as its rows (:func:`mmfast.image.pil_source`), read in place on the
-    batch's threads. Bytes and paths are decoded as :func:`mmfast.decode_image` decodes them
-    (:func:`mmfast.image.decode_source`), with EXIF orientation applied like
-    ``transformers.image_utils.load_image``. uint8 arrays and torch tensors
+    batch's threads. Bytes and paths are decoded as ``transformers.image_utils.load_image``
+    reads a path (:func:`mmfast.image.decode_source`: EXIF orientation applied, then
+    ``convert("RGB")``, which drops transparency). uint8 arrays and torch tensors
     are read as transformers reads them (:func:`mmfast.image.array_to_rgb`, with
     ``input_data_format``).
     """
@@ -447,14 +448,18 @@ def prepare(
             if config.pil_convert == "hf":
                 converted = rgb_or_gray(image)
             else:
-                converted = image if image.mode in ("RGB", "L") else image.convert("RGB")
+                converted = plain_rgb_or_gray(image)
         except ValueError as exc:  # modes Pillow cannot convert, such as La
             raise MmfastError(
                 f"images: cannot convert a PIL image in mode {image.mode} to RGB: {exc}"
             ) from exc
         return pil_source(converted), plan
     if isinstance(image, ENCODED):
-        decoded, (height, width) = decode_source(image)
+        # The PIL class converts what load_image gave, the torchvision class decodes the file.
+        composite_key = config.backend == "pil" and config.pil_convert == "hf"
+        decoded, (height, width) = decode_source(
+            image, composite_key and getattr(config, "do_convert_rgb", True)
+        )
         return decoded, plan_for(config, height, width, sample_size)
     if isinstance(image, np.ndarray) or type(image).__module__.startswith("torch"):
         rgb = array_to_rgb(
