@@ -9,12 +9,14 @@ with the goldens in ``../shared/golden/llama4`` and, when torch and torchvision 
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import io
 import json
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,7 @@ from conftest import (
 )
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps
 
 import mmfast
 from mmfast import MmfastError, UnsupportedModelError, _native, processors, reference
@@ -873,6 +875,42 @@ def test_an_error_names_the_image(tmp_path: Path) -> None:
         proc([[good], [np.zeros((4, 4), np.float32)]])
     with pytest.raises(MmfastError, match="on_error: expected 'raise' or 'skip', got 'ignore'"):
         proc([good], on_error="ignore")
+
+
+def test_a_skipped_image_keeps_nothing_alive() -> None:
+    """The outputs of a call with a bad image are freed when dropped, without the garbage
+    collector: the error it keeps has no traceback, whose frames led back to the call (its
+    decoded images and its result)."""
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    data = png_bytes(Image.fromarray(smooth(300, 400, 1)))
+    gc.disable()
+    try:
+        out = proc([data, b"junk", data], threads=2, on_error="skip")
+        assert out.skipped[1].__traceback__ is None
+        values = weakref.ref(out.pixel_values)
+        del out
+        assert values() is None
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("where", ["open", "load"])
+def test_a_timeout_is_not_a_bad_image(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TimeoutError raised while a file is read (a deadline's signal handler) leaves the
+    call as it is: it was an ImageDecodeError, which on_error="skip" swallowed."""
+
+    def timeout(*args: Any) -> Any:
+        raise TimeoutError("request deadline exceeded")
+
+    if where == "open":
+        monkeypatch.setattr(Image, "open", timeout)
+    else:
+        monkeypatch.setattr(ImageFile.ImageFile, "load", timeout)
+    data = png_bytes(Image.fromarray(smooth(30, 40, 1)))
+    with pytest.raises(TimeoutError, match="deadline"):
+        mmfast.decode_image(data)
+    with pytest.raises(TimeoutError, match="deadline"):
+        mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])([data, data], on_error="skip")
 
 
 # Fuyu stacks each prompt's images: a skipped image of a flat list left an empty prompt,

@@ -132,7 +132,7 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
         raise ImageTooLargeError(f"source: {exc}") from exc
     except UnidentifiedImageError as exc:
         raise ImageDecodeError(f"source: not an image in a format Pillow reads ({what})") from exc
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
+    except (FileNotFoundError, IsADirectoryError, PermissionError, TimeoutError):
         raise
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
@@ -181,7 +181,7 @@ def _load(im: Image.Image) -> None:
         # TIFF's loader parses its tags again, with the same warnings as at open.
         with _quiet() if isinstance(im, TiffImageFile) else contextlib.nullcontext():
             im.load()
-    except MemoryError:
+    except (MemoryError, TimeoutError):
         raise
     except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, struct.error, ...
         raise ImageDecodeError(f"source: cannot decode the {im.format} image: {exc}") from exc
