@@ -260,6 +260,7 @@ def folder(tmp_path_factory) -> Path:
         )
     (root / "corrupt.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(100))
     (root / "notes.txt").write_text("not an image")
+    (root / "clip.mp4").write_bytes(b"not listed: a video file")  # it was, and skipped
     return root
 
 
@@ -283,7 +284,7 @@ def test_folder_through_ray(ray_data, folder, monkeypatch, where, model, overrid
     given = "." if where == "relative" else root
     got = preprocess_files(given, model, workers=2, batch_size=4, **overrides).take_all()
     by_path = {row["path"]: row for row in got}
-    files = image_files([os.fspath(root)])
+    files = image_files([os.fspath(root)], videos=False)
     assert len(by_path) == len(got)
     assert sorted(set(files) - by_path.keys()) == [os.fspath(root / name) for name in skipped]
     proc = ImageProcessor.from_pretrained(model, **overrides)

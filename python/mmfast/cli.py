@@ -303,15 +303,19 @@ class ImageRow:
 
 
 def image_files(
-    paths: Sequence[str], recursive: bool = False, stderr: TextIO | None = None
+    paths: Sequence[str],
+    recursive: bool = False,
+    stderr: TextIO | None = None,
+    videos: bool = True,
 ) -> list[str]:
     """The files to process: each path, or a directory's image files (by the extensions
     Pillow registers, sorted; with ``recursive`` its subfolders' too, else the subfolders it
-    passes over are named on ``stderr``). A path that does not exist is an error: a mistyped
-    name is not an unreadable image."""
+    passes over are named on ``stderr``) and, with ``videos``, its video files
+    (:data:`VIDEO_EXTENSIONS`). A path that does not exist is an error: a mistyped name is not
+    an unreadable image."""
     from PIL import Image
 
-    known = set(Image.registered_extensions()) | VIDEO_EXTENSIONS
+    known = set(Image.registered_extensions()) | (VIDEO_EXTENSIONS if videos else set())
     files = []
     for path in paths:
         if not os.path.isdir(path):
@@ -342,7 +346,8 @@ def image_files(
                     )
                 break
         if not found:
-            raise MmfastError(f"{path}: expected image or video files in the directory, found none")
+            kinds = "image or video files" if videos else "image files"
+            raise MmfastError(f"{path}: expected {kinds} in the directory, found none")
         files += found
     return files
 

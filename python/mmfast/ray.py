@@ -303,7 +303,8 @@ def preprocess_files(
     names = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     # Absolute: an actor resolves a path in its own working directory (the driver's at
     # ray.init, on the driver's node), where a relative one went missing, every image skipped.
-    files = [os.path.abspath(file) for file in image_files([os.fspath(name) for name in names])]
+    listed = image_files([os.fspath(name) for name in names], videos=False)
+    files = [os.path.abspath(file) for file in listed]
     # Not ray.data.read_binary_files: its read tasks claim a CPU each, and on 2 CPUs with 2
     # actors they waited forever (still none after 120 s, Ray 2.60); claiming no CPU, they took
     # 11 worker processes and 5.3 s for 16 small JPEGs, against 7 and 3.7 s here. The driver
