@@ -544,6 +544,23 @@ def test_ragged_idefics3_batch(
     assert len(mmfast_calls) == 1
 
 
+@pytest.mark.parametrize("model_id", IDEFICS3)
+def test_idefics3_rows_stop_at_the_last_sample_with_images(
+    model_id: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """The torchvision class's rows and cols end at the last sample with images (its
+    regrouping drops the empty ones after it, as Mllama's): mmfast gave them an empty list
+    each."""
+    if not TORCH:
+        pytest.skip(f"{model_id}'s torchvision class: {NEEDS_TORCHVISION}")
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    for images in ([[pil(400, 600, 1)], []], [[pil(400, 600, 1)], [], []], [[], [pil(90, 60)]]):
+        want = plain(images, return_tensors="np", return_row_col_info=True)
+        got = backed(images, return_tensors="np", return_row_col_info=True)
+        assert_same(got, want)
+    assert len(mmfast_calls) == 3
+
+
 @pytest.mark.parametrize("tensors", [*TENSORS, None])
 def test_lfm2_row_col_info(tensors: str | None, tmp_path: Path, mmfast_calls: list[int]) -> None:
     """LFM2-VL's tile grid as its processor asks for it: arrays, or with return_tensors=None

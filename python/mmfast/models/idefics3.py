@@ -49,6 +49,7 @@ from mmfast.models.base import (
 from mmfast.models.base_video import TORCH_CODES, positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
+from mmfast.models.mllama import last_sample
 
 __all__ = [
     "MAX_IMAGE_SIZE",
@@ -233,7 +234,9 @@ class Idefics3Config(ModelConfig):
         self, plans: Sequence[ImagePlan], sample_sizes: Sequence[int]
     ) -> dict[str, Any]:
         """``pixel_attention_mask`` (samples, tiles, tile, tile) int64, 1 on each real tile;
-        ``rows`` and ``cols`` as nested lists, one list per sample."""
+        ``rows`` and ``cols`` as nested lists, one list per sample (the torchvision class's
+        stop at the last sample with images, as Mllama's aspect ratios do:
+        :func:`~mmfast.models.mllama.last_sample`)."""
         starts = list(itertools.pairwise([0, *itertools.accumulate(sample_sizes)]))
         frames = sample_rows(plans, sample_sizes)
         slots = max(frames)
@@ -242,6 +245,8 @@ class Idefics3Config(ModelConfig):
         shape = (len(sample_sizes), slots, *tile)
         out: dict[str, Any] = {"pixel_attention_mask": area_mask(shape, areas)}
         if self.return_row_col_info:
+            if self.backend == "torchvision":
+                starts = starts[: last_sample(sample_sizes)]
             out["rows"] = [[p.tiles.tiles_h for p in plans[a:b] if p.tiles] for a, b in starts]
             out["cols"] = [[p.tiles.tiles_w for p in plans[a:b] if p.tiles] for a, b in starts]
         return out
