@@ -839,6 +839,14 @@ def fallback_inputs() -> dict[str, tuple[list[Any], dict[str, Any]]]:
         "empty list": ([], {}),
         "device cuda": ([pil(90, 130)], {"device": "cuda:0"}),
     }
+    if TORCH:
+        import torch
+
+        chw = torch.from_numpy(image.transpose(2, 0, 1).copy())
+        # numpy has no bfloat16, nor views of a tensor that needs its gradient: reading them
+        # raised inside mmfast, logged as a fault of mmfast.
+        cases["bfloat16 tensor"] = ([chw.to(torch.bfloat16)], {})
+        cases["float tensor needing a gradient"] = ([chw.float().requires_grad_()], {})
     return cases
 
 
@@ -888,6 +896,8 @@ def test_fallbacks_give_transformers_results(
     assert_same(got, want)
     assert mmfast_calls == []
     assert "running transformers' code" in caplog.text
+    warned = [r for r in caplog.records if r.name == "mmfast.hf" and r.levelno >= logging.WARNING]
+    assert not warned, caplog.text
 
 
 def test_a_4d_batch_onevision_counts_as_one_image_runs_on_transformers(

@@ -877,6 +877,17 @@ def test_an_error_names_the_image(tmp_path: Path) -> None:
         proc([good], on_error="ignore")
 
 
+def test_tensors_of_other_dtypes_are_named() -> None:
+    """A bfloat16 tensor (which numpy cannot view) is refused naming images and its dtype, as
+    a float32 one is: it raised torch's TypeError."""
+    torch = pytest.importorskip("torch")
+    proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
+    for dtype in (torch.bfloat16, torch.float32):
+        tensor = torch.zeros((3, 20, 30), dtype=dtype)
+        with pytest.raises(MmfastError, match=f"images: .* got a tensor of dtype {dtype}"):
+            proc(tensor)
+
+
 def test_a_skipped_image_keeps_nothing_alive() -> None:
     """The outputs of a call with a bad image are freed when dropped, without the garbage
     collector: the error it keeps has no traceback, whose frames led back to the call (its

@@ -635,6 +635,8 @@ def _channels_last(image: Any, to_cpu: bool = False) -> np.ndarray:
         if not to_cpu:
             raise _Fallback("device", f"an image tensor on {image.device} and no device")
         image = image.cpu()
+    if not isinstance(image, np.ndarray) and str(image.dtype) != "torch.uint8":
+        raise _Fallback("not uint8 RGB", f"a prepared image tensor of dtype {image.dtype}")
     array = image if isinstance(image, np.ndarray) else image.numpy()
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[0] != 3:
         raise _Fallback(
@@ -660,6 +662,8 @@ def _run_video(processor: MmfastBacked, videos: Any, kwargs: dict[str, Any]) -> 
     return_tensors = _return_tensors(kwargs.get("return_tensors"))
     clips = []
     for video in videos:
+        if not isinstance(video, np.ndarray) and str(video.dtype) != "torch.uint8":
+            raise _Fallback("not uint8 RGB", f"a prepared clip tensor of dtype {video.dtype}")
         frames = video if isinstance(video, np.ndarray) else video.numpy()
         if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[1] != 3:
             raise _Fallback(

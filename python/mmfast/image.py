@@ -334,6 +334,10 @@ def array_to_rgb(
     ``images`` for other dtypes or shapes.
     """
     if not isinstance(image, np.ndarray) and type(image).__module__.startswith("torch"):
+        if str(image.dtype) != "torch.uint8":  # numpy has no bfloat16 to view it as
+            raise MmfastError(
+                f"images: expected uint8 arrays or tensors, got a tensor of dtype {image.dtype}"
+            )
         image = image.detach().cpu().numpy()  # a view of a CPU tensor's memory
     if not isinstance(image, np.ndarray):
         raise MmfastError(f"images: expected an array or a tensor, got {type(image).__qualname__}")
