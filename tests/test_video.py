@@ -478,6 +478,33 @@ def test_video_files_keep_sampled_repeats(clips: dict[str, Path], model_id: str)
         assert np.array_equal(got[key], want[key]), key
 
 
+# Settings over a built-in's that make it run at all (the defaults mmfast refuses).
+RUNNABLE = {
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT": {"draw_on_frames": False},
+    "lkhl/VideoLLaMA3-2B-Image-HF": {"use_token_compression": False},
+}
+
+
+@pytest.mark.parametrize("model_id", mmfast.supported_models())
+def test_box_and_hamming_are_refused_naming_resample(model_id: str) -> None:
+    """Every video class is a torchvision class, which has no box or hamming filter: the
+    setting is refused by name. Qwen's, GLM's, Kimi's, ERNIE's, VideoLLaMA3's and
+    Video-LLaVA's reached the core, whose error named its own argument (jobs)."""
+    clip = np.stack([frame(t, (48, 64)) for t in range(4)])
+    for code in (4, 5):
+        settings = {"resample": code, **RUNNABLE.get(model_id, {})}
+        try:
+            proc = mmfast.ImageProcessor.from_pretrained(model_id, video_overrides=settings)
+        except MmfastError:  # an image default mmfast refuses (UDOP's OCR, ...)
+            return
+        with pytest.raises(MmfastError) as info:
+            proc.videos(clip, video_fps=4.0)
+        if "no supported video processor" in str(info.value):
+            return
+        assert "(video): resample: expected 0, 1, 2 or 3 (" in str(info.value)
+        assert str(info.value).endswith(f"got {code}")
+
+
 def test_ernie_timestamps_are_refused_naming_the_setting() -> None:
     """ERNIE-4.5-VL draws each frame's timestamp with its checkpoint's TrueType font by
     default: mmfast refuses that, naming draw_on_frames, and computes the clip without it."""

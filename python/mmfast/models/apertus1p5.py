@@ -25,11 +25,8 @@ from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
-    BOX,
     HALF,
-    HAMMING,
     RGB,
-    TORCH_RESAMPLE,
     Canvas,
     ImagePlan,
     ModelConfig,
@@ -43,16 +40,7 @@ from mmfast.models.config import Fields, Source
 from mmfast.models.pixtral import pad_for_batching
 from mmfast.models.qwen2_vl import smart_resize
 
-__all__ = ["Apertus1p5Config", "torch_resample"]
-
-
-def torch_resample(cfg: Fields, default: int) -> int:
-    """``resample`` for a class transformers has only in torchvision: box and hamming fail in
-    its resize (torch has no such filter), whatever backend name mmfast is asked for."""
-    resample = cfg.resample(default)
-    if resample in (BOX, HAMMING):
-        raise cfg.error("resample", f"{TORCH_RESAMPLE}", resample)
-    return resample
+__all__ = ["Apertus1p5Config"]
 
 
 @dataclass(frozen=True)
@@ -175,7 +163,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         min_pixels=size.get("min_pixels"),
         max_pixels=size.get("max_pixels"),
         spatial_factor=cfg.positive_int("spatial_factor", 16),
-        resample=torch_resample(cfg, BICUBIC),
+        resample=cfg.torch_resample(BICUBIC),
         **norm.fields(),
         do_pad=cfg.flag("do_pad", True),
     )

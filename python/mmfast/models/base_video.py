@@ -20,7 +20,6 @@ import numpy as np
 from mmfast.errors import MmfastError
 from mmfast.models.base import (
     RGB,
-    TORCH_RESAMPLE,
     Resize,
     VideoConfig,
     VideoPlan,
@@ -49,8 +48,6 @@ __all__ = [
 
 # BaseVideoProcessor._preprocess never reads these.
 FRAMES_IGNORES: Final = frozenset({"do_pad", "pad_size"})
-# The PIL codes transformers' torchvision backend maps to a tensor filter.
-TORCH_CODES = (0, 1, 2, 3)
 
 # The most frames a clip may have, and the highest sampling rate (frames a second) a config or
 # a call may ask: a rate past the frames a clip can have samples every frame, and samplers
@@ -201,9 +198,7 @@ def frames_fields(
     center = cfg.flag("do_center_crop", do_center_crop)
     if center and crop is None:
         raise cfg.error("crop_size", "a {height, width} size (do_center_crop is on)", None)
-    resample_code = cfg.resample(resample)
-    if resample_code not in TORCH_CODES:
-        raise cfg.error("resample", TORCH_RESAMPLE, resample_code)
+    resample_code = cfg.torch_resample(resample)
     norm = cfg.normalization(mean, std)
     num_frames = cfg.raw("num_frames")
     fps = cfg.raw("fps")

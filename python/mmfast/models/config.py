@@ -306,6 +306,14 @@ class Fields:
             raise self.error("resample", "a PIL resampling code 0-5", value)
         return value
 
+    def torch_resample(self, default: int) -> int:
+        """``resample`` for a class transformers has only with torchvision (every video
+        class; Apertus 1.5, MiniMax-M3, Muse Glimmer): box and hamming have no torch filter."""
+        code = self.resample(default)
+        if code in (BOX, HAMMING):
+            raise self.error("resample", TORCH_RESAMPLE, code)
+        return code
+
     def size_dict(self, name: str, value: object, default_to_square: bool) -> dict[str, int]:
         """Mirrors ``image_processing_utils.get_size_dict``: an int is a square or a shortest
         edge (per ``default_to_square``), a pair is (height, width), a dict is checked against

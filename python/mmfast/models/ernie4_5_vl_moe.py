@@ -284,6 +284,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> Ernie4_5_VLMoeVideoConfig
     )
     if fields["min_pixels"] is None or fields["max_pixels"] is None:
         raise cfg.error("size", "shortest_edge and longest_edge", cfg.raw("size"))
+    fields["resample"] = cfg.torch_resample(BICUBIC)
     num_frames, fps, font = cfg.raw("num_frames"), cfg.raw("fps"), cfg.raw("font")
     if font is not None and not isinstance(font, str):
         raise cfg.error("font", "a font file name or path", font)

@@ -520,6 +520,7 @@ def glm_video_fields(cfg: Fields, longest_edge: int = 28 * 28 * 2 * 30000) -> di
     )
     return {
         **fields,
+        "resample": cfg.torch_resample(BICUBIC),
         "do_sample_frames": cfg.flag("do_sample_frames", True),
         "fps": positive_number(cfg, "fps", 2.0),
         "num_frames": cfg.positive_int("num_frames", 16),

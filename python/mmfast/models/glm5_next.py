@@ -442,7 +442,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> Glm5NextVideoConfig:
         video_processor_type="Glm5NextVideoProcessor",
         do_convert_rgb=cfg.convert_rgb(),
         do_resize=cfg.flag("do_resize", True),
-        resample=cfg.resample(BICUBIC),
+        resample=cfg.torch_resample(BICUBIC),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 14),
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),

@@ -315,7 +315,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> HYV4VLVideoConfig:
         do_resize=do_resize,
         max_pixels=size.get("longest_edge"),
         max_image_size=cap["longest_edge"],
-        resample=cfg.resample(BICUBIC),
+        resample=cfg.torch_resample(BICUBIC),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 16),
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 1),

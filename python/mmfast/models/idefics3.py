@@ -29,7 +29,6 @@ from mmfast.models.base import (
     IMAGENET_STANDARD_STD,
     LANCZOS,
     RGB,
-    TORCH_RESAMPLE,
     Canvas,
     ImagePlan,
     ModelConfig,
@@ -46,7 +45,7 @@ from mmfast.models.base import (
     resizer,
     sample_rows,
 )
-from mmfast.models.base_video import TORCH_CODES, positive_number
+from mmfast.models.base_video import positive_number
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
 from mmfast.models.mllama import last_sample
@@ -559,9 +558,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> SmolVLMVideoConfig:
     if not isinstance(max_size, dict) or "longest_edge" not in max_size:
         raise cfg.error("max_image_size", "a {longest_edge} dict", max_size)
     tile = cfg.nested("max_image_size", max_size).positive_int("longest_edge", 364)
-    resample = cfg.resample(LANCZOS)
-    if resample not in TORCH_CODES:
-        raise cfg.error("resample", TORCH_RESAMPLE, resample)
+    resample = cfg.torch_resample(LANCZOS)
     norm = cfg.normalization(IMAGENET_STANDARD_MEAN, IMAGENET_STANDARD_STD)
     return SmolVLMVideoConfig(
         model_id=model_id,

@@ -547,7 +547,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> KimiK25VideoConfig:
         do_resize=cfg.flag("do_resize", True),
         max_size_per_side=size["max_height"],
         max_patches=cfg.positive_int("max_patches", 4096),
-        resample=cfg.resample(BICUBIC),
+        resample=cfg.torch_resample(BICUBIC),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 14),
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 4),

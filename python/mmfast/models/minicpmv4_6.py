@@ -30,7 +30,6 @@ from mmfast.models.base import (
     IMAGENET_STANDARD_MEAN,
     IMAGENET_STANDARD_STD,
     RGB,
-    TORCH_RESAMPLE,
     ImagePlan,
     ModelConfig,
     Strip,
@@ -42,7 +41,6 @@ from mmfast.models.base import (
     plan_constants,
     resizer,
 )
-from mmfast.models.base_video import TORCH_CODES
 from mmfast.models.config import MAX_TILES, Fields, Source
 from mmfast.models.geometry import CropBox
 
@@ -721,8 +719,7 @@ def minicpm_video_fields(cfg: Fields, downsample: str) -> dict[str, Any]:
             "stacking) is supported"
         )
     fields = minicpm_fields(cfg, downsample)
-    if fields["resample"] not in TORCH_CODES:
-        raise cfg.error("resample", TORCH_RESAMPLE, fields["resample"])
+    fields["resample"] = cfg.torch_resample(fields["resample"])
     if not (fields["do_rescale"] or fields["do_normalize"]):
         raise cfg.error(
             "do_rescale, do_normalize",

@@ -21,7 +21,6 @@ import numpy as np
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
-from mmfast.models.apertus1p5 import torch_resample
 from mmfast.models.base import (
     BICUBIC,
     OPENAI_CLIP_MEAN,
@@ -90,7 +89,7 @@ def _build(
         std=OPENAI_CLIP_STD,
         temporal_patch_size=2,
     )
-    fields["resample"] = torch_resample(cfg, BICUBIC)
+    fields["resample"] = cfg.torch_resample(BICUBIC)
     return MiniMaxM3VLConfig(
         model_id=source.model_id,
         model_type=registry.model_type_of(source.preprocessor, source.model_type),
@@ -284,7 +283,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> MiniMaxM3VLVideoConfig:
         do_resize=cfg.flag("do_resize", True),
         min_pixels=cfg.positive_int("min_pixels", 4 * 28 * 28),
         max_pixels=cfg.positive_int("max_pixels", 768 * 28 * 28),
-        resample=torch_resample(cfg, BICUBIC),
+        resample=cfg.torch_resample(BICUBIC),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 14),
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),

@@ -32,7 +32,6 @@ from numpy.typing import NDArray
 
 from mmfast.errors import MmfastError
 from mmfast.models import registry
-from mmfast.models.apertus1p5 import torch_resample
 from mmfast.models.base import (
     HALF,
     LANCZOS,
@@ -192,7 +191,7 @@ def _build(
         image_processor_type=processor_type,
         do_convert_rgb=cfg.convert_rgb(),
         do_resize=cfg.flag("do_resize", True),
-        resample=torch_resample(cfg, LANCZOS),
+        resample=cfg.torch_resample(LANCZOS),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 14),
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),
@@ -378,7 +377,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> MuseGlimmerVideoConfig:
         video_processor_type="MuseGlimmerVideoProcessor",
         do_convert_rgb=cfg.convert_rgb(),
         do_resize=cfg.flag("do_resize", True),
-        resample=torch_resample(cfg, LANCZOS),
+        resample=cfg.torch_resample(LANCZOS),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 14),
         temporal_patch_size=cfg.positive_int("temporal_patch_size", 2),

@@ -655,6 +655,7 @@ def video_fields(
         temporal_patch_size=2,
     )
     fields["patch_size"] = cfg.positive_int("patch_size", patch_size)
+    fields["resample"] = cfg.torch_resample(BICUBIC)
     num_frames = cfg.raw("num_frames")
     return {
         **fields,

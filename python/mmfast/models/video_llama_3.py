@@ -308,6 +308,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> VideoLlama3VideoConfig:
         std=HALF,
         temporal_patch_size=1,
     )
+    fields["resample"] = cfg.torch_resample(BICUBIC)
     num_frames, fps = cfg.raw("num_frames"), cfg.raw("fps")
     return VideoLlama3VideoConfig(
         model_id=model_id,

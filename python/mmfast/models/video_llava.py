@@ -251,7 +251,7 @@ def _build_video(model_id: str | None, cfg: Fields) -> VideoLlavaVideoConfig:
         video_processor_type="VideoLlavaVideoProcessor",
         do_resize=fields["do_resize"],
         size=fields["size"],
-        resample=fields["resample"],
+        resample=cfg.torch_resample(BICUBIC),
         do_center_crop=fields["do_center_crop"],
         crop_size=fields["crop_size"],
         do_rescale=fields["do_rescale"],
