@@ -193,6 +193,21 @@ ERROR_CASES = [
     (lambda m: m.deserialize_pixel_values("abcd", (1,)), "data"),
     (lambda m: m.deserialize_pixel_values(b"\0" * 8, (-2, -1)), "shape"),
     (lambda m: m.deserialize_pixel_values(b"\0" * 8, (2**62, 2**62)), "shape"),
+    # The reference took these (a float side, a rescale factor given as text, a zero side
+    # beside sides numpy cannot multiply) or raised numpy's and Python's own errors.
+    (
+        lambda m: m.pad_and_normalize_to_tensor(np.zeros((4, 4, 3), np.uint8), (8.5, 8)),
+        "canvas_size",
+    ),
+    (
+        lambda m: m.pad_and_normalize_to_tensor(np.zeros((4, 4, 3), np.uint8), (2**40, 2**40)),
+        "canvas_size",
+    ),
+    (
+        lambda m: m.deinterleave_rgb_to_planes(np.zeros((2, 2, 3), np.uint8), rescale_factor="x"),
+        "rescale_factor",
+    ),
+    (lambda m: m.deserialize_pixel_values(b"", (0, 2**62, 2**62)), "shape"),
 ]
 
 

@@ -14,6 +14,7 @@ and std rounded to float32.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -70,6 +71,8 @@ def _normalized(
     """(3, H, W) float32: transformers' rescale then normalize, channels first."""
     m = _channel_values("mean", mean)
     s = _channel_values("std", std)
+    if isinstance(rescale_factor, (str, bytes)) or not hasattr(rescale_factor, "__float__"):
+        raise MmfastError(f"rescale_factor: expected a float, got {rescale_factor!r}")
     if not math.isfinite(rescale_factor):
         raise MmfastError(f"rescale_factor: expected a finite float, got {rescale_factor}")
     if not np.isfinite(m).all():
@@ -79,6 +82,18 @@ def _normalized(
     rescaled = (image.astype(np.float64) * rescale_factor).astype(np.float32)
     planes: NDArray[np.float32] = ((rescaled - m) / s).transpose(2, 0, 1)
     return planes
+
+
+def _checked_shape(arg: str, dims: tuple[int, ...]) -> tuple[int, ...]:
+    """``dims``, refused as the core refuses them: the product of the non-zero sides (and its
+    float32 bytes) must fit in ``isize``, as numpy needs for any shape."""
+    extent = math.prod(d for d in dims if d)
+    for what, size in (("element count", extent), ("byte size", 4 * extent)):
+        if size >= 2**63:
+            raise MmfastError(
+                f"{arg}: the {what} of shape {list(dims)} overflows the address space"
+            )
+    return dims
 
 
 def deinterleave_rgb_to_planes(
@@ -105,7 +120,7 @@ def pad_and_normalize_to_tensor(
     image = _check_image(image)
     h, w = image.shape[:2]
     try:
-        ch, cw = (int(v) for v in canvas_size)
+        ch, cw = (operator.index(v) for v in canvas_size)
     except (TypeError, ValueError):
         raise MmfastError(
             f"canvas_size: expected a (height, width) pair of non-negative integers, "
@@ -116,7 +131,7 @@ def pad_and_normalize_to_tensor(
             f"canvas_size: expected at least the image size ({h}, {w}), got {(ch, cw)}"
         )
     black = _normalized(np.zeros((1, 1, 3), np.uint8), mean, std, rescale_factor)
-    out = np.empty((3, ch, cw), np.float32)
+    out = np.empty(_checked_shape("canvas_size", (3, ch, cw)), np.float32)
     out[...] = black
     out[:, :h, :w] = _normalized(image, mean, std, rescale_factor)
     return out
@@ -138,11 +153,7 @@ def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.fl
     dims = tuple(int(d) for d in shape)
     if any(d < 0 for d in dims):
         raise MmfastError(f"shape: expected a sequence of non-negative integers, got {shape!r}")
-    count = math.prod(dims)
-    if count >= 2**64:
-        raise MmfastError(
-            f"shape: the element count of shape {list(dims)} overflows the address space"
-        )
+    count = math.prod(_checked_shape("shape", dims))
     if 4 * count != len(data):
         raise MmfastError(
             f"data: expected {4 * count} bytes for shape {list(dims)} (4 per float32), "
