@@ -434,6 +434,23 @@ def test_rgb_colour_keys_stay_without_conversion(model_id: str, kwargs: dict[str
     assert_same_outputs(mmfast.ImageProcessor.from_pretrained(model_id)(image, **kwargs), want)
 
 
+@pytest.mark.parametrize(
+    ("model_id", "kwargs"),
+    [("google/paligemma2-3b-pt-224", {}), ("Qwen/Qwen2-VL-7B-Instruct", {"do_convert_rgb": False})],
+)
+@pytest.mark.parametrize("mode", ["YCbCr", "HSV", "LAB"])
+def test_three_band_modes_stay_without_conversion(
+    model_id: str, kwargs: dict[str, Any], mode: str
+) -> None:
+    """With do_convert_rgb off, transformers reads a YCbCr, HSV or LAB image's three bands as
+    RGB; mmfast refused them."""
+    image = Image.fromarray(noise(90, 110, 1)).convert(mode)
+    want = hf_class(model_id).from_dict(builtin_dict(model_id))(
+        [image], return_tensors="np", **kwargs
+    )
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(model_id)(image, **kwargs), want)
+
+
 def test_onevision_pads_with_the_instances_mean_under_a_calls() -> None:
     """A multi-image sample is padded to squares with the instance's mean and normalised with
     the call's; mmfast padded with the call's (0.84 off)."""

@@ -268,6 +268,9 @@ BatchInput = NDArray[np.uint8] | ArrowSource | PillowRows
 # An image's place in a call: its index in a flat list, or (sample, index) in a nested one.
 Position = int | tuple[int, int]
 ON_ERROR: tuple[str, ...] = ("raise", "skip")
+# Pillow's modes of three 8-bit bands other than RGB, which transformers reads as RGB when it
+# does not convert images.
+RAW_BAND_MODES = ("YCbCr", "HSV", "LAB")
 # Inputs decoded by decode_source (decode_image's pixels).
 ENCODED = (bytes, bytearray, memoryview, str, os.PathLike)
 # Errors one image can cause, which on_error="skip" drops it for: not a TimeoutError (an
@@ -448,6 +451,9 @@ def prepare(
     if isinstance(image, Image.Image):
         plan = plan_for(config, image.height, image.width, sample_size)
         if not plan.do_convert_rgb:
+            if image.mode in RAW_BAND_MODES:
+                # Its three bands as RGB, as transformers reads the image's array.
+                return np.asarray(image), plan
             if image.mode != "RGB":
                 raise _not_converted(f"a PIL image in mode {image.mode}")
             # Its pixels as they are: a transparent colour key is not composited.
@@ -510,8 +516,9 @@ def plan_for(config: ModelConfig, height: int, width: int, sample_size: int) -> 
 
 def _not_converted(what: str) -> MmfastError:
     return MmfastError(
-        f"images: with do_convert_rgb off (the config sets it false or null) transformers takes "
-        f"only RGB images, got {what}; pass do_convert_rgb=True to convert it"
+        f"images: with do_convert_rgb off (the config sets it false or null) transformers reads "
+        f"an image's bands as they are, which mmfast takes for three 8-bit bands (RGB, YCbCr, "
+        f"HSV, LAB), got {what}; pass do_convert_rgb=True to convert it"
     )
 
 
