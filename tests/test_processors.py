@@ -569,7 +569,8 @@ def test_python_threads_run_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> N
     The ticker gives up the GIL on every tick (``time.sleep(0)``), so each tick needs the GIL
     back: had the native call held it, the ticker could tick once or twice between the call's
     start and end, whatever the machine's speed (measured: 1-2 ticks across a 0.5 s
-    GIL-holding ``sum(range(5 * 10**7))``, thousands across a GIL-free ``time.sleep(0.3)``).
+    GIL-holding ``sum(range(5 * 10**7))``, thousands across a GIL-free ``time.sleep(0.3)``;
+    11 in a run that shared the machine's 2 cores with two test suites).
     """
     images = [noise(3000, 4000, 1), smooth(3024, 4032, 2), noise(4000, 3000, 3)]
     proc = mmfast.ImageProcessor.from_pretrained(LLAVA_ID)
@@ -603,7 +604,7 @@ def test_python_threads_run_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> N
         stop.set()
         thread.join()
     assert_same_outputs(got, expected)
-    assert state["ticks_in_native"] >= 20, state
+    assert state["ticks_in_native"] >= 5, state
 
 
 # --------------------------------------------------------------------------------------------
