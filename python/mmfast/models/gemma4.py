@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from mmfast.errors import MmfastError
+from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
@@ -500,11 +500,12 @@ def _build_video(model_id: str | None, cfg: Fields) -> Gemma4VideoConfig:
         not isinstance(soft, int) or isinstance(soft, bool) or soft not in SUPPORTED_SOFT_TOKENS
     ):
         raise cfg.error("max_soft_tokens", f"one of {SUPPORTED_SOFT_TOKENS}", soft)
-    resample = cfg.resample(BICUBIC)
-    if resample not in (1, 2, 3):
-        raise cfg.error(
-            "resample", "1, 2 or 3 (torchvision's legacy NEAREST for 0 is not in mmfast)", resample
+    resample = cfg.torch_resample(BICUBIC)
+    if resample == NEAREST:  # transformers computes it, mmfast cannot
+        error = cfg.error(
+            "resample", "1, 2 or 3 (torchvision's legacy NEAREST for 0 is not in mmfast)", 0
         )
+        raise UnsupportedModelError(str(error))
     norm = cfg.normalization(NO_MEAN, NO_STD)
     num_frames = cfg.raw("num_frames")
     return Gemma4VideoConfig(
