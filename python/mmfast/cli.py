@@ -55,7 +55,8 @@ included.
 progress: with more than {PROGRESS_MIN_IMAGES} images and stderr a terminal, a progress bar
 on stderr follows the batched calls.
 
---out: np.savez of the output arrays by name (pixel_values, image_grid_thw, ...), plus
+--out: np.savez of the output arrays by name (pixel_values, image_grid_thw, ...), as one
+call on all the images (and one on all the videos) gives them whatever --batch-size, plus
 mmfast.names (each image's file), mmfast.sizes (its height and width) and mmfast.rows (its
 entries along pixel_values' first axis: patch rows, tiles or views; 1 for models that
 stack one tensor per image). bfloat16 arrays are stored as uint16 bit patterns under
