@@ -222,6 +222,28 @@ def test_preprocess_out_is_one_call(tmp_path, capsys, model):
         assert rows == [1] * len(kept)
 
 
+@pytest.mark.parametrize(
+    ("model", "dtype"),
+    [
+        ("baidu/Unlimited-OCR", "float32"),
+        ("deepseek-community/DeepSeek-OCR-2", "uint8"),
+        ("stepfun-ai/Step-3.7-Flash", "uint8"),
+    ],
+)
+def test_preprocess_out_keeps_one_calls_key_order(tmp_path, model, dtype):
+    """A first batch without local tiles (a small image) has no such output: --out still
+    lists the keys as one call does (they came after the others)."""
+    paths = [tmp_path / "small.png", tmp_path / "wide.png"]
+    for path, (h, w) in zip(paths, [(60, 80), (700, 1600)], strict=True):
+        Image.fromarray(bench.synthetic_photo(h, w, seed=1)).save(path)
+    out = tmp_path / "out.npz"
+    argv = ["preprocess", *map(str, paths), "--model", model, "--dtype", dtype]
+    assert main([*argv, "--batch-size", "1", "--out", str(out)]) == 0
+    want = cli.npz_arrays(ImageProcessor.from_pretrained(model)([[p] for p in paths], dtype=dtype))
+    with np.load(out) as got:
+        assert got.files == [*want, "mmfast.names", "mmfast.sizes", "mmfast.rows"]
+
+
 def test_preprocess_accepts_a_config_directory(tmp_path, capsys):
     config = dict(models.registry.BUILTINS[QWEN].preprocessor) | {"min_pixels": 28 * 28 * 16}
     (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))

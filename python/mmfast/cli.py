@@ -583,9 +583,12 @@ def merge_batches(
         if isinstance(config, ModelConfig):
             ones = [1] * len(plans)
             finished = config.finish_batch(plans, ones)
-            shapes = {k: s for k, (s, _) in config.pixel_shapes(finished, ones).items()}
-            shapes[config.output_key] = shapes.pop("pixel_values")
+            shapes = {
+                config.output_key if k == "pixel_values" else k: s
+                for k, (s, _) in config.pixel_shapes(finished, ones).items()
+            }
             computed = npz_arrays(config.batch_outputs(finished, ones))
+            order = config.output_order
         else:
             clips = config.finish_batch(plans)
             sizes = {plan.output_shapes[config.output_key] for plan in clips}
@@ -599,6 +602,7 @@ def merge_batches(
                 shape = (len(clips), *sizes.pop())
             shapes = {config.output_key: shape}
             computed = npz_arrays(config.batch_outputs(clips))
+            order = ()
     except MmfastError as exc:
         raise MmfastError(f"joining the batches' outputs: {exc}") from exc
     parts = [npz_arrays(batch) for batch in batches]
@@ -615,7 +619,13 @@ def merge_batches(
             assert name not in shapes or merged[key].shape == tuple(shapes[name]), name
         else:
             raise AssertionError(f"{key}: neither a pixel output nor one of batch_outputs")
-    return merged
+    # One call's order (a batch without an output, such as DeepSeek-OCR-2's local tiles
+    # where none of its images has any, lists it after the others): the pixel outputs, the
+    # plans' outputs, the family's own order over them, then the uint8 outputs.
+    names = [*shapes, *computed]
+    names = [*(n for n in order if n in names), *(n for n in names if n not in order)]
+    keys = [k for n in [*names, "pixel_lut", "pixel_rows_mask"] for k in (n, n + BF16_SUFFIX)]
+    return {key: merged[key] for key in keys if key in merged}
 
 
 def _joined(arrays: Sequence[np.ndarray], layout: str) -> np.ndarray:
