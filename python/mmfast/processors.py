@@ -473,11 +473,15 @@ def prepare(
             ) from exc
         return pil_source(converted), plan
     if isinstance(image, ENCODED):
-        # The PIL class converts what load_image gave, the torchvision class decodes the file.
-        composite_key = config.backend == "pil" and config.pil_convert == "hf"
-        decoded, (height, width) = decode_source(
-            image, composite_key and getattr(config, "do_convert_rgb", True)
+        # A PIL class converts what load_image gave; a torchvision class (Llama 4's, whatever
+        # the backend's name) decodes the file, without the colour key.
+        composite_key = (
+            config.backend == "pil"
+            and config.pil_convert == "hf"
+            and getattr(config, "do_convert_rgb", True)
+            and has_pil_class(config.image_processor_type)
         )
+        decoded, (height, width) = decode_source(image, composite_key)
         return decoded, plan_for(config, height, width, sample_size)
     if isinstance(image, np.ndarray) or type(image).__module__.startswith("torch"):
         rgb = array_to_rgb(
@@ -512,6 +516,13 @@ def plan_for(config: ModelConfig, height: int, width: int, sample_size: int) -> 
             lambda: config.plan_in_sample(height, width, sample_size),
         ),
     )
+
+
+@functools.cache
+def has_pil_class(image_processor_type: str) -> bool:
+    """Whether transformers has a PIL class for the config's family (Llama 4, Command A
+    Vision, ... have only a torchvision class, which both backend names match)."""
+    return registry.family_of(image_processor_type).hf_pil is not None
 
 
 def _not_converted(what: str) -> MmfastError:
