@@ -255,6 +255,40 @@ def test_preprocess_accepts_a_config_directory(tmp_path, capsys):
     assert row[2] == f"{resized[0]}x{resized[1]}"
 
 
+def test_preprocess_out_takes_one_calls_dtype(tmp_path):
+    """SmolVLM with rescale and normalise off: one call on prompts of unequal tile counts is
+    float32 (transformers' float zero padding); a batch of one prompt is uint8, and --out
+    was uint8 with --batch-size 1."""
+    config = dict(models.registry.BUILTINS["HuggingFaceTB/SmolVLM-Instruct"].preprocessor)
+    config |= {"do_rescale": False, "do_normalize": False}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    paths = write_images(tmp_path)
+    proc = ImageProcessor.from_pretrained(tmp_path)
+    want = cli.npz_arrays(proc([[p] for p in paths]))
+    assert want["pixel_values"].dtype == np.float32
+    out = tmp_path / "out.npz"
+    argv = ["preprocess", *map(str, paths), "--model", str(tmp_path), "--out", str(out)]
+    assert main([*argv, "--batch-size", "1"]) == 0
+    with np.load(out) as got:
+        for key, value in want.items():
+            assert same_bits(got[key], value), key
+
+
+def test_preprocess_counts_no_tokens_the_processor_cannot(tmp_path, capsys):
+    """Fuyu without padding: its processor fails to count a window its patches do not tile,
+    which the image processor computes; the table shows no count, where the run failed."""
+    config = dict(models.registry.BUILTINS["adept/fuyu-8b"].preprocessor) | {"do_pad": False}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    path = tmp_path / "square.png"
+    Image.fromarray(bench.synthetic_photo(512, 512, seed=1)).save(path)
+    out = tmp_path / "out.npz"
+    assert main(["preprocess", str(path), "--model", str(tmp_path), "--out", str(out)]) == 0
+    assert table_rows(capsys.readouterr().out)[0][4] == "-"
+    want = cli.npz_arrays(ImageProcessor.from_pretrained(tmp_path)([[path]]))
+    with np.load(out) as got:
+        assert same_bits(got["images"], want["images"])
+
+
 def test_preprocess_takes_a_directory_and_skips_errors(tmp_path, capsys):
     paths = write_images(tmp_path)
     (tmp_path / "notes.txt").write_text("not an image, not an image extension")
@@ -421,6 +455,15 @@ def test_preprocess_videos_out_is_one_call(tmp_path: Path, model: str) -> None:
         assert got.files == [*want, "mmfast.videos"]
         for key, value in want.items():
             assert same_bits(got[key], value), key
+
+
+def test_preprocess_reports_a_video_only_run(tmp_path: Path, capsys) -> None:
+    """Video-LLaVA's image and video outputs have their own keys: a run of videos alone
+    reports the videos' (it stopped on a StopIteration looking for the images')."""
+    clip = write_clip(tmp_path / "a.mp4", 12, 64, 96)
+    model = "LanguageBind/Video-LLaVA-7B-hf"
+    assert main(["preprocess", str(clip), "--model", model]) == 0
+    assert "pixel_values_videos float32" in capsys.readouterr().out
 
 
 def test_preprocess_out_refuses_images_and_videos_of_one_name(tmp_path: Path, capsys) -> None:

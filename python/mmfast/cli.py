@@ -299,7 +299,7 @@ class ImageRow:
     size: tuple[int, int]
     resized: str
     shapes: Mapping[str, tuple[int, ...]]
-    tokens: int
+    tokens: int | None  # None: the model's processor cannot count them (it would fail)
     seconds: float
 
 
@@ -493,7 +493,7 @@ def _run(
                     size=(plan.height, plan.width),
                     resized="x".join(map(str, plan.resize_size)),
                     shapes=plan.output_shapes,
-                    tokens=proc.num_image_tokens(plan.height, plan.width),
+                    tokens=_image_tokens(proc, plan),
                     seconds=seconds * weight / sum(weights),
                 )
                 for (name, _), plan, weight in zip(kept, plans, weights, strict=True)
@@ -513,6 +513,16 @@ def _run(
         [1 if stacked else row.shapes["pixel_values"][0] for row in rows], np.int64
     )
     return rows, merged
+
+
+def _image_tokens(proc: ImageProcessor, plan: ImagePlan) -> int | None:
+    """The image's placeholder tokens, or None where the model's processor fails to count
+    them for an image its image processor takes (Fuyu without padding, a window its patches
+    do not tile)."""
+    try:
+        return proc.num_image_tokens(plan.height, plan.width)
+    except MmfastError:
+        return None
 
 
 def _prompt(position: Position) -> int:
@@ -589,6 +599,9 @@ def merge_batches(
             }
             computed = npz_arrays(config.batch_outputs(finished, ones))
             order = config.output_order
+            # uint8 pixels one call makes float32 (Idefics3's float zero padding of unequal
+            # prompts), where each batch's prompts were even.
+            tables = config.batch_tables(plans, ones)
         else:
             clips = config.finish_batch(plans)
             sizes = {plan.output_shapes[config.output_key] for plan in clips}
@@ -603,6 +616,7 @@ def merge_batches(
             shapes = {config.output_key: shape}
             computed = npz_arrays(config.batch_outputs(clips))
             order = ()
+            tables = config.tables()
     except MmfastError as exc:
         raise MmfastError(f"joining the batches' outputs: {exc}") from exc
     parts = [npz_arrays(batch) for batch in batches]
@@ -615,6 +629,8 @@ def merge_batches(
             merged[key] = computed[key]
         elif name in shapes or key == "pixel_rows_mask":
             merged[key] = _joined([part[key] for part in parts if key in part], config.layout())
+            if name in shapes and merged[key].dtype == np.uint8 and "pixel_lut" not in parts[0]:
+                merged[key] = merged[key].astype(tables.dtype, copy=False)
             # The padding is a batch's where this holds: its canvases and rows.
             assert name not in shapes or merged[key].shape == tuple(shapes[name]), name
         else:
@@ -668,7 +684,11 @@ def _report(
     name = config.image_processor_type.removesuffix("Fast").removesuffix("Pil")
     name += "Pil" if hf is not None and hf.endswith("Pil") else ""
     reference = f"transformers' {name}" if hf else "the checkpoint's processor"
-    key, values = next((k, v) for k, v in arrays.items() if k.startswith(config.output_key))
+    # The images' pixels, else the videos' (Video-LLaVA's keys differ), as the run gave them.
+    outputs = [config.output_key] + (
+        [] if proc.video_config is None else [proc.video_config.output_key]
+    )
+    key, values = next((k, v) for name in outputs for k, v in arrays.items() if k.startswith(name))
     print(f"model {model}: bit-identical to {reference}", file=stdout)
     print(
         f"backend {config.backend!r}, {n_threads} thread{'s' if n_threads > 1 else ''}, "
@@ -728,7 +748,7 @@ def print_table(rows: Sequence[ImageRow], stream: TextIO, width: int | None = No
             f"{row.size[0]}x{row.size[1]}",
             row.resized,
             ", ".join(f"{key} {shape}" for key, shape in row.shapes.items()),
-            str(row.tokens),
+            "-" if row.tokens is None else str(row.tokens),
             f"{row.seconds * 1e3:.2f}",
         ]
         for row in rows
