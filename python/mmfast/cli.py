@@ -646,16 +646,19 @@ def merge_batches(
 
 def _joined(arrays: Sequence[np.ndarray], layout: str) -> np.ndarray:
     """Arrays zero-padded to the largest along every axis after the first and joined along
-    it; along the last for the "strip" layout."""
+    it; along the last for the "strip" layout. Each is written once into the joined array
+    (padding then joining copied a run's outputs twice), and one array is returned as it is."""
+    if len(arrays) == 1:
+        return arrays[0]
     if layout == "strip":
         return np.concatenate(arrays, axis=-1)
     largest = [max(a.shape[axis] for a in arrays) for axis in range(1, arrays[0].ndim)]
-    return np.concatenate(
-        [
-            np.pad(a, [(0, 0), *((0, n - a.shape[i + 1]) for i, n in enumerate(largest))])
-            for a in arrays
-        ]
-    )
+    out = np.zeros((sum(len(a) for a in arrays), *largest), np.result_type(*arrays))
+    at = 0
+    for a in arrays:
+        out[(slice(at, at + len(a)), *(slice(n) for n in a.shape[1:]))] = a
+        at += len(a)
+    return out
 
 
 def describe_arrays(arrays: Mapping[str, np.ndarray]) -> str:
