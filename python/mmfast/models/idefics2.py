@@ -38,6 +38,7 @@ from mmfast.models.base import (
     identity_table,
     plan_constants,
     resizer,
+    sample_rows,
 )
 from mmfast.models.config import Fields, Source
 from mmfast.models.geometry import CropBox
@@ -219,8 +220,7 @@ class Idefics2Config(ModelConfig):
         them."""
         frames = [self.frames(p.height, p.width) for p in plans]
         sizes = {size for image in frames for _, size in image}
-        starts = list(itertools.pairwise([0, *itertools.accumulate(sample_sizes)]))
-        counts = [sum(len(image) for image in frames[a:b]) for a, b in starts]
+        counts = sample_rows(plans, sample_sizes)
         if not self.do_pad and (len(sizes) > 1 or len(set(counts)) > 1):
             raise MmfastError(
                 "images: with do_pad off, transformers stacks the frames, which needs frames "
