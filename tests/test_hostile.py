@@ -458,7 +458,11 @@ CONFIG_DIRS: list[tuple[dict[str, Any], type[MmfastError], list[str]]] = [
     ({}, MmfastError, ["no preprocessor_config.json"]),
     ({"config.json": {"model_type": "qwen2_vl"}}, MmfastError, ["no preprocessor_config.json"]),
     ({CONFIG: None}, MmfastError, ["no preprocessor_config.json"]),
-    ({"processor_config.json": {"image_processor": 1}}, MmfastError, ["no preprocessor_config"]),
+    (
+        {"processor_config.json": {"image_processor": 1}},
+        MmfastError,
+        ["processor_config.json: image_processor: expected an object, got 1"],
+    ),
 ]
 
 

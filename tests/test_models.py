@@ -63,6 +63,7 @@ from mmfast.models import (
     smart_resize,
     supported_models,
 )
+from mmfast.models.config import load_video_config
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QWEN_IDS = ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"]
@@ -739,6 +740,29 @@ def test_nested_image_processor_in_processor_config(tmp_path: Path) -> None:
     (tmp_path / "processor_config.json").write_text(json.dumps(nested))
     config = load_config(tmp_path)
     assert isinstance(config, QwenVLConfig) and config.patch_size == 16
+
+
+def test_nested_image_processor_wins_over_preprocessor_config(tmp_path: Path) -> None:
+    """transformers reads processor_config.json's image_processor block first, even beside a
+    preprocessor_config.json (an older save) whose settings differ; its video processor reads
+    that file (transformers: the same video size, 3136 to 50176 pixels)."""
+    import transformers
+
+    qwen = builtin_dict("Qwen/Qwen2-VL-7B-Instruct")
+    legacy = {**qwen, "max_pixels": 28 * 28 * 64, "min_pixels": 28 * 28 * 4}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(legacy))
+    (tmp_path / "processor_config.json").write_text(json.dumps({"image_processor": qwen}))
+    hf = transformers.AutoImageProcessor.from_pretrained(tmp_path, backend="pil")
+    image = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    want = hf(image, return_tensors="np")
+    got = mmfast.ImageProcessor.from_pretrained(tmp_path)(image)
+    assert got["image_grid_thw"].tolist() == want["image_grid_thw"].tolist() == [[1, 34, 46]]
+    np.testing.assert_array_equal(got.pixel_values, want["pixel_values"])
+    # AutoVideoProcessor falls back to preprocessor_config.json, not to the nested image block.
+    assert load_video_config(tmp_path).max_pixels == 28 * 28 * 64
+    (tmp_path / "processor_config.json").write_text(json.dumps({"image_processor": [1]}))
+    with pytest.raises(MmfastError, match=r"processor_config\.json: image_processor: expected an"):
+        load_config(tmp_path)
 
 
 @pytest.mark.parametrize(

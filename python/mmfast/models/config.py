@@ -95,7 +95,8 @@ class Source:
     model_type: str | None
     preprocessor: JsonDict
     processor: JsonDict
-    # The video processor's own settings, where the checkpoint has them.
+    # The video processor's settings where they are not ``preprocessor``: its own (nested or
+    # in their file), or preprocessor_config.json beside a nested image block.
     video: JsonDict | None = None
 
 
@@ -132,11 +133,18 @@ def read_source(name_or_path: str | os.PathLike[str]) -> Source:
         processor = {}
         if (path / "processor_config.json").is_file():
             processor = read_json(path / "processor_config.json")
-        if (path / "preprocessor_config.json").is_file():
-            preprocessor = read_json(path / "preprocessor_config.json")
-        elif isinstance(processor.get("image_processor"), dict):
-            # transformers 5 may save the image processor nested in processor_config.json.
+        legacy = path / "preprocessor_config.json"
+        # transformers 5 saves the image processor nested in processor_config.json, and reads
+        # that block before preprocessor_config.json (which older saves left beside it).
+        if "image_processor" in processor:
             preprocessor = processor["image_processor"]
+            if not isinstance(preprocessor, dict):
+                raise MmfastError(
+                    f"{path / 'processor_config.json'}: image_processor: expected an object, "
+                    f"got {preprocessor!r}"
+                )
+        elif legacy.is_file():
+            preprocessor = read_json(legacy)
         else:
             raise MmfastError(f"{path}: no preprocessor_config.json in this directory")
         model_type = None
@@ -146,10 +154,13 @@ def read_source(name_or_path: str | os.PathLike[str]) -> Source:
                 raise MmfastError(
                     f"{path / 'config.json'}: model_type: expected a string, got {model_type!r}"
                 )
-        # AutoVideoProcessor's order: nested in processor_config.json, then its own file.
+        # AutoVideoProcessor's order: nested in processor_config.json, then its own file, then
+        # preprocessor_config.json (not the nested image block).
         video = processor.get("video_processor")
         if not isinstance(video, dict) and (path / "video_preprocessor_config.json").is_file():
             video = read_json(path / "video_preprocessor_config.json")
+        if not isinstance(video, dict) and "image_processor" in processor and legacy.is_file():
+            video = read_json(legacy)
         video = video if isinstance(video, dict) else None
         return Source(str(path), None, model_type, preprocessor, processor, video)
     raise UnsupportedModelError(
