@@ -1226,6 +1226,21 @@ def test_config_dir_equals_builtin(tmp_path: Path) -> None:
     )
 
 
+def test_call_settings_use_the_files_read_at_load(tmp_path: Path) -> None:
+    """A call's settings apply over the files as the processor read them: a checkpoint folder
+    changed or removed afterwards changes nothing (transformers' instance holds its values)."""
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(builtin_dict(QWEN_IDS[0])))
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    image = noise(480, 640, 1)
+    want = proc(image, max_pixels=200_000)
+    changed = {**builtin_dict(QWEN_IDS[0]), "image_mean": [0, 0, 0], "image_std": [1, 1, 1]}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(changed))
+    assert_same_outputs(proc(image, do_normalize=True), proc(image))
+    (tmp_path / "preprocessor_config.json").unlink()
+    assert_same_outputs(proc(image, max_pixels=200_000), want)
+    assert proc(image, max_pixels=200_000)["image_grid_thw"].tolist() == [[1, 26, 36]]
+
+
 @pytest.mark.parametrize("model_id", mmfast.supported_models())
 def test_output_dtypes(model_id: str) -> None:
     """bfloat16 and float16 are the float32 output rounded to nearest even (torch's

@@ -61,7 +61,13 @@ from mmfast.models.base import (
     identity_table,
 )
 from mmfast.models.base_video import MAX_FPS, MAX_FRAMES
-from mmfast.models.config import is_finite_number, is_int_in, load_video_config, with_backend
+from mmfast.models.config import (
+    is_finite_number,
+    is_int_in,
+    load_video_config,
+    read_source,
+    with_backend,
+)
 from mmfast.models.geometry import CropBox
 
 __all__ = [
@@ -632,10 +638,11 @@ class ImageProcessor:
         ``video_overrides`` do the same for its video processor, where the model has one
         (:meth:`videos`).
         """
-        config = load_config(name_or_path, backend=backend, **overrides)
+        source = read_source(name_or_path)
+        config = load_config(source, backend=backend, **overrides)
         try:
             video: VideoConfig | MmfastError | None = load_video_config(
-                name_or_path, **(video_overrides or {})
+                source, **(video_overrides or {})
             )
         except MmfastError as exc:
             if video_overrides:
@@ -645,7 +652,7 @@ class ImageProcessor:
         proc = cls(
             config,
             None if isinstance(video, MmfastError) else video,
-            reload=functools.partial(load_config, name_or_path, **overrides),
+            reload=functools.partial(load_config, source, **overrides),
         )
         proc._video_error = video if isinstance(video, MmfastError) else None
         return proc

@@ -113,8 +113,12 @@ def read_json(path: Path) -> JsonDict:
     return data
 
 
-def read_source(name_or_path: str | os.PathLike[str]) -> Source:
-    """A built-in id, a checkpoint directory or a JSON file, read as transformers reads it."""
+def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
+    """A built-in id, a checkpoint directory or a JSON file, read as transformers reads it; or
+    a copy of a source read before (a processor builds each call's settings from the files it
+    was loaded from, whatever has become of them since)."""
+    if isinstance(name_or_path, Source):
+        return copy.deepcopy(name_or_path)
     key = os.fspath(name_or_path)
     builtin = registry.BUILTINS.get(key)
     if builtin is not None:
@@ -361,7 +365,7 @@ BACKENDS: Final = ("pil", "torchvision")
 
 
 def load_config(
-    name_or_path: str | os.PathLike[str],
+    name_or_path: str | os.PathLike[str] | Source,
     *,
     backend: str | None = None,
     call: Mapping[str, Any] | None = None,
@@ -479,7 +483,9 @@ def with_backend(config: ModelConfig, backend: str, family: Family | None = None
     return changed
 
 
-def load_video_config(name_or_path: str | os.PathLike[str], **overrides: Any) -> VideoConfig:
+def load_video_config(
+    name_or_path: str | os.PathLike[str] | Source, **overrides: Any
+) -> VideoConfig:
     """Load a model's video-processing config, as ``AutoVideoProcessor`` would.
 
     The checkpoint's video settings (nested in ``processor_config.json`` or in
