@@ -363,6 +363,10 @@ TABLE = [
             Override(
                 {"patch_limit_on_one_side": 20}, {"size": {"max_height": 20, "max_width": 20}}
             ),
+            # The class's own settings, which the checkpoint's processor does not read.
+            Override({"in_patch_limit": 64, "max_patches": 100}, {"max_patches": 100}),
+            Override({"do_normalize": False, "rescale_factor": 1 / 128}),
+            Override({"resample": 0}),
         ),
     ),
     Row(

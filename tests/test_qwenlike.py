@@ -184,6 +184,6 @@ def test_kimi_k25_torchvision_backend_is_transformers_class() -> None:
     assert models.load_config("moonshotai/Kimi-K2.5").image_processor_type == (
         "KimiK25VisionProcessor"
     )
-    own = remote.transformers_class()
+    own = remote.transformers_class
     for size in [(1, 1), (300, 200), (3024, 4032), (20, 7000)]:
         assert remote.plan(*size) == own.plan(*size)

@@ -18,7 +18,8 @@ but transformers' RGB conversion (transparency onto white), torch's resize with 
 ``resample``, its fused float32 normalisation and the key ``image_grid_thw``. It is its own
 family here (:class:`KimiK25ImageConfig`, read from transformers' settings, which
 ``mmfast.hf`` backs). ``backend="torchvision"`` on a remote-code config gives that class with the
-``media_proc_cfg`` values as its settings.
+``media_proc_cfg`` values as its settings, under the class's own keys where the file or the
+overrides give them (``do_normalize``, ``resample``, ``max_patches``, ...).
 
 transformers' video processor, ``Kimi_K25VideoProcessor`` (what AutoVideoProcessor loads for
 the model type, these checkpoints included: their files name no video class), samples ``fps``
@@ -45,7 +46,6 @@ from mmfast.errors import MmfastError
 from mmfast.models import registry
 from mmfast.models.base import (
     BICUBIC,
-    DEFAULT_RESCALE,
     HALF,
     IMAGENET_STANDARD_MEAN,
     IMAGENET_STANDARD_STD,
@@ -222,6 +222,9 @@ class KimiK25Config(ModelConfig):
     fixed_output_tokens: int | None
     image_mean: RGB
     image_std: RGB
+    # transformers' class with these values and the file's and overrides' own settings for
+    # it: what ``backend="torchvision"`` matches.
+    transformers_class: KimiK25ImageConfig
 
     # Which transformers backend the plan matches: "pil" or "torchvision".
     backend: str = field(default="pil", kw_only=True)
@@ -231,32 +234,11 @@ class KimiK25Config(ModelConfig):
         """The checkpoint's processor calls ``convert("RGB")``; transformers' class, HF's."""
         return "rgb" if self.backend == "pil" else "hf"
 
-    def transformers_class(self) -> KimiK25ImageConfig:
-        """transformers' ``Kimi_K25ImageProcessor`` with these ``media_proc_cfg`` values as its
-        settings (its other settings at their class defaults, which the checkpoint's own
-        processor hard-codes too): what ``backend="torchvision"`` matches."""
-        return KimiK25ImageConfig(
-            model_id=self.model_id,
-            image_processor_type="Kimi_K25ImageProcessor",
-            do_convert_rgb=True,
-            do_resize=True,
-            max_size_per_side=self.patch_limit_on_one_side,
-            max_patches=self.in_patch_limit,
-            resample=BICUBIC,
-            do_rescale=True,
-            rescale_factor=DEFAULT_RESCALE,
-            do_normalize=True,
-            image_mean=self.image_mean,
-            image_std=self.image_std,
-            patch_size=self.patch_size,
-            merge_size=self.merge_kernel_size,
-        )
-
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``KimiK25VisionProcessor.preprocess`` for one image (``backend="pil"``), or
-        :meth:`transformers_class`'s plan."""
+        :attr:`transformers_class`'s plan."""
         if self.backend == "torchvision":
-            return self.transformers_class().plan(height, width)
+            return self.transformers_class.plan(height, width)
         check_image_size(height, width)
         p = self.patch_size
         resized, (pad_h, pad_w) = navit_resize_image(
@@ -334,27 +316,48 @@ _MEDIA_KEYS = frozenset(
 
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> KimiK25Config:
     """Reads ``media_proc_cfg`` (``KimiK25VisionProcessor.from_dict``); keyword overrides of
-    its image keys replace the file's. Missing keys take the checkpoint's values."""
+    its image keys replace the file's. Missing keys take the checkpoint's values. The
+    torchvision backend's class takes them as its ``max_patches``, ``size``, ``merge_size``,
+    ``patch_size``, mean and std where the file and the overrides do not give its own keys;
+    the class's other settings (``do_normalize``, ``resample``, ...), which the checkpoint's
+    own processor does not read, are read as :func:`_build_image` reads them."""
     block = cfg.raw("media_proc_cfg")
     if block is not None and not isinstance(block, dict):
         raise cfg.error("media_proc_cfg", "an object", block)
     overrides = {k: cfg.raw(k) for k in _MEDIA_KEYS if cfg.raw(k) is not None}
     media = cfg.nested("media_proc_cfg", {**(block or {}), **overrides})
     fixed = media.raw("fixed_output_tokens")
+    patch_size = media.positive_int("patch_size", 14)
+    merge_kernel_size = media.positive_int("merge_kernel_size", 2)
+    in_patch_limit = media.positive_int("in_patch_limit", 16384)
+    side = media.positive_int("patch_limit_on_one_side", 512)
+    mean, std = media.rgb("image_mean", HALF), media.rgb("image_std", HALF, nonzero=True)
+    as_class = {
+        "patch_size": patch_size,
+        "merge_size": merge_kernel_size,
+        "max_patches": in_patch_limit,
+        "size": {"max_height": side, "max_width": side},
+        "image_mean": list(mean),
+        "image_std": list(std),
+    }
+    own = cfg.with_values(**{k: v for k, v in as_class.items() if cfg.raw(k) is None})
     return KimiK25Config(
         model_id=source.model_id,
         image_processor_type=processor_type,
-        patch_size=media.positive_int("patch_size", 14),
-        merge_kernel_size=media.positive_int("merge_kernel_size", 2),
-        in_patch_limit=media.positive_int("in_patch_limit", 16384),
-        patch_limit_on_one_side=media.positive_int("patch_limit_on_one_side", 512),
+        patch_size=patch_size,
+        merge_kernel_size=merge_kernel_size,
+        in_patch_limit=in_patch_limit,
+        patch_limit_on_one_side=side,
         fixed_output_tokens=None if fixed is None else media.positive_int("fixed_output_tokens", 0),
-        image_mean=media.rgb("image_mean", HALF),
-        image_std=media.rgb("image_std", HALF, nonzero=True),
+        image_mean=mean,
+        image_std=std,
+        transformers_class=_build_image(source, "Kimi_K25ImageProcessor", own, processor),
     )
 
 
 _HF_CLASS = "kimi_k25.image_processing_kimi_k25.Kimi_K25ImageProcessor"
+# Kimi_K25ImageProcessor's own settings (beside transformers' common ones).
+_CLASS_KEYS = frozenset({"max_patches", "patch_size", "merge_size"})
 # The checkpoint's remote-code processor: chosen by a config's auto_map (or its
 # image_processor_type), never by model type, which AutoImageProcessor sends to transformers'
 # class. Its torchvision backend is that class, configured by media_proc_cfg.
@@ -364,7 +367,7 @@ registry.register(
         processor_types=("KimiK25VisionProcessor",),
         model_types={},
         build=_build,
-        kwargs=_MEDIA_KEYS | {"media_proc_cfg"},
+        kwargs=_MEDIA_KEYS | _CLASS_KEYS | {"media_proc_cfg"},
         hf_torchvision=_HF_CLASS,
     )
 )
@@ -392,7 +395,7 @@ def _build_image(
         do_resize=cfg.flag("do_resize", True),
         max_size_per_side=size["max_height"],
         max_patches=cfg.positive_int("max_patches", 16384),
-        resample=cfg.resample(BICUBIC),
+        resample=cfg.torch_resample(BICUBIC),
         **norm.fields(),
         patch_size=cfg.positive_int("patch_size", 14),
         merge_size=cfg.positive_int("merge_size", 2),
@@ -407,7 +410,7 @@ registry.register(
         processor_types=("Kimi_K25ImageProcessor",),
         model_types={"kimi_k25": "Kimi_K25ImageProcessor"},
         build=_build_image,
-        kwargs=frozenset({"max_patches", "patch_size", "merge_size"}),
+        kwargs=_CLASS_KEYS,
         processor_classes={"Kimi_K25Processor": "kimi_k25"},
         hf_torchvision=_HF_CLASS,
         backends=("torchvision",),
