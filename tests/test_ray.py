@@ -223,6 +223,18 @@ def test_errors(kwargs, batch, error, message):
         Preprocess(QWEN, **kwargs)(batch)
 
 
+@pytest.mark.parametrize(
+    "model", ["lerobot/pi0_base", "thinkingmachines/Inkling", "mistral-community/pixtral-12b"]
+)
+def test_uint8_is_refused_where_the_processor_refuses_it(model):
+    """PI0's letterbox (0 after normalising) and Inkling's -1 are values no byte gives: uint8
+    rows would decode to other values than the float outputs."""
+    with pytest.raises(MmfastError, match=r"^dtype: 'uint8' cannot give"):
+        ImageProcessor.from_pretrained(model)(IMAGES[0], dtype="uint8")
+    with pytest.raises(MmfastError, match=r"^dtype: 'uint8' cannot give"):
+        Preprocess(model, dtype="uint8")
+
+
 # --------------------------------------------------------------------------------------------
 # Through Ray
 # --------------------------------------------------------------------------------------------

@@ -135,6 +135,17 @@ def check_dtype(dtype: object) -> None:
         raise MmfastError(f"dtype: expected one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
 
 
+def check_image_dtype(config: ModelConfig, dtype: object) -> None:
+    """:func:`check_dtype`, and ``"uint8"`` refused where no byte gives the padding."""
+    check_dtype(dtype)
+    if dtype == "uint8" and not config.raw_pixels:
+        raise MmfastError(
+            f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (it pads "
+            "with values no byte maps to: zeros after normalising, or Inkling's -1); use a "
+            "float dtype"
+        )
+
+
 def warmup(megabytes: int = 512) -> None:
     """Touch ``megabytes`` of fresh memory once, before the first request.
 
@@ -712,7 +723,6 @@ class ImageProcessor:
         """
         # Arguments first: nothing is decoded for a call that cannot run.
         threads = check_threads(default_threads() if threads is None else threads)
-        check_dtype(dtype)
         if on_error not in ON_ERROR:
             raise MmfastError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
         if return_tensors not in (None, "np", "pt"):
@@ -720,12 +730,7 @@ class ImageProcessor:
                 f"return_tensors: expected 'np', 'pt' or None, got {return_tensors!r}"
             )
         config = self._config_for(backend, settings)
-        if dtype == "uint8" and not config.raw_pixels:
-            raise MmfastError(
-                f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (it pads "
-                "with values no byte maps to: zeros after normalising, or Inkling's -1); use a "
-                "float dtype"
-            )
+        check_image_dtype(config, dtype)
         samples = as_samples(images, config.flat_is_one_sample)
         nested = isinstance(images, (list, tuple)) and all(
             isinstance(item, (list, tuple)) for item in images

@@ -28,7 +28,7 @@ from mmfast.processors import (
     BatchInput,
     Dtype,
     ImageProcessor,
-    check_dtype,
+    check_image_dtype,
     check_threads,
     prepare_batch,
     relabelled,
@@ -121,13 +121,13 @@ class Preprocess:
         **overrides: Any,
     ) -> None:
         self.threads = check_threads(threads)
-        check_dtype(dtype)
         if on_error not in ON_ERROR:
             raise MmfastError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
         self.column = column
         self.dtype = dtype
         self.on_error = on_error
         self.processor = ImageProcessor.from_pretrained(model, backend=backend, **overrides)
+        check_image_dtype(self.processor.config, dtype)
 
     def __repr__(self) -> str:
         return f"Preprocess({self.processor.config!r}, column={self.column!r})"
