@@ -663,8 +663,8 @@ def test_bench_pil_export_rows():
 
 
 def test_bench_model_rows_cover_every_model():
-    # GLM-Image takes no side under 28 pixels.
-    items = list(bench.model_rows(HF, ((36, 48),), budget=0))
+    # --quick's smallest size, which every model takes.
+    items = list(bench.model_rows(HF, bench.QUICK_SIZES[:1], budget=0))
     rows = [item for item in items if isinstance(item, bench.Row)]
     # Each model's PIL-side row and, with torch installed, its torchvision-side row ("tv");
     # a model transformers has no PIL class for then has only the "tv" row.
@@ -752,6 +752,19 @@ def test_bench_floor_writes_every_output(model_id):
     expected = [(a.shape, a.dtype) for a in out.values() if isinstance(a, np.ndarray)]
     assert [(a.shape, a.dtype) for a in written] == expected
     assert len(expected) == 2 and expected[0][1] == np.float32
+
+
+def test_bench_floor_does_what_the_call_does():
+    """The floor writes into arrays allocated once (the call writes into the buffers its pool
+    hands back) and resizes only the part a centre crop keeps (LLaVA-1.5 at 1920x1080: a
+    336x336 crop of its 336x597 resize, from the 1080x1081 pixels that map to it)."""
+    proc = ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+    floor = bench.floor_fn(proc, (1080, 1920))
+    first, second = floor(), floor()
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    view = proc.plan(1080, 1920).views[0]
+    assert view.resize is not None and view.resize.size == (336, 597)
+    assert bench._window_part((1080, 1920), (336, 597), view) == ((1080, 1081), (336, 336))
 
 
 def test_batch_sizes_span_the_range():
