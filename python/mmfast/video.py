@@ -412,7 +412,8 @@ class _FrameIndex:
         presentation timestamp so far: every later packet presents later (pts >= dts, and
         dts only grows), so no frame up to ``last`` can still come.
 
-        Also None for a packet the demuxer marks to discard (an MP4 edit list that starts
+        Also None for frames presented before the first keyframe (see below), for a packet
+        the demuxer marks to discard (an MP4 edit list that starts
         after the first frames, as ``ffmpeg -ss ... -c copy`` cuts: the decoder drops their
         frames, so they are not counted), and for a stream whose every packet is a keyframe
         though its codec predicts frames (MPEG-4 in MP4 without a keyframe table: a seek to a
@@ -434,6 +435,12 @@ class _FrameIndex:
             dts.append(packet.dts)
             bisect.insort(seen, packet.pts)
         if not pts or not keyframes or keyframes[0] != 0 or len(seen) != len(set(seen)):
+            return None
+        if seen[0] < pts[0]:
+            # Frames presented before the first keyframe: the leading B-frames of an open
+            # group of pictures cut from the one before (a stream copied from a non-IDR
+            # keyframe), which refer to pictures the file lacks. The decoder drops them
+            # (H.264: 2 of 76), so timestamps would count frames it never outputs.
             return None
         if len(keyframes) == len(pts) > 1 and not stream.codec_context.codec.intra_only:
             return None
