@@ -409,6 +409,60 @@ def test_oversized_frames_are_refused_before_decoding(clips: dict[str, Path]) ->
         mmfast.load_video(clips[CLIPS[0].id], max_pixels=1000)
 
 
+def test_frames_growing_past_the_header_are_refused(tmp_path: Path) -> None:
+    """An MJPEG AVI whose header and first frames are 32x32 and whose later frames are
+    400x400: each decoded frame's size is checked, not only the header's."""
+    path = tmp_path / "growing.avi"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mjpeg", rate=25)
+        stream.width = stream.height = 32
+        stream.pix_fmt = "yuvj420p"
+        large = av.CodecContext.create("mjpeg", "w")
+        large.width = large.height = 400
+        large.pix_fmt = "yuvj420p"
+        large.time_base = Fraction(1, 25)
+        for t in range(6):
+            side, codec = (32, stream) if t < 2 else (400, large)
+            picture = av.VideoFrame.from_ndarray(smooth(side, side, seed=t), format="rgb24")
+            picture = picture.reformat(format="yuvj420p")
+            picture.pts = t
+            for packet in codec.encode(picture):
+                packet.stream = stream
+                packet.pts = packet.dts = t
+                out.mux(packet)
+    assert video.video_metadata(path).width == 32
+    for indices in ([4], [0, 5]):
+        with pytest.raises(ImageTooLargeError, match=r"max_pixels=10000.*400x400"):
+            mmfast.load_video(
+                path, sample_indices_fn=lambda metadata, i=indices: i, max_pixels=10_000
+            )
+    frames, _ = mmfast.load_video(path, sample_indices_fn=lambda metadata: [0, 1])
+    assert frames.shape == (2, 32, 32, 3)
+
+
+def test_a_forged_frame_count_is_refused_before_its_indices_are_made(
+    clips: dict[str, Path], tmp_path: Path
+) -> None:
+    """An MP4 whose time-to-sample table claims 10**8 frames: reading it whole, or sampling
+    more than 65536 frames, is refused at once (the indices alone would take 800 MB)."""
+    data = bytearray(clips[CLIPS[0].id].read_bytes())
+    at = data.index(b"stts")
+    data[at + 12 : at + 16] = (10**8).to_bytes(4, "big")
+    path = tmp_path / "forged.mp4"
+    path.write_bytes(bytes(data))
+    assert video.video_metadata(path).total_num_frames == 10**8
+    for kwargs in ({}, {"fps": 1}):
+        with pytest.raises(
+            MmfastError, match=r"at most 65536 frames .* got [0-9]+ \(of the 100000000"
+        ):
+            mmfast.load_video(path, **kwargs)
+    proc = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen2-VL-7B-Instruct")
+    with pytest.raises(MmfastError, match="at most 65536 frames"):
+        proc.videos(path)
+    frames, _ = mmfast.load_video(path, sample_indices_fn=lambda metadata: [0, 1, 2, 3])
+    assert frames.shape[0] == 4
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -869,7 +869,7 @@ class ImageProcessor:
         such as ``fps=2, num_frames=None`` where the config sets ``num_frames``). ``threads``
         and ``dtype`` work as for images.
         """
-        from mmfast.video import VideoMetadata, load_video
+        from mmfast.video import VideoMetadata, default_sample_indices, load_video
 
         config = self._video()
         threads = check_threads(default_threads() if threads is None else threads)
@@ -898,10 +898,10 @@ class ImageProcessor:
 
         sampling = sampling_arguments(config, fps, num_frames)
 
-        def sampler(metadata: VideoMetadata) -> list[int]:
+        def sampler(metadata: VideoMetadata) -> Sequence[int] | NDArray[np.int64]:
             if sample:
                 return config.sample(metadata, *sampling)
-            return list(range(metadata.total_num_frames))
+            return default_sample_indices(metadata)
 
         clip_frames = []
         for i, (clip, rate) in enumerate(zip(clips, rates, strict=True)):
@@ -911,7 +911,7 @@ class ImageProcessor:
                     # The duration transformers' reader gives (GLM's samplers read it).
                     duration = None if rate is None else total / rate
                     metadata = VideoMetadata(total, rate, width, height, duration)
-                    clip_frames.append(clip[sampler(metadata)])
+                    clip_frames.append(clip[sampler(metadata)] if sample else clip)
                 else:
                     frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
                     clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))

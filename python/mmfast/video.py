@@ -102,17 +102,24 @@ def default_sample_indices(
     """transformers' ``default_sample_indices_fn``: ``num_frames`` evenly spaced indices
     (``arange(n) * total // n``, in integers), or ``max(1, int(total / video_fps * fps))`` of
     them for ``fps``, or every frame. Asking for more frames than the header counts is an
-    error, not a clamp."""
+    error, not a clamp. More than :data:`MAX_FRAMES` indices are refused before they are
+    made: a header's frame count is untrusted (a forged MP4 claims 2**32 - 1 frames)."""
     total = metadata.total_num_frames
     if num_frames is None and fps is not None:
         if metadata.fps is None:
             raise MmfastError("fps: the clip's metadata has no frame rate to sample by")
         num_frames = max(1, int(total / metadata.fps * fps))
+    if num_frames is not None and num_frames > total:
+        raise MmfastError(
+            f"num_frames: expected at most the clip's {total} frames, got {num_frames}"
+        )
+    count = total if num_frames is None else num_frames
+    if count > MAX_FRAMES:
+        raise MmfastError(
+            f"frames: expected at most {MAX_FRAMES} frames to read from a clip, got {count} "
+            f"(of the {total} its header counts); sample fewer (num_frames, fps)"
+        )
     if num_frames is not None:
-        if num_frames > total:
-            raise MmfastError(
-                f"num_frames: expected at most the clip's {total} frames, got {num_frames}"
-            )
         return np.arange(num_frames, dtype=np.int64) * total // num_frames
     return np.arange(total, dtype=np.int64)
 
@@ -139,7 +146,7 @@ def load_video(
     Raises :class:`VideoDecodeError` naming the file for data PyAV cannot read (corrupt,
     truncated, no video stream, no frame count or no frame rate in the header, no frames),
     :class:`ImageTooLargeError` for frames over ``max_pixels`` (checked from the header,
-    before decoding), and :class:`MmfastError` for bad arguments.
+    before decoding, and on each frame decoded), and :class:`MmfastError` for bad arguments.
     """
     from mmfast.processors import check_threads, cores, default_threads
 
@@ -191,6 +198,7 @@ class _Reader:
 
     def __init__(self, source: VideoSource, max_pixels: int) -> None:
         self.av = _av()
+        self.max_pixels = max_pixels
         self.name, opened = _describe(source)
         try:
             self.container = self.av.open(opened)
@@ -226,11 +234,7 @@ class _Reader:
         height, width = stream.height, stream.width
         if not height or not width:
             raise VideoDecodeError(f"{self.name}: the video stream has no frame size")
-        if height * width > max_pixels:
-            raise ImageTooLargeError(
-                f"{self.name}: expected frames of at most max_pixels={max_pixels} pixels, got "
-                f"{width}x{height} ({width * height} pixels)"
-            )
+        self._check_size(width, height)
         total = stream.frames
         rate: Fraction | None = stream.average_rate
         if not total:
@@ -265,6 +269,20 @@ class _Reader:
             )
         last = int(values[-1])
         return sorted({int(i) for i in values if 0 <= i <= last})
+
+    def _check_size(self, width: int, height: int) -> None:
+        if height * width > self.max_pixels:
+            raise ImageTooLargeError(
+                f"{self.name}: expected frames of at most max_pixels={self.max_pixels} pixels, "
+                f"got {width}x{height} ({width * height} pixels)"
+            )
+
+    def _rgb(self, frame: Any) -> NDArray[np.uint8]:
+        """A decoded frame as (H, W, 3) RGB, once its size is checked: a stream's frames may
+        grow past the header's size (an MJPEG AVI's later frames)."""
+        self._check_size(frame.width, frame.height)
+        rgb: NDArray[np.uint8] = frame.to_ndarray(format="rgb24")
+        return rgb
 
     def read(self, wanted: list[int], threads: int) -> NDArray[np.uint8]:
         """The ``wanted`` frames (distinct, in order) as (T, H, W, 3) RGB."""
@@ -323,7 +341,7 @@ class _Reader:
             if i > wanted[-1]:
                 break
             if i in need:
-                yield i, frame.to_ndarray(format="rgb24")
+                yield i, self._rgb(frame)
 
     def _decode_sampled(
         self, index: _FrameIndex, wanted: list[int]
@@ -358,7 +376,7 @@ class _Reader:
                 for frame in frames:
                     found = index.rank.get(frame.pts)
                     if found in need:
-                        yield found, frame.to_ndarray(format="rgb24")
+                        yield found, self._rgb(frame)
                         need.discard(found)
                         if need:
                             next_target = min(index.order[j] for j in need)
