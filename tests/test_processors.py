@@ -1226,6 +1226,26 @@ def test_config_dir_equals_builtin(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("switch", ["do_normalize", "do_rescale", "do_center_crop"])
+def test_a_switch_given_as_none_is_off(tmp_path: Path, switch: str) -> None:
+    """transformers stores a keyword's None over the class default, and a call's over the
+    instance's, and reads it as off (LLaVA-1.5: unnormalised, unrescaled, uncropped)."""
+    transformers = pytest.importorskip("transformers")
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(builtin_dict(LLAVA_ID)))
+    image = noise(301, 211, 1)
+    loaded = transformers.AutoImageProcessor.from_pretrained(tmp_path, backend="pil")
+    want = loaded(image, return_tensors="np", **{switch: None})["pixel_values"]
+    got = mmfast.ImageProcessor.from_pretrained(tmp_path)(image, **{switch: None})
+    np.testing.assert_array_equal(got.pixel_values, want)
+    np.testing.assert_array_equal(
+        mmfast.ImageProcessor.from_pretrained(tmp_path, **{switch: None})(image).pixel_values,
+        transformers.AutoImageProcessor.from_pretrained(tmp_path, backend="pil", **{switch: None})(
+            image, return_tensors="np"
+        )["pixel_values"],
+    )
+    assert not np.array_equal(want, loaded(image, return_tensors="np")["pixel_values"])
+
+
 def test_call_settings_use_the_files_read_at_load(tmp_path: Path) -> None:
     """A call's settings apply over the files as the processor read them: a checkpoint folder
     changed or removed afterwards changes nothing (transformers' instance holds its values)."""

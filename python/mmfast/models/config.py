@@ -388,7 +388,8 @@ def load_config(
     like keyword arguments to HF's ``from_pretrained`` and win over both: they replace the
     config's keys before the processor is built, so the processor's own precedence still holds
     (for Qwen, a ``min_pixels``/``max_pixels`` in the config or overrides beats ``size``), and
-    None means "class default". Processor-level keys (``patch_size`` for LLaVA / Llama 4,
+    None means "class default", but for a switch (``do_*``), which None turns off as in
+    transformers. Processor-level keys (``patch_size`` for LLaVA / Llama 4,
     ``pixel_shuffle_ratio``, ``num_additional_image_tokens``, ``vision_feature_select_strategy``)
     go to the processor config. An unknown override key raises :class:`MmfastError`.
 
@@ -409,6 +410,10 @@ def load_config(
     nulls = [key for key, value in source.preprocessor.items() if value is None]
     preprocessor = {**source.preprocessor, **null_switches(source.preprocessor), **defaults}
     processor = dict(source.processor)
+    # A switch given as None is off, as transformers stores it (from_pretrained) or reads it
+    # (a call) over the instance's value.
+    overrides = {**overrides, **null_switches(overrides)}
+    call = None if call is None else {**call, **null_switches(call)}
     for key, value in overrides.items():
         if key in family.processor_kwargs:
             processor[key] = value
@@ -448,8 +453,9 @@ def load_config(
 
 
 def null_switches(values: Mapping[str, Any]) -> dict[str, bool]:
-    """The switches (``do_*``) a file sets to null, as False: transformers keeps a file's null
-    (``from_dict`` stores it over the class default) and reads it as off."""
+    """The switches (``do_*``) a file or keyword arguments set to null, as False: transformers
+    keeps a null (``from_dict`` stores it over the class default, a call's replaces the
+    instance's) and reads it as off."""
     return {key: False for key, value in values.items() if value is None and key[:3] == "do_"}
 
 
