@@ -680,6 +680,34 @@ def test_video_processor_matches_transformers(
     assert hf.stats()["mmfast"] > before
 
 
+@pytest.mark.skipif(not TORCH, reason="transformers' video processors need torch")
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "Qwen/Qwen2-VL-7B-Instruct",
+        "Qwen/Qwen3-VL-8B-Instruct",
+        "CohereLabs/North-Micro-Vision-Instruct",
+    ],
+)
+def test_a_calls_video_token_budget_is_the_instances(model_id: str, tmp_path: Path) -> None:
+    """The Qwen video classes' resize() caps frames with the instance's max_video_tokens: a
+    call's changes nothing (mmfast sized Qwen2-VL's frames 6x6 patches for 50 tokens, where
+    transformers keeps 32x32)."""
+    directory = write_video_checkpoint(tmp_path, model_id, {"cap_pixels_per_frame": True})
+    plain, backed = load_pair(transformers.AutoVideoProcessor, directory)
+    call = {
+        "return_tensors": "np",
+        "video_metadata": [{"total_num_frames": 8, "fps": 4.0}],
+        "do_sample_frames": False,
+        "max_video_tokens": 50,
+    }
+    videos = [clip(8, 448, 448, 1)]
+    want = outcome(plain, videos, **call)
+    assert_same(outcome(backed, videos, **call), want)
+    del call["max_video_tokens"]
+    assert_same(want, outcome(plain, videos, **call))
+
+
 GLM_ROUTES = [
     # (model type, preprocessor_config.json, video_preprocessor_config.json or None)
     ("glm4v_moe", {"image_processor_type": "Glm46VImageProcessor"}, None),

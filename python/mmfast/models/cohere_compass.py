@@ -155,5 +155,7 @@ registry.register_video(
                 "max_video_tokens",
             }
         ),
+        # resize() reads the instance's budget, whatever a call passes.
+        instance_settings=frozenset({"max_video_tokens"}),
     )
 )

@@ -718,6 +718,8 @@ registry.register_video(
         ),
         build=_build_video,
         kwargs=_VIDEO_KWARGS,
+        # resize() reads the instance's budget, whatever a call passes.
+        instance_settings=frozenset({"max_video_tokens"}),
         ignores=QWEN_VIDEO_IGNORES,
         # _preprocess reads a None cap as False, the config's default.
         none_is_default=frozenset({"cap_pixels_per_frame"}),
