@@ -252,13 +252,15 @@ def _uninstalled() -> Any:
 
 @pytest.fixture
 def mmfast_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Grows by one for each call into mmfast.ImageProcessor."""
+    """Grows by one for each call mmfast.ImageProcessor completes (a call it refuses, which
+    transformers then computes, does not count)."""
     calls: list[int] = []
     original = mmfast.ImageProcessor.__call__
 
     def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
         calls.append(1)
-        return original(self, *args, **kwargs)
+        return result
 
     monkeypatch.setattr(mmfast.ImageProcessor, "__call__", counting)
     return calls
@@ -380,12 +382,10 @@ def test_image_processor_matches_transformers(
 # which numpy 2 flags (in their code, with or without mmfast).
 @pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")
 @pytest.mark.parametrize("case", PROCESSOR_CASES, ids=lambda c: c.model_id)
-def test_processor_matches_transformers(
-    case: Case, tmp_path: Path, mmfast_calls: list[int]
-) -> None:
+def test_processor_matches_transformers(case: Case, tmp_path: Path) -> None:
     """AutoProcessor after install(): the model's own processor class around a backed image
-    processor; input_ids and image tensors equal transformers' for two prompts with an image
-    each, of different sizes."""
+    processor, computing on mmfast; input_ids and image tensors equal transformers' for two
+    prompts with an image each, of different sizes."""
     if case.torchvision and not TORCH:
         pytest.skip(f"{case.model_id}'s processor: {NEEDS_TORCHVISION}")
     directory = write_checkpoint(tmp_path, case.model_id, case.tokens)
@@ -397,9 +397,9 @@ def test_processor_matches_transformers(
     for tensors in ["pt"] if case.model_id == LLAMA4 else TENSORS:
         text = [case.prompt] * 2
         want = plain(images=images, text=text, return_tensors=tensors, padding=True)
-        before = len(mmfast_calls)
+        before = hf.stats()["mmfast"]
         got = backed(images=images, text=text, return_tensors=tensors, padding=True)
-        assert len(mmfast_calls) == before + 1
+        assert hf.stats()["mmfast"] == before + 1
         assert_same(dict(got), dict(want))
         if case.image_token is not None:
             # The placeholders were expanded: the test would pass vacuously otherwise.
@@ -458,6 +458,8 @@ def test_call_settings_run_on_mmfast(
     by mmfast, with the same outputs."""
     plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
     images = [pil(100, 420, 1), pil(333, 250, 2)]
+    if model_id == "facebook/Perception-LM-1B":  # it stacks equal tile counts only
+        images = [pil(100, 420, 1), pil(120, 500, 2)]
     want = outcome(plain, images, return_tensors="np", **kwargs)
     got = outcome(backed, images, return_tensors="np", **kwargs)
     assert_same(got, want)
@@ -941,6 +943,26 @@ def test_a_4d_batch_onevision_counts_as_one_image_runs_on_transformers(
         assert isinstance(want, tuple)  # transformers raises
         assert outcome(backed, images, return_tensors="np") == want
     assert mmfast_calls == []
+
+
+@pytest.mark.skipif(not TORCH, reason=f"LLaVA-OneVision's processor: {NEEDS_TORCHVISION}")
+def test_onevision_prompt_lists_run_on_mmfast(tmp_path: Path) -> None:
+    """LlavaOnevisionProcessor (and its chat template) passes a list of images per prompt,
+    which transformers flattens: mmfast regrouped the lists themselves, refusing [[a], [b]]
+    and miscounting [[a, b], [c]], so every such call ran on transformers."""
+    directory = write_checkpoint(tmp_path, "llava-hf/llava-onevision-qwen2-7b-ov-hf")
+    plain, backed = load_pair(transformers.AutoProcessor, directory)
+    a, b, c = pil(120, 200, 1), pil(333, 250, 2), pil(200, 200, 3)
+    for images, text in [
+        ([[a], [b]], ["<image> describe", "<image> describe"]),
+        ([[a, b], [c]], ["<image> <image> describe", "<image> describe"]),
+        ([[a, b]], ["<image> <image> describe"]),
+    ]:
+        want = plain(text=text, images=images, return_tensors="pt", padding=True)
+        before = hf.stats()["mmfast"]
+        got = backed(text=text, images=images, return_tensors="pt", padding=True)
+        assert hf.stats()["mmfast"] == before + 1, len(images)
+        assert_same(dict(got), dict(want))
 
 
 def test_mmfast_errors_give_transformers_errors(
