@@ -742,6 +742,23 @@ def test_nested_image_processor_in_processor_config(tmp_path: Path) -> None:
     assert isinstance(config, QwenVLConfig) and config.patch_size == 16
 
 
+def test_a_local_folder_named_like_a_builtin_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers reads a local folder before the hub, and ``--local-dir`` downloads lay
+    checkpoints out under their ids: the folder's settings win over the built-in's."""
+    model_id = "Qwen/Qwen2-VL-7B-Instruct"
+    folder = tmp_path / model_id
+    folder.mkdir(parents=True)
+    settings = {**builtin_dict(model_id), "max_pixels": 50_000}
+    (folder / "preprocessor_config.json").write_text(json.dumps(settings))
+    monkeypatch.chdir(tmp_path)
+    image = np.zeros((480, 640, 3), np.uint8)
+    got = mmfast.ImageProcessor.from_pretrained(model_id)(image)
+    assert got["image_grid_thw"].tolist() == [[1, 12, 18]]
+    assert load_config(model_id).model_id is None  # read from the folder, not the built-in
+
+
 def test_nested_image_processor_wins_over_preprocessor_config(tmp_path: Path) -> None:
     """transformers reads processor_config.json's image_processor block first, even beside a
     preprocessor_config.json (an older save) whose settings differ; its video processor reads

@@ -120,7 +120,10 @@ def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
     if isinstance(name_or_path, Source):
         return copy.deepcopy(name_or_path)
     key = os.fspath(name_or_path)
-    builtin = registry.BUILTINS.get(key)
+    path = Path(key)
+    # A local folder or file of a built-in's name wins, as transformers reads a local path
+    # before the hub (``--local-dir`` downloads lay checkpoints out under their ids).
+    builtin = None if path.exists() else registry.BUILTINS.get(key)
     if builtin is not None:
         return Source(
             origin=key,
@@ -130,7 +133,6 @@ def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
             processor=copy.deepcopy(dict(builtin.processor)),
             video=None if builtin.video is None else copy.deepcopy(dict(builtin.video)),
         )
-    path = Path(key)
     if path.is_file():
         return Source(str(path), None, None, read_json(path), {})
     if path.is_dir():
