@@ -197,14 +197,21 @@ def test_preprocess_out_is_one_call(tmp_path, capsys, model):
     paths = [*write_images(tmp_path), tmp_path / "bad.png"]
     paths[-1].write_bytes(b"\x89PNG not an image")
     argv = ["preprocess", *map(str, paths), "--model", model, "--skip-errors"]
+    out = tmp_path / "out.npz"
     try:
         proc = ImageProcessor.from_pretrained(model)
         kept = [p for p in paths if proc([p], on_error="skip").kept]
-        want = cli.npz_arrays(proc([[p] for p in kept]))
-    except mmfast.MmfastError:  # a default the model refuses, or sizes one call cannot stack
+    except mmfast.MmfastError:  # a default the model refuses
         assert main([*argv, "--batch-size", "1"]) == 2
+        return
+    try:
+        want = cli.npz_arrays(proc([[p] for p in kept]))
+    except mmfast.MmfastError:  # sizes one call cannot stack: the rows print, --out refuses
+        assert main([*argv, "--batch-size", "1"]) == 0
+        assert main([*argv, "--batch-size", "1", "--out", str(out)]) == 2
         err = capsys.readouterr().err.splitlines()
         assert len([line for line in err if not line.startswith("skipped ")]) == 1
+        assert not out.exists()
         return
     for batch_size in ("1", "2"):
         out = tmp_path / f"out{batch_size}.npz"
@@ -347,6 +354,16 @@ def test_preprocess_recursive_and_missing_paths(tmp_path, capsys):
     assert main(["preprocess", str(tmp_path / "top"), "--recursive"]) == 0
     rows = [r[0] for r in table_rows(capsys.readouterr().out)]
     assert rows == sorted(map(str, top)) + sorted(map(str, inner))
+    # A linked subfolder is followed, each folder once however the links loop back.
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = write_images(tmp_path / "elsewhere")
+    (tmp_path / "top" / "linked").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "top" / "twice").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere" / "loop").symlink_to(tmp_path / "top")
+    assert main(["preprocess", str(tmp_path / "top"), "--recursive"]) == 0
+    rows = [r[0] for r in table_rows(capsys.readouterr().out)]
+    linked = [str(tmp_path / "top" / "linked" / p.name) for p in elsewhere]
+    assert rows == sorted(map(str, top)) + sorted(map(str, inner)) + sorted(linked)
     missing = tmp_path / "typo.jpg"
     assert main(["preprocess", str(top[0]), str(missing), "--skip-errors"]) == 2
     assert capsys.readouterr().err == (
@@ -464,6 +481,44 @@ def test_preprocess_reports_a_video_only_run(tmp_path: Path, capsys) -> None:
     model = "LanguageBind/Video-LLaVA-7B-hf"
     assert main(["preprocess", str(clip), "--model", model]) == 0
     assert "pixel_values_videos float32" in capsys.readouterr().out
+
+
+def test_preprocess_joins_only_for_out(tmp_path: Path, capsys) -> None:
+    """Clips of unequal lengths (InternVL's arrays of one clip each) print their rows: only
+    --out needs one array, and refuses them. The total counts videos and their frames, the
+    header names the video class."""
+    clips = [write_clip(tmp_path / "a.mp4", 12, 64, 96), write_clip(tmp_path / "b.mp4", 7, 64, 96)]
+    argv = ["preprocess", *map(str, clips), "--model", "OpenGVLab/InternVL3-8B-hf"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert [row[0] for row in table_rows(out)] == list(map(str, clips))
+    assert "bit-identical to transformers' InternVLVideoProcessor" in out
+    assert re.search(r"total: 2 videos \(19 frames\), 0\.12 MP in ", out), out
+    assert main([*argv, "--out", str(tmp_path / "out.npz")]) == 2
+    assert "pass one video at a time" in capsys.readouterr().err
+
+
+def test_preprocess_header_and_table_name_what_the_call_returns(capsys) -> None:
+    """The header gives bfloat16 (not the uint16 bits --out stores), names Kimi-K2.5's
+    references (the checkpoint's processor; transformers' class for torchvision), and the
+    table names Fuyu's pixel output "images"; no --out imports no ml_dtypes (a second of
+    the run's time)."""
+    assert main(["preprocess", "--model", QWEN, "--dtype", "bfloat16"]) == 0
+    assert "pixel_values bfloat16" in capsys.readouterr().out
+    kimi = "moonshotai/Kimi-K2.5"
+    assert main(["preprocess", "--model", kimi]) == 0
+    assert "bit-identical to the checkpoint's processor" in capsys.readouterr().out
+    assert main(["preprocess", "--model", kimi, "--backend", "torchvision"]) == 0
+    assert "transformers' Kimi_K25ImageProcessor" in capsys.readouterr().out
+    assert main(["preprocess", "--model", "adept/fuyu-8b"]) == 0
+    assert table_rows(capsys.readouterr().out)[0][3].startswith("images (")
+    code = (
+        "import sys, io, contextlib; from mmfast import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()): cli.main(['preprocess'])\n"
+        "print('ml_dtypes' in sys.modules)"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "False"
 
 
 def test_preprocess_out_refuses_images_and_videos_of_one_name(tmp_path: Path, capsys) -> None:

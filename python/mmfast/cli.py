@@ -301,6 +301,7 @@ class ImageRow:
     shapes: Mapping[str, tuple[int, ...]]
     tokens: int | None  # None: the model's processor cannot count them (it would fail)
     seconds: float
+    frames: int | None = None  # a video's sampled frames; None: an image
 
 
 def image_files(
@@ -310,10 +311,10 @@ def image_files(
     videos: bool = True,
 ) -> list[str]:
     """The files to process: each path, or a directory's image files (by the extensions
-    Pillow registers, sorted; with ``recursive`` its subfolders' too, else the subfolders it
-    passes over are named on ``stderr``) and, with ``videos``, its video files
-    (:data:`VIDEO_EXTENSIONS`). A path that does not exist is an error: a mistyped name is not
-    an unreadable image."""
+    Pillow registers, sorted; with ``recursive`` its subfolders' too, linked ones included,
+    each folder once, else the subfolders it passes over are named on ``stderr``) and, with
+    ``videos``, its video files (:data:`VIDEO_EXTENSIONS`). A path that does not exist is an
+    error: a mistyped name is not an unreadable image."""
     from PIL import Image
 
     known = set(Image.registered_extensions()) | (VIDEO_EXTENSIONS if videos else set())
@@ -327,8 +328,16 @@ def image_files(
             files.append(path)
             continue
         found = []
-        for root, dirs, names in os.walk(path):
-            dirs.sort()
+        seen = {os.path.realpath(path)}
+        for root, dirs, names in os.walk(path, followlinks=True):
+            # Linked subfolders are followed, each folder once (a link may loop back).
+            kept = []
+            for d in sorted(dirs):
+                real = os.path.realpath(os.path.join(root, d))
+                if real not in seen:
+                    seen.add(real)
+                    kept.append(d)
+            dirs[:] = kept
             # Regular files only: reading a named pipe or a device found in a folder would
             # wait on it forever.
             found += sorted(
@@ -367,7 +376,8 @@ def preprocess(
     batch_size: int = DEFAULT_BATCH,
     recursive: bool = False,
 ) -> dict[str, np.ndarray]:
-    """The ``preprocess`` command: returns the output arrays (as written by ``--out``)."""
+    """The ``preprocess`` command: returns the arrays written to ``--out`` (none without it,
+    which joins nothing: clips or canvases one array cannot hold still print their rows)."""
     from mmfast.processors import ImageProcessor, default_threads, parse_threads
 
     stdout = sys.stdout if stdout is None else stdout
@@ -383,34 +393,28 @@ def preprocess(
     out_file, out_tmp = _open_out(out) if out is not None else (None, None)
     try:
         t0 = time.perf_counter()
-        rows: list[ImageRow] = []
-        arrays_out: dict[str, np.ndarray] = {}
-        if sources:
-            rows, arrays_out = _run(
-                proc, sources, n_threads, dtype, stderr, skip_errors, batch_size
-            )
-        if videos:
-            video_rows, video_arrays = _run_videos(
-                proc, videos, n_threads, dtype, stderr, skip_errors
-            )
-            rows += video_rows
-            clash = sorted(set(arrays_out) & set(video_arrays))
-            if clash and out_file is not None:
-                raise MmfastError(
-                    f"--out: the images' and the videos' outputs share the names {clash}; "
-                    "write the images and the videos to separate files"
-                )
-            arrays_out |= {k: v for k, v in video_arrays.items() if k not in clash}
+        image_rows, image_batches = (
+            _run(proc, sources, n_threads, dtype, stderr, skip_errors, batch_size)
+            if sources
+            else ([], [])
+        )
+        video_rows, video_batches = (
+            _run_videos(proc, videos, n_threads, dtype, stderr, skip_errors) if videos else ([], [])
+        )
+        rows = image_rows + video_rows
         if not rows:
             kinds = " and ".join(k for k, n in (("images", sources), ("videos", videos)) if n)
             raise MmfastError(f"{kinds}: none of them could be processed")
+        arrays_out: dict[str, np.ndarray] = {}
         if out_file is not None:
+            arrays_out = _out_arrays(proc, image_rows, image_batches, video_rows, video_batches)
             np.savez(out_file, **arrays_out)  # type: ignore[arg-type]
             out_file.close()
             if out_tmp is not None and out is not None:
                 os.replace(out_tmp, os.path.realpath(out))
         total_s = time.perf_counter() - t0
-        _report(proc, model, rows, n_threads, arrays_out, total_s, bool(images), stdout)
+        first = (image_batches or video_batches)[0]
+        _report(proc, model, rows, n_threads, first, total_s, bool(images), stdout)
         if out_file is not None:
             print(f"wrote {out}: {describe_arrays(arrays_out)}", file=stdout)
     except BaseException:
@@ -446,10 +450,9 @@ def _run(
     stderr: TextIO,
     skip_errors: bool,
     batch_size: int,
-) -> tuple[list[ImageRow], dict[str, np.ndarray]]:
-    """Batched calls of ``batch_size`` images (one prompt each), decoding included; the rows
-    of the images kept and the merged outputs with their ``mmfast.*`` index arrays (none
-    where every image was skipped)."""
+) -> tuple[list[ImageRow], list[BatchFeature]]:
+    """Batched calls of ``batch_size`` images (one prompt each), decoding included: the rows
+    of the images kept and the calls' outputs (none where every image was skipped)."""
     progress = Progress(
         len(sources), stderr, len(sources) > PROGRESS_MIN_IMAGES and stderr.isatty()
     )
@@ -492,7 +495,10 @@ def _run(
                     name=name,
                     size=(plan.height, plan.width),
                     resized="x".join(map(str, plan.resize_size)),
-                    shapes=plan.output_shapes,
+                    shapes={
+                        proc.config.output_key if key == "pixel_values" else key: shape
+                        for key, shape in plan.output_shapes.items()
+                    },
                     tokens=_image_tokens(proc, plan),
                     seconds=seconds * weight / sum(weights),
                 )
@@ -503,16 +509,40 @@ def _run(
         progress.update(len(sources), "processing")
     finally:
         progress.close()
-    if not batches:
-        return [], {}
-    merged = merge_batches(proc.config, batches)
-    merged["mmfast.names"] = np.array([row.name for row in rows])
-    merged["mmfast.sizes"] = np.array([row.size for row in rows], np.int64).reshape(-1, 2)
-    stacked = proc.config.layout() == "stack"
-    merged["mmfast.rows"] = np.array(
-        [1 if stacked else row.shapes["pixel_values"][0] for row in rows], np.int64
-    )
-    return rows, merged
+    return rows, batches
+
+
+def _out_arrays(
+    proc: ImageProcessor,
+    image_rows: Sequence[ImageRow],
+    images: Sequence[BatchFeature],
+    video_rows: Sequence[ImageRow],
+    videos: Sequence[BatchFeature],
+) -> dict[str, np.ndarray]:
+    """What ``--out`` holds: the images' calls as one call gives them, with their
+    ``mmfast.*`` index arrays, and the videos' likewise."""
+    arrays: dict[str, np.ndarray] = {}
+    if images:
+        arrays = merge_batches(proc.config, images)
+        arrays["mmfast.names"] = np.array([row.name for row in image_rows])
+        arrays["mmfast.sizes"] = np.array([r.size for r in image_rows], np.int64).reshape(-1, 2)
+        stacked = proc.config.layout() == "stack"
+        key = proc.config.output_key
+        arrays["mmfast.rows"] = np.array(
+            [1 if stacked else row.shapes[key][0] for row in image_rows], np.int64
+        )
+    if videos:
+        assert proc.video_config is not None  # proc.videos ran
+        clips = merge_batches(proc.video_config, videos)
+        clips["mmfast.videos"] = np.array([row.name for row in video_rows])
+        clash = sorted(arrays.keys() & clips.keys())
+        if clash:
+            raise MmfastError(
+                f"--out: the images' and the videos' outputs share the names {clash}; "
+                "write the images and the videos to separate files"
+            )
+        arrays |= clips
+    return arrays
 
 
 def _image_tokens(proc: ImageProcessor, plan: ImagePlan) -> int | None:
@@ -537,10 +567,10 @@ def _run_videos(
     dtype: str | None,
     stderr: TextIO,
     skip_errors: bool,
-) -> tuple[list[ImageRow], dict[str, np.ndarray]]:
+) -> tuple[list[ImageRow], list[BatchFeature]]:
     """Each video file through the model's video processor (decoding only the frames it
-    samples): the rows of the videos kept and their merged outputs, with ``mmfast.videos``
-    (each clip's file); none where every video was skipped."""
+    samples): the rows of the videos kept and their outputs (none where every video was
+    skipped)."""
     from mmfast.video import video_metadata
 
     rows: list[ImageRow] = []
@@ -566,15 +596,11 @@ def _run_videos(
                 shapes={key: np.shape(value) for key, value in feature.items()},
                 tokens=proc.num_video_tokens(frames, *size),
                 seconds=seconds,
+                frames=frames,
             )
         )
         batches.append(feature)
-    if not batches:
-        return [], {}
-    assert proc.video_config is not None  # proc.videos ran
-    merged = merge_batches(proc.video_config, batches)
-    merged["mmfast.videos"] = np.array([row.name for row in rows])
-    return rows, merged
+    return rows, batches
 
 
 def merge_batches(
@@ -670,7 +696,7 @@ def _report(
     model: str,
     rows: Sequence[ImageRow],
     n_threads: int,
-    arrays: Mapping[str, np.ndarray],
+    first: BatchFeature,
     total_s: float,
     given: bool,
     stdout: TextIO,
@@ -687,15 +713,26 @@ def _report(
     name = config.image_processor_type.removesuffix("Fast").removesuffix("Pil")
     name += "Pil" if hf is not None and hf.endswith("Pil") else ""
     reference = f"transformers' {name}" if hf else "the checkpoint's processor"
+    own = getattr(config, "transformers_class", None)
+    if own is not None:  # Kimi-K2.5's checkpoint config: its "torchvision" is transformers'
+        reference = (
+            f"transformers' {own.image_processor_type}"
+            if config.backend == "torchvision"
+            else "the checkpoint's processor"
+        )
+    if proc.video_config is not None and not any(row.frames is None for row in rows):
+        reference = f"transformers' {proc.video_config.video_processor_type}"
+    elif proc.video_config is not None and any(row.frames is not None for row in rows):
+        reference += f" and {proc.video_config.video_processor_type}"
     # The images' pixels, else the videos' (Video-LLaVA's keys differ), as the run gave them.
     outputs = [config.output_key] + (
         [] if proc.video_config is None else [proc.video_config.output_key]
     )
-    key, values = next((k, v) for name in outputs for k, v in arrays.items() if k.startswith(name))
+    key = next(name for name in outputs if name in first)
     print(f"model {model}: bit-identical to {reference}", file=stdout)
     print(
         f"backend {config.backend!r}, {n_threads} thread{'s' if n_threads > 1 else ''}, "
-        f"{key.removesuffix(BF16_SUFFIX)} {values.dtype}"
+        f"{key} {np.asarray(first[key]).dtype}"
         + ("" if given else "; no images given: built-in generated samples"),
         file=stdout,
     )
@@ -704,23 +741,30 @@ def _report(
         file=stdout,
     )
     print_table(rows, stdout, shutil.get_terminal_size().columns if stdout.isatty() else None)
-    megapixels = sum(row.size[0] * row.size[1] for row in rows) / 1e6
+    # A video's pixels are its sampled frames'.
+    megapixels = sum(row.size[0] * row.size[1] * (row.frames or 1) for row in rows) / 1e6
+    images = sum(row.frames is None for row in rows)
+    clips = len(rows) - images
+    counted = [f"{images} image{'s' if images != 1 else ''}"] if images else []
+    if clips:
+        frames = sum(row.frames or 0 for row in rows)
+        counted.append(f"{clips} video{'s' if clips != 1 else ''} ({frames} frames)")
+    rate = f"{images / total_s:.1f} images/s, " if images else ""
     print(
-        f"total: {len(rows)} image{'s' if len(rows) != 1 else ''}, {megapixels:.2f} MP in "
-        f"{total_s * 1e3:.1f} ms (decoding, processing and writing --out): "
-        f"{len(rows) / total_s:.1f} images/s, {megapixels / total_s:.1f} MP/s",
+        f"total: {', '.join(counted)}, {megapixels:.2f} MP in {total_s * 1e3:.1f} ms "
+        f"(decoding, processing and writing --out): {rate}{megapixels / total_s:.1f} MP/s",
         file=stdout,
     )
 
 
 def npz_arrays(feature: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The arrays ``--out`` saves: bfloat16 ones as uint16 bits under ``<key>.bfloat16_bits``."""
-    import ml_dtypes
-
+    # Only ml_dtypes makes bfloat16 arrays: none exists before it is imported (0.5-1 s).
+    bfloat16 = getattr(sys.modules.get("ml_dtypes"), "bfloat16", None)
     arrays = {}
     for key, value in feature.items():
         value = np.asarray(value)  # Idefics3's rows/cols are nested lists, as HF returns them
-        if value.dtype == ml_dtypes.bfloat16:
+        if bfloat16 is not None and value.dtype == bfloat16:
             arrays[key + BF16_SUFFIX] = value.view(np.uint16)
         else:
             arrays[key] = value
