@@ -387,3 +387,20 @@ def test_unlimited_ocr_outputs_share_one_buffer() -> None:
     small = proc([noise(300, 200, 1)])
     assert list(small) == ["pixel_values", "num_local_patches", "patches_grid"]
     assert proc.num_image_tokens(300, 200) == 16 * 17 + 1
+
+
+@pytest.mark.parametrize(
+    "model_id", ["meta-llama/Llama-3.2-11B-Vision-Instruct", "thisisiron/Ovis2-1B-hf"]
+)
+def test_size_keyed_caches_stay_bounded(model_id: str) -> None:
+    """The tile-grid caches keyed by image size stay bounded over a server's endless sizes
+    (they grew by an entry a size: 25 MB over 100,000 sizes)."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    cached = (
+        models.mllama.get_optimal_tiled_canvas
+        if "Llama" in model_id
+        else models.ovis2.get_min_tile_covering_grid
+    )
+    for width in range(100, 3100):
+        proc.plan(333, width)
+    assert cached.cache_info().currsize <= 1024

@@ -15,7 +15,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -67,7 +67,8 @@ def get_all_supported_aspect_ratios(max_image_tiles: int) -> list[tuple[int, int
     ]
 
 
-@cache
+# Keyed by image size: bounded, as a server sees sizes without end.
+@lru_cache(maxsize=1024)
 def get_optimal_tiled_canvas(
     image_height: int, image_width: int, max_image_tiles: int, tile_size: int
 ) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -75,7 +75,8 @@ def split_image_into_grid(h: int, w: int, grid: tuple[int, int]) -> list[tuple[i
     ]
 
 
-@cache
+# Keyed by image size: bounded, as a server sees sizes without end.
+@lru_cache(maxsize=1024)
 def get_min_tile_covering_grid(
     image_size: tuple[int, int], target_patch_size: int, max_image_tiles: int
 ) -> tuple[int, int]:
