@@ -1,7 +1,7 @@
 //! Large buffers: zeroed by the allocator, offered huge pages, and an error instead of an
 //! abort when memory runs out; and a small pool of freed output buffers, reused.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use crate::error::TransformError;
@@ -156,20 +156,26 @@ static POOL_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_POOL_BYTES);
 /// The bytes of freed buffers the pool may hold.
 #[must_use]
 fn pool_limit() -> usize {
-    POOL_BYTES.load(Ordering::Relaxed)
+    POOL_BYTES.load(Ordering::SeqCst)
 }
 
 /// Lets the pool hold up to `bytes` of freed buffers (0 keeps none), and frees what it holds
 /// past that. A buffer larger than the limit is never kept: a batch whose output is larger
 /// than the limit gets fresh memory, and its page faults, on every call.
 pub fn set_pool_limit(bytes: usize) {
-    POOL_BYTES.store(bytes, Ordering::Relaxed);
+    POOL_BYTES.store(bytes, Ordering::SeqCst);
+    // Where the pool is busy now, the next buffer given back evicts ([`recycle`]).
+    EVICT_PENDING.store(true, Ordering::SeqCst);
     // Freed outside the lock.
     drop(with_pool(evict));
 }
 
+/// Set by a new limit until an eviction has run under it.
+static EVICT_PENDING: AtomicBool = AtomicBool::new(false);
+
 /// Takes the oldest buffers out of `pool` until it is within its bounds.
 fn evict(pool: &mut Vec<Buffer>) -> Vec<Buffer> {
+    EVICT_PENDING.store(false, Ordering::SeqCst);
     let mut evicted = Vec::new();
     while pool.len() > POOL_BUFFERS || pool.iter().map(Buffer::bytes).sum::<usize>() > pool_limit() {
         evicted.push(pool.remove(0));
@@ -250,10 +256,15 @@ fn take<T: Pooled>(
 }
 
 /// Gives a freed output or scratch buffer back to the pool (dropped instead when it is
-/// small, the pool is busy, or it would hold too much; the oldest buffers go first).
+/// small, the pool is busy, or it would hold too much; the oldest buffers go first). Also
+/// evicts for a limit lowered while the pool was busy.
 pub fn recycle(buffer: Buffer) {
     let bytes = buffer.bytes();
     if !(SCRATCH_MIN_BYTES..=pool_limit()).contains(&bytes) {
+        drop(buffer);
+        if EVICT_PENDING.load(Ordering::SeqCst) {
+            drop(with_pool(evict));
+        }
         return;
     }
     let evicted = with_pool(|pool| {
@@ -307,6 +318,16 @@ mod tests {
         set_pool_limit(DEFAULT_POOL_BYTES);
         recycle(u8::into_buffer(vec![1; POOL_MIN_BYTES]));
         assert!(!output::<u8>("x", POOL_MIN_BYTES).unwrap().1);
+        // A limit lowered while the pool is busy evicts at the next buffer given back, even
+        // one the new limit does not keep (0 kept what it held for good).
+        recycle(u8::into_buffer(vec![1; POOL_MIN_BYTES]));
+        {
+            let _busy = POOL.lock().unwrap();
+            set_pool_limit(0);
+        }
+        recycle(u8::into_buffer(vec![1; 100]));
+        assert_eq!(with_pool(|pool| pool.len()), Some(0));
+        set_pool_limit(DEFAULT_POOL_BYTES);
     }
 
     #[test]
