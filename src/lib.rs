@@ -247,16 +247,17 @@ mod _native {
         mean: Option<&Bound<'py, PyAny>>,
         std: Option<&Bound<'py, PyAny>>,
         rescale_factor: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyArray3<f32>>> {
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
         let norm = normalize(mean, std, rescale_factor)?;
         let src = rgb_image(image)?;
         let (h, w) = (src.shape()[0], src.shape()[1]);
-        let mut out = alloc::zeroed::<f32>("image", 3 * h * w)?;
+        // Every value is written: a pooled buffer's old values do not show.
+        let (mut out, _) = alloc::output::<f32>("image", 3 * h * w)?;
         let pixels = src.as_slice().expect("standard layout");
         detach(py, || {
             transforms::deinterleave_rgb_to_planes(pixels, (h, w), &norm, &mut out)
         })??;
-        Ok(into_chw(py, out, (h, w)))
+        into_chw(py, out, (h, w))
     }
 
     /// Normalise an HWC uint8 RGB image onto a CHW float32 canvas, image at the top-left.
@@ -278,7 +279,7 @@ mod _native {
         mean: Option<&Bound<'py, PyAny>>,
         std: Option<&Bound<'py, PyAny>>,
         rescale_factor: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyArray3<f32>>> {
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
         let norm = normalize(mean, std, rescale_factor)?;
         let src = rgb_image(image)?;
         let (h, w) = (src.shape()[0], src.shape()[1]);
@@ -291,12 +292,13 @@ mod _native {
             ));
         }
         let len = transforms::checked_len("canvas_size", &[3, canvas.0, canvas.1])?;
-        let mut out = alloc::zeroed::<f32>("canvas_size", len)?;
+        // Every value is written, the margin with black's: a pooled buffer's do not show.
+        let (mut out, _) = alloc::output::<f32>("canvas_size", len)?;
         let pixels = src.as_slice().expect("standard layout");
         detach(py, || {
             transforms::pad_and_normalize_to_tensor(pixels, (h, w), canvas, &norm, &mut out)
         })??;
-        Ok(into_chw(py, out, canvas))
+        into_chw(py, out, canvas)
     }
 
     /// The normalisation tables; `None` means the documented default (rescale by 1/255 only).
@@ -311,10 +313,15 @@ mod _native {
         Ok(Normalize::new(mean, std, rescale)?)
     }
 
-    fn into_chw(py: Python<'_>, values: Vec<f32>, (h, w): (usize, usize)) -> Bound<'_, PyArray3<f32>> {
-        Array::from_shape_vec((3, h, w), values)
-            .expect("the kernel filled 3 * h * w values")
-            .into_pyarray(py)
+    /// `values` as a (3, h, w) array whose memory, once freed, serves a later output (see
+    /// [`into_output`]).
+    fn into_chw(
+        py: Python<'_>,
+        values: Vec<f32>,
+        (h, w): (usize, usize),
+    ) -> PyResult<Bound<'_, PyArrayDyn<f32>>> {
+        assert_eq!(values.len(), 3 * h * w, "the kernel filled 3 * h * w values");
+        into_output(py, values, &[3, h, w])
     }
 
     /// Serialise a float32 array to C-order little-endian bytes.
@@ -1028,7 +1035,7 @@ mod _native {
         size: &Bound<'py, PyAny>,
         resample: i64,
         one_thread: bool,
-    ) -> PyResult<Bound<'py, PyArray3<f32>>> {
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
         let expected = "a numpy.ndarray of dtype float32 and shape (3, height, width)";
         let arr = planes
             .cast::<PyArray3<f32>>()
@@ -1050,7 +1057,7 @@ mod _native {
         detach(py, || {
             torch_float::resize_planes(values, from, &mut out, to, mode, one_thread)
         })??;
-        Ok(into_chw(py, out, to))
+        into_chw(py, out, to)
     }
 
     /// Resize an (H, W, 3) uint8 RGB image to ``size`` = (height, width).

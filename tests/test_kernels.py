@@ -150,6 +150,25 @@ def test_outputs_own_their_memory():
     assert out.base is not None or out.flags.owndata
 
 
+def test_outputs_written_into_freed_buffers_hold_only_their_values():
+    """Large outputs reuse the memory of freed ones (no fresh pages to fault in): every value
+    is written again, the canvas margin with black's, whatever the buffer held."""
+    bright = np.full((600, 700, 3), 255, np.uint8)
+    for _ in range(3):
+        mmfast.deinterleave_rgb_to_planes(bright, CLIP_MEAN, CLIP_STD)  # freed at once
+        image = image_of(600, 700, seed=1)
+        assert same_bits(
+            mmfast.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD),
+            reference.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD),
+        )
+        mmfast.pad_and_normalize_to_tensor(bright, (672, 1008), CLIP_MEAN, CLIP_STD)
+        small = image_of(300, 400, seed=2)
+        assert same_bits(
+            mmfast.pad_and_normalize_to_tensor(small, (672, 1008), CLIP_MEAN, CLIP_STD),
+            reference.pad_and_normalize_to_tensor(small, (672, 1008), CLIP_MEAN, CLIP_STD),
+        )
+
+
 # Each case: (call, the argument the message must name). Run against both twins.
 ERROR_CASES = [
     (lambda m: m.deinterleave_rgb_to_planes(np.zeros((2, 2, 3), np.float32)), "image"),
