@@ -6,9 +6,9 @@ the 12 MP photo from ``../shared`` (``--jpeg PATH``) and are skipped with a note
 Every ratio compares two times measured in this run, on one thread unless a row says
 otherwise. The alternatives are what a user would otherwise run:
 
-* ``kernels``: the pure-NumPy twin in :mod:`mmfast.reference`, and ``np.copyto`` into a
-  buffer the size of the output, the memory floor no kernel that writes its output can beat
-  by much.
+* ``kernels``: the pure-NumPy twin in :mod:`mmfast.reference`, and ``np.copyto`` of the
+  bytes each kernel reads (uint8 pixels, or the float32 it serialises) into a buffer the size
+  of its output, the memory floor no kernel that writes its output can beat by much.
 * ``resize``: ``PIL.Image.resize`` on the same decoded pixels (mmfast reads them as an array).
 * ``decode``: transformers' chain ``convert_to_rgb(exif_transpose(Image.open(...)))`` (plain
   Pillow when transformers is absent).
@@ -429,6 +429,9 @@ def _seed_kernels(image: np.ndarray, budget: float = 0.5) -> Iterator[Row]:
     size = image.shape[:2]
     planes = _native.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD)
     planes_dst = np.empty_like(planes)
+    # The copy floors move what each kernel moves: uint8 pixels in, float32 values out (a
+    # float32 source would read four times the kernel's bytes), into arrays allocated once.
+    pixels = np.zeros(planes.shape, np.uint8)
 
     def t(fn: Callable[[], object]) -> float:
         return median_seconds(fn, budget)
@@ -441,13 +444,13 @@ def _seed_kernels(image: np.ndarray, budget: float = 0.5) -> Iterator[Row]:
             "reference": t(
                 lambda: reference.deinterleave_rgb_to_planes(image, CLIP_MEAN, CLIP_STD)
             ),
-            "copy floor": t(lambda: np.copyto(planes_dst, planes)),
+            "copy floor": t(lambda: np.copyto(planes_dst, pixels)),
         },
     )
     # Llama 4 style: pad up to the next multiple of its 336-pixel tile.
     canvas = (-(-size[0] // 336) * 336, -(-size[1] // 336) * 336)
     canvas_dst = np.empty((3, *canvas), np.float32)
-    canvas_src = np.zeros_like(canvas_dst)
+    canvas_src = np.zeros(canvas_dst.shape, np.uint8)
     yield Row(
         "pad_and_normalize_to_tensor",
         size,
