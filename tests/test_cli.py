@@ -697,6 +697,22 @@ def check_rows(rows, alternatives):
         assert all(t > 0 for t in row.others.values())
 
 
+def test_bench_jpeg_argument_is_checked_and_named(tmp_path, capsys):
+    """--jpeg names a file that must decode (a traceback for a non-image, "absent" for a
+    folder), and the decode row is labelled by it."""
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not an image")
+    for path in (tmp_path, bad):
+        assert main(["bench", "--only", "decode", "--jpeg", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("mmfast bench: error: --jpeg: expected an image file, got")
+        assert len(err.splitlines()) == 1
+    small = tmp_path / "small.png"
+    Image.fromarray(bench.synthetic_photo(30, 40)).save(small)
+    rows = bench.run(print_fn=lambda line: None, only=["decode"], jpeg=small)
+    assert rows and all(row.case.endswith("(small.png)") for row in rows)
+
+
 def test_bench_resize_rows():
     rows = list(bench.resize_rows(bench.QUICK_RESIZE_CASES, budget=0))
     check_rows(rows, ["Pillow"])

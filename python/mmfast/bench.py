@@ -60,6 +60,7 @@ from PIL import Image, ImageOps
 
 from mmfast import _native, models, reference
 from mmfast.cli import BENCH_SECTIONS as SECTIONS
+from mmfast.errors import MmfastError
 from mmfast.image import decode_image, pil_to_rgb, resize
 from mmfast.models.base import View
 from mmfast.processors import DEFAULT_POOL_MB, ImageProcessor, set_buffer_pool
@@ -1121,13 +1122,23 @@ def run(
     sizes = QUICK_SIZES if quick else SIZES
     backends = Backends.detect()
     jpeg_path = Path(jpeg) if jpeg is not None else default_jpeg()
+    if jpeg is not None and jpeg_path.exists() and not jpeg_path.is_file():
+        # An absent file skips its sections with a note; something else there is a mistake.
+        raise MmfastError(f"--jpeg: expected an image file, got {os.fspath(jpeg)!r}")
     jpeg_data: tuple[bytes, str] | None = None
     if quick:
         buffer = io.BytesIO()
         Image.fromarray(synthetic_photo(60, 80)).save(buffer, "JPEG", quality=90)
         jpeg_data = (buffer.getvalue(), "(generated)")
     elif jpeg_path.is_file():
-        jpeg_data = (jpeg_path.read_bytes(), "(12 MP JPEG)")
+        jpeg_data = (
+            jpeg_path.read_bytes(),
+            "(12 MP JPEG)" if jpeg is None else f"({jpeg_path.name})",
+        )
+        try:
+            decode_image(jpeg_data[0])
+        except MmfastError as exc:
+            raise MmfastError(f"--jpeg: expected an image file, got {jpeg_path}: {exc}") from exc
 
     print_fn(
         f"mmfast bench: Python {platform.python_version()}, numpy {np.__version__}, "

@@ -211,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         from mmfast import bench
 
-        bench.run(quick=args.quick, only=args.only, jpeg=args.jpeg)
+        try:
+            bench.run(quick=args.quick, only=args.only, jpeg=args.jpeg)
+        except MmfastError as exc:
+            print(f"mmfast bench: error: {_one_line(exc)}", file=sys.stderr)
+            return 2
         return 0
     try:
         preprocess(
