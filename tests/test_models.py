@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -777,6 +777,9 @@ def test_nested_image_processor_wins_over_preprocessor_config(tmp_path: Path) ->
     np.testing.assert_array_equal(got.pixel_values, want["pixel_values"])
     # AutoVideoProcessor falls back to preprocessor_config.json, not to the nested image block.
     assert load_video_config(tmp_path).max_pixels == 28 * 28 * 64
+    # A null block is no block: preprocessor_config.json is read (the image settings too).
+    (tmp_path / "processor_config.json").write_text(json.dumps({"image_processor": None}))
+    assert cast(QwenVLConfig, load_config(tmp_path)).max_pixels == 28 * 28 * 64
     (tmp_path / "processor_config.json").write_text(json.dumps({"image_processor": [1]}))
     with pytest.raises(MmfastError, match=r"processor_config\.json: image_processor: expected an"):
         load_config(tmp_path)

@@ -1246,6 +1246,17 @@ def test_a_switch_given_as_none_is_off(tmp_path: Path, switch: str) -> None:
     assert not np.array_equal(want, loaded(image, return_tensors="np")["pixel_values"])
 
 
+@pytest.mark.parametrize("model_id", ["BAAI/Emu3-Chat-hf", "LanguageBind/Video-LLaVA-7B-hf"])
+def test_old_style_classes_read_a_calls_none_as_the_instances(model_id: str) -> None:
+    """Emu3's and Video-LLaVA's preprocess read a call's None as the instance's value
+    (``x if x is not None else self.x``), not as off."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    image = noise(64, 96, 1)
+    want = proc(image)
+    for switch in ("do_resize", "do_rescale", "do_normalize"):
+        assert_same_outputs(proc(image, **{switch: None}), want)
+
+
 def test_call_settings_use_the_files_read_at_load(tmp_path: Path) -> None:
     """A call's settings apply over the files as the processor read them: a checkpoint folder
     changed or removed afterwards changes nothing (transformers' instance holds its values)."""

@@ -176,6 +176,23 @@ def test_kimi_k25_model_type_selects_transformers_class(tmp_path: Path) -> None:
         )
 
 
+def test_kimi_k25_settings_only_transformers_class_reads_refuse_only_it(tmp_path: Path) -> None:
+    """A remote-code config with a key the checkpoint's processor ignores (a box resample,
+    which torchvision lacks) loads and runs on its own backend; transformers' class refuses
+    it, when chosen at load or by a call."""
+    data = {**builtin_dict("moonshotai/Kimi-K2.5"), "resample": 4}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(data))
+    proc = mmfast.ImageProcessor.from_pretrained(tmp_path)
+    image = noise(30, 40, 1)
+    assert_same_outputs(
+        proc(image), mmfast.ImageProcessor.from_pretrained("moonshotai/Kimi-K2.5")(image)
+    )
+    with pytest.raises(MmfastError, match="resample: expected 0, 1, 2 or 3"):
+        proc(image, backend="torchvision")
+    with pytest.raises(MmfastError, match="resample: expected 0, 1, 2 or 3"):
+        mmfast.ImageProcessor.from_pretrained(tmp_path, backend="torchvision")
+
+
 def test_kimi_k25_torchvision_backend_is_transformers_class() -> None:
     """The checkpoint's remote-code config with backend="torchvision" is transformers' class
     configured by media_proc_cfg: the same plan as that class's defaults."""
@@ -185,5 +202,6 @@ def test_kimi_k25_torchvision_backend_is_transformers_class() -> None:
         "KimiK25VisionProcessor"
     )
     own = remote.transformers_class
+    assert isinstance(own, models.KimiK25ImageConfig)
     for size in [(1, 1), (300, 200), (3024, 4032), (20, 7000)]:
         assert remote.plan(*size) == own.plan(*size)

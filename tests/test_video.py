@@ -658,3 +658,13 @@ def test_mmfast_video_imports_first() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "load_video"
+
+
+def test_a_video_switch_given_as_none_is_off() -> None:
+    """transformers' video processors store a keyword's None and read a switch's as off, but
+    where the class reads None as its default (Qwen3-VL's cap_pixels_per_frame)."""
+    from mmfast.models.config import load_video_config
+
+    assert load_video_config("Qwen/Qwen2-VL-7B-Instruct", do_normalize=None).do_normalize is False
+    qwen3 = "Qwen/Qwen3-VL-8B-Instruct"
+    assert load_video_config(qwen3, cap_pixels_per_frame=None) == load_video_config(qwen3)

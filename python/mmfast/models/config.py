@@ -141,8 +141,8 @@ def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
             processor = read_json(path / "processor_config.json")
         legacy = path / "preprocessor_config.json"
         # transformers 5 saves the image processor nested in processor_config.json, and reads
-        # that block before preprocessor_config.json (which older saves left beside it).
-        if "image_processor" in processor:
+        # that block (unless null) before preprocessor_config.json (older saves left beside it).
+        if processor.get("image_processor") is not None:
             preprocessor = processor["image_processor"]
             if not isinstance(preprocessor, dict):
                 raise MmfastError(
@@ -165,7 +165,8 @@ def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
         video = processor.get("video_processor")
         if not isinstance(video, dict) and (path / "video_preprocessor_config.json").is_file():
             video = read_json(path / "video_preprocessor_config.json")
-        if not isinstance(video, dict) and "image_processor" in processor and legacy.is_file():
+        nested = processor.get("image_processor") is not None
+        if not isinstance(video, dict) and nested and legacy.is_file():
             video = read_json(legacy)
         video = video if isinstance(video, dict) else None
         return Source(str(path), None, model_type, preprocessor, processor, video)
@@ -415,7 +416,8 @@ def load_config(
     # A switch given as None is off, as transformers stores it (from_pretrained) or reads it
     # (a call) over the instance's value.
     overrides = {**overrides, **null_switches(overrides)}
-    call = None if call is None else {**call, **null_switches(call)}
+    if call is not None and not family.call_none_is_instance:
+        call = {**call, **null_switches(call)}
     for key, value in overrides.items():
         if key in family.processor_kwargs:
             processor[key] = value
@@ -525,13 +527,16 @@ def load_video_config(
             f"{source.origin}: no supported video processor (video_processor_type "
             f"{processor_type!r}, model type {model_type!r}); supported: {supported}"
         )
+    # A switch given as None is off, as transformers stores it, but where the class reads a
+    # None as its default.
+    off = null_switches({k: v for k, v in overrides.items() if k not in family.none_is_default})
     for key, value in overrides.items():
         if key not in VIDEOS_KWARGS | family.kwargs | family.processor_kwargs:
             valid = ", ".join(sorted(VIDEOS_KWARGS | family.kwargs | family.processor_kwargs))
             raise MmfastError(
                 f"override {key!r} is not a {family.processor_type} argument; valid: {valid}"
             )
-        values[key] = value
+        values[key] = off.get(key, value)
     for key in family.processor_kwargs:
         if key in source.processor and key not in values:
             values[key] = source.processor[key]

@@ -90,7 +90,8 @@ def misread(height: int, width: int) -> str:
 
 def call_settings(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
     """A call's keyword arguments over a config's values as ``Emu3ImageProcessor.preprocess``
-    reads them: sizes are the instance's, and ``do_pad`` exists only as an argument."""
+    reads them: sizes are the instance's, a None the instance's value, and ``do_pad`` exists
+    only as an argument."""
     merged = dict(values)
     for key, value in call.items():
         if key == "do_pad":
@@ -100,7 +101,7 @@ def call_settings(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[st
                     "do_pad setting to fall back on), got None"
                 )
             merged[CALL_DO_PAD] = value
-        elif key not in IGNORED_AT_CALL:
+        elif key not in IGNORED_AT_CALL and value is not None:
             merged[key] = value
     return merged
 
@@ -249,6 +250,7 @@ registry.register(
         hf_torchvision=None,
         backends=("pil",),
         call_settings=call_settings,
+        call_none_is_instance=True,
     )
 )
 

@@ -223,11 +223,16 @@ class KimiK25Config(ModelConfig):
     image_mean: RGB
     image_std: RGB
     # transformers' class with these values and the file's and overrides' own settings for
-    # it: what ``backend="torchvision"`` matches.
-    transformers_class: KimiK25ImageConfig
+    # it: what ``backend="torchvision"`` matches; or why those settings refuse it, which only
+    # that backend says (the checkpoint's processor does not read them).
+    transformers_class: KimiK25ImageConfig | str
 
     # Which transformers backend the plan matches: "pil" or "torchvision".
     backend: str = field(default="pil", kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.backend == "torchvision" and isinstance(self.transformers_class, str):
+            raise MmfastError(self.transformers_class)
 
     @property
     def pil_convert(self) -> str:
@@ -238,7 +243,7 @@ class KimiK25Config(ModelConfig):
         """Mirrors ``KimiK25VisionProcessor.preprocess`` for one image (``backend="pil"``), or
         :attr:`transformers_class`'s plan."""
         if self.backend == "torchvision":
-            return self.transformers_class.plan(height, width)
+            return cast(KimiK25ImageConfig, self.transformers_class).plan(height, width)
         check_image_size(height, width)
         p = self.patch_size
         resized, (pad_h, pad_w) = navit_resize_image(
@@ -341,6 +346,11 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         "image_std": list(std),
     }
     own = cfg.with_values(**{k: v for k, v in as_class.items() if cfg.raw(k) is None})
+    transformers_class: KimiK25ImageConfig | str
+    try:
+        transformers_class = _build_image(source, "Kimi_K25ImageProcessor", own, processor)
+    except MmfastError as exc:
+        transformers_class = str(exc)
     return KimiK25Config(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -351,7 +361,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         fixed_output_tokens=None if fixed is None else media.positive_int("fixed_output_tokens", 0),
         image_mean=mean,
         image_std=std,
-        transformers_class=_build_image(source, "Kimi_K25ImageProcessor", own, processor),
+        transformers_class=transformers_class,
     )
 
 

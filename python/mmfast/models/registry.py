@@ -68,6 +68,9 @@ class Family:
     construction): :mod:`mmfast.hf` passes the instance's own under :data:`INSTANCE_KEY`.
     ``ignored_kwargs``: common ``ImagesKwargs`` the class accepts but never reads (Step-3.7's
     ``do_resize``), which :mod:`mmfast.hf` takes with any value, None included.
+    ``call_none_is_instance``: an old-style class whose ``preprocess`` reads a call's None as
+    the instance's value (``x if x is not None else self.x``: Emu3, Video-LLaVA), where the
+    others read a switch's None as off; its ``call_settings`` leaves such values out.
     """
 
     name: str
@@ -85,6 +88,7 @@ class Family:
     instance_settings: frozenset[str] = field(default_factory=frozenset)
     instance_attributes: tuple[str, ...] = ()
     ignored_kwargs: frozenset[str] = field(default_factory=frozenset)
+    call_none_is_instance: bool = False
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ CALL_LEGACY: Final = "mmfast_call_return_legacy_image_output"
 
 def call_settings(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
     """A call's keyword arguments over a config's values as ``VideoLlavaImageProcessor.
-    preprocess`` reads them: each replaces the setting it names, and
-    ``return_legacy_image_output`` exists only as an argument."""
+    preprocess`` reads them: each replaces the setting it names (a None leaves the
+    instance's), and ``return_legacy_image_output`` exists only as an argument."""
     merged = dict(values)
     for key, value in call.items():
         if key == "return_legacy_image_output":
@@ -60,7 +60,7 @@ def call_settings(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[st
                     f"return_legacy_image_output: expected True or False, got {value!r}"
                 )
             merged[CALL_LEGACY] = value
-        else:
+        elif value is not None:
             merged[key] = value
     return merged
 
@@ -151,6 +151,7 @@ registry.register(
         hf_torchvision=None,
         backends=("pil",),
         call_settings=call_settings,
+        call_none_is_instance=True,
     )
 )
 
