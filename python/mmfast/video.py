@@ -209,7 +209,7 @@ class _Reader:
         except (OSError, ValueError) as exc:
             raise VideoDecodeError(f"{self.name}: cannot read the video: {exc}") from exc
         try:
-            self.metadata = self._metadata(max_pixels)
+            self.metadata = self._metadata()
         except (self.av.error.FFmpegError, AttributeError, ValueError) as exc:
             # PyAV's own errors on damaged headers (a stream without a codec has no size).
             self.container.close()
@@ -226,7 +226,7 @@ class _Reader:
     def __exit__(self, *exc: object) -> None:
         self.container.close()
 
-    def _metadata(self, max_pixels: int) -> VideoMetadata:
+    def _metadata(self) -> VideoMetadata:
         """The header's metadata, as transformers' reader reads it."""
         if not self.container.streams.video:
             raise VideoDecodeError(f"{self.name}: expected a video stream, found none")
