@@ -288,7 +288,7 @@ def rgb_or_gray(im: Image.Image) -> Image.Image:
     if "A" in im.getbands() or im.info.get("transparency") is not None:
         background = Image.new("RGBA", im.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
-    return im if im.mode in ("RGB", "L") else im.convert("RGB")
+    return plain_rgb_or_gray(im)
 
 
 def plain_rgb_or_gray(im: Image.Image) -> Image.Image:

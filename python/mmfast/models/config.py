@@ -142,8 +142,9 @@ def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
         legacy = path / "preprocessor_config.json"
         # transformers 5 saves the image processor nested in processor_config.json, and reads
         # that block (unless null) before preprocessor_config.json (older saves left beside it).
-        if processor.get("image_processor") is not None:
-            preprocessor = processor["image_processor"]
+        nested = processor.get("image_processor")
+        if nested is not None:
+            preprocessor = nested
             if not isinstance(preprocessor, dict):
                 raise MmfastError(
                     f"{path / 'processor_config.json'}: image_processor: expected an object, "
@@ -165,8 +166,7 @@ def read_source(name_or_path: str | os.PathLike[str] | Source) -> Source:
         video = processor.get("video_processor")
         if not isinstance(video, dict) and (path / "video_preprocessor_config.json").is_file():
             video = read_json(path / "video_preprocessor_config.json")
-        nested = processor.get("image_processor") is not None
-        if not isinstance(video, dict) and nested and legacy.is_file():
+        if not isinstance(video, dict) and nested is not None and legacy.is_file():
             video = read_json(legacy)
         video = video if isinstance(video, dict) else None
         return Source(str(path), None, model_type, preprocessor, processor, video)
