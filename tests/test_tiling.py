@@ -214,6 +214,14 @@ def test_inkling_pads_with_minus_one() -> None:
         mmfast.ImageProcessor.from_pretrained(INKLING)(noise(40, 80, 1), dtype="uint8")
 
 
+def test_inkling_refuses_an_int_size() -> None:
+    """transformers' Inkling class reads an int ``size`` as a shortest edge (its
+    ``default_to_square`` is False) and then fails on the missing height; Inkling 2's reads
+    it as a square (a row of INKLING2_SETTINGS)."""
+    with pytest.raises(MmfastError, match=r"size: expected a \{height, width\} patch size"):
+        mmfast.ImageProcessor.from_pretrained(INKLING, size=224)
+
+
 def inkling2_checkpoint(directory: Path, **settings: Any) -> Path:
     """A checkpoint directory for Inkling 2 (no public one): the class defaults and
     ``settings``, model type inkling2."""
@@ -254,6 +262,7 @@ INKLING2_SETTINGS = [
     {"image_mean": [0.1, 0.2, 0.3], "image_std": [0.9, 0.7, 0.5]},
     {"size": {"height": 16, "width": 16}},
     {"size": {"height": 16, "width": 24}},
+    {"size": 16},
 ]
 
 

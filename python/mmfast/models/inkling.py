@@ -74,11 +74,13 @@ def inkling_rescaled_size(
     return math.floor(height * ratio + 0.5), math.floor(width * ratio + 0.5)
 
 
-def square_side(cfg: Fields, default: int) -> tuple[int, int]:
-    """(height, width) of ``size``: transformers reads ``size.height`` and ``size.width``."""
+def square_side(cfg: Fields, default: int, default_to_square: bool) -> tuple[int, int]:
+    """(height, width) of ``size``: transformers reads ``size.height`` and ``size.width``, of
+    an int read as a square or, per the class's ``default_to_square``, a shortest edge (which
+    then has neither, and is refused)."""
     value = cfg.raw("size")
     size = cfg.size_dict(
-        "size", {"height": default, "width": default} if value is None else value, True
+        "size", {"height": default, "width": default} if value is None else value, default_to_square
     )
     if size.keys() != {"height", "width"}:
         raise cfg.error("size", "a {height, width} patch size", size)
@@ -180,7 +182,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     (``do_resize`` on, a square ``size``)."""
     if not cfg.flag("do_resize", True):
         raise cfg.error("do_resize", "true (transformers refuses false for this model)", False)
-    height, width = square_side(cfg, 40)
+    height, width = square_side(cfg, 40, default_to_square=False)
     if height != width:
         raise cfg.error("size", "a square size (transformers resizes only to one)", [height, width])
     frac = cfg.raw("rescale_image_frac")

@@ -121,7 +121,7 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
         image_processor_type=processor_type,
         do_convert_rgb=cfg.convert_rgb(),
         **norm.fields(),
-        patch=square_side(cfg, 40),
+        patch=square_side(cfg, 40, default_to_square=True),
     )
 
 
