@@ -1432,6 +1432,27 @@ def test_bad_call_settings_name_the_argument(kwargs: dict[str, Any], match: str)
         mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(noise(40, 40), **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("model_id", "setting", "value"),
+    [
+        ("llava-hf/llava-1.5-7b-hf", "use_square_size", True),
+        ("llava-hf/llava-v1.6-mistral-7b-hf", "aspect_ratio_setting", "pad"),
+    ],
+)
+def test_construction_settings_are_not_call_arguments(
+    model_id: str, setting: str, value: object
+) -> None:
+    """Settings transformers' class takes at construction only (CLIP's ``__init__`` reads
+    ``use_square_size``; LLaVA-NeXT's reads ``aspect_ratio_setting`` from its file and
+    nothing reads it) are refused in a call, as transformers refuses them, and still taken
+    by ``from_pretrained``."""
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    with pytest.raises(MmfastError, match=f"{setting}: not a .* argument for a call"):
+        proc(noise(61, 130), **{setting: value})
+    built = mmfast.ImageProcessor.from_pretrained(model_id, **{setting: value})
+    assert built(noise(61, 130)).pixel_values.ndim >= 4
+
+
 def test_call_only_arguments_that_change_nothing() -> None:
     proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
     want = proc(noise(40, 40))

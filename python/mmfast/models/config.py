@@ -421,10 +421,12 @@ def load_config(
     for key, value in overrides.items():
         if key in family.processor_kwargs:
             processor[key] = value
-        elif key in IMAGES_KWARGS or key in family.kwargs:
+        elif key in IMAGES_KWARGS | family.kwargs | family.init_kwargs:
             preprocessor[key] = value
         else:
-            valid = sorted(IMAGES_KWARGS | family.kwargs | family.processor_kwargs)
+            valid = sorted(
+                IMAGES_KWARGS | family.kwargs | family.init_kwargs | family.processor_kwargs
+            )
             raise MmfastError(
                 f"override {key!r} is not a {processor_type} argument; valid: {', '.join(valid)}"
             )

@@ -207,7 +207,7 @@ registry.register(
             t: "CLIPImageProcessor" for t in ("clip", "florence2", "git", "kosmos-2", "vipllava")
         },
         build=_build,
-        kwargs=frozenset({"use_square_size"}),
+        init_kwargs=frozenset({"use_square_size"}),
         processor_kwargs=frozenset(
             {
                 "patch_size",

@@ -311,7 +311,8 @@ registry.register(
             "granite4_vision": "LlavaNextImageProcessor",
         },
         build=_build,
-        kwargs=frozenset({"image_grid_pinpoints", "aspect_ratio_setting"}),
+        kwargs=frozenset({"image_grid_pinpoints"}),
+        init_kwargs=frozenset({"aspect_ratio_setting"}),
         processor_kwargs=frozenset(
             {
                 "patch_size",

@@ -49,9 +49,12 @@ class Family:
     ``model_types``: AutoImageProcessor's fallback for configs without
     ``image_processor_type``, model type -> the class name it picks.
     ``kwargs``: the class's valid keyword arguments beyond transformers' common
-    ``ImagesKwargs``; ``processor_kwargs``: ``processor_config.json`` keys the family reads
-    (token counts). ``build(source, processor_type, preprocessor_fields, processor_fields)``
-    makes the config. ``hf_pil`` and ``hf_torchvision`` name transformers' classes for the
+    ``ImagesKwargs``; ``init_kwargs``: those its construction (a config file, or
+    ``from_pretrained``) takes and a call does not (CLIP's ``use_square_size``, read by
+    ``__init__``; transformers refuses it in a call); ``processor_kwargs``:
+    ``processor_config.json`` keys the family reads (token counts).
+    ``build(source, processor_type, preprocessor_fields, processor_fields)`` makes the
+    config. ``hf_pil`` and ``hf_torchvision`` name transformers' classes for the
     family (``module.Class`` under ``transformers.models``), where they exist, for parity
     tests and the bench. ``processor_defaults``: HF processor class -> the image kwargs it
     passes on every call (its ``images_kwargs``), which win over the checkpoint's file; the
@@ -78,6 +81,7 @@ class Family:
     model_types: Mapping[str, str]
     build: Build
     kwargs: frozenset[str] = field(default_factory=frozenset)
+    init_kwargs: frozenset[str] = field(default_factory=frozenset)
     processor_kwargs: frozenset[str] = field(default_factory=frozenset)
     hf_pil: str | None = None
     hf_torchvision: str | None = None
