@@ -945,6 +945,18 @@ def test_a_4d_batch_onevision_counts_as_one_image_runs_on_transformers(
     assert mmfast_calls == []
 
 
+def test_onevision_tuples_run_on_mmfast(tmp_path: Path, mmfast_calls: list[int]) -> None:
+    """Tuples where transformers takes lists (the images, or a sample's): LLaVA-OneVision
+    counted a tuple as one image and ran every such call on transformers."""
+    model_id = "llava-hf/llava-onevision-qwen2-7b-ov-hf"
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    a, b, c = pil(120, 200, 1), pil(333, 250, 2), pil(200, 200, 3)
+    cases = [(a,), (a, b), [(a, b), (c,)], ((a,), (b, c)), [(a,), [c]]]
+    for images in cases:
+        assert_same(backed(images, return_tensors="np"), plain(images, return_tensors="np"))
+    assert len(mmfast_calls) == len(cases)
+
+
 @pytest.mark.skipif(not TORCH, reason=f"LLaVA-OneVision's processor: {NEEDS_TORCHVISION}")
 def test_onevision_prompt_lists_run_on_mmfast(tmp_path: Path) -> None:
     """LlavaOnevisionProcessor (and its chat template) passes a list of images per prompt,

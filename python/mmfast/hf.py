@@ -584,10 +584,12 @@ def _inputs(
         to_cpu = kwargs.get("device") is not None
         prepared = _nested_map(functools.partial(_channels_last, to_cpu=to_cpu), prepared)
     if counts is not None:  # LLaVA-OneVision: the flat images of each sample
-        # As transformers flattens them: one list per prompt (its processor's and chat
-        # templates' way), or one flat list.
-        items = prepared if isinstance(prepared, list) else [prepared]
-        flat_prepared = [i for item in items for i in (item if isinstance(item, list) else [item])]
+        # As transformers flattens them: one list (or tuple) per prompt (its processor's and
+        # chat templates' way), or one flat list.
+        items = prepared if isinstance(prepared, (list, tuple)) else [prepared]
+        flat_prepared = [
+            i for item in items for i in (item if isinstance(item, (list, tuple)) else [item])
+        ]
         if len(flat_prepared) != sum(counts):
             # A 4-D batch transformers counts as one image (and fails on): mmfast would
             # have kept the first image alone.
