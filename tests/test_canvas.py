@@ -215,6 +215,24 @@ def test_idefics2_refuses_what_it_cannot_stack() -> None:
         unpadded(images((100, 100), (1000, 100)))
 
 
+def test_idefics3_reads_an_int_size_by_default_to_square() -> None:
+    """An int ``size`` is a square, or with ``default_to_square`` off a shortest edge, which
+    transformers refuses (it wants a longest edge or a height and width); mmfast made it a
+    square whatever ``default_to_square`` said."""
+    reference = hf_reference(SMOLVLM)
+    image = images((70, 130))
+    for square in (True, False):
+        settings = {"size": 112, "default_to_square": square}
+        if square:
+            got = mmfast.ImageProcessor.from_pretrained(SMOLVLM)(image, **settings)
+            assert_same_outputs(got, reference(image, settings))
+            continue
+        with pytest.raises(ValueError, match="longest_edge"):
+            reference(image, settings)
+        with pytest.raises(MmfastError, match=r"size: expected \{longest_edge\} or"):
+            mmfast.ImageProcessor.from_pretrained(SMOLVLM, **settings)
+
+
 @pytest.mark.parametrize("model_id", [IDEFICS2, IDEFICS3, SMOLVLM])
 def test_unequal_prompts_pad_into_float32(model_id: str) -> None:
     """With rescale and normalise off, the PIL classes of Idefics2 and Idefics3 (SmolVLM's too)

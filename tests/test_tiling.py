@@ -214,12 +214,26 @@ def test_inkling_pads_with_minus_one() -> None:
         mmfast.ImageProcessor.from_pretrained(INKLING)(noise(40, 80, 1), dtype="uint8")
 
 
-def test_inkling_refuses_an_int_size() -> None:
-    """transformers' Inkling class reads an int ``size`` as a shortest edge (its
-    ``default_to_square`` is False) and then fails on the missing height; Inkling 2's reads
-    it as a square (a row of INKLING2_SETTINGS)."""
-    with pytest.raises(MmfastError, match=r"size: expected a \{height, width\} patch size"):
+def test_inkling_reads_an_int_size_by_default_to_square(tmp_path: Path) -> None:
+    """transformers reads an int ``size`` as a square or a shortest edge by the settings'
+    ``default_to_square``, else the class's: False for Inkling, which then fails on the
+    missing height (mmfast refuses), and True for Inkling 2 (a row of INKLING2_SETTINGS)."""
+    refused = r"size: expected a \{height, width\} patch size"
+    with pytest.raises(MmfastError, match=refused):
         mmfast.ImageProcessor.from_pretrained(INKLING, size=224)
+    with pytest.raises(MmfastError, match=refused):
+        mmfast.ImageProcessor.from_pretrained(
+            inkling2_checkpoint(tmp_path, size=16, default_to_square=False)
+        )
+    image = Image.fromarray(noise(70, 130, 1))
+    square = {"size": 40, "default_to_square": True}
+    processor = torchvision_class(
+        "inkling.image_processing_inkling", "InklingImageProcessor", INKLING, **square
+    )
+    want = dict(processor([image], return_tensors="np"))
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(INKLING, **square)(image), want)
+    call = mmfast.ImageProcessor.from_pretrained(INKLING)(image, **square)
+    assert_same_outputs(call, want)
 
 
 def inkling2_checkpoint(directory: Path, **settings: Any) -> Path:

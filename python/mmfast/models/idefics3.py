@@ -256,7 +256,9 @@ def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) 
     ``image_seq_len`` (default 169)."""
     size_value = cfg.raw("size")
     size = cfg.size_dict(
-        "size", {"longest_edge": 4 * 364} if size_value is None else size_value, True
+        "size",
+        {"longest_edge": 4 * 364} if size_value is None else size_value,
+        cfg.flag("default_to_square", True),
     )
     if set(size) not in ({"longest_edge"}, {"height", "width"}):
         raise cfg.error("size", "{longest_edge} or {height, width}", size)

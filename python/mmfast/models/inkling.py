@@ -76,11 +76,13 @@ def inkling_rescaled_size(
 
 def square_side(cfg: Fields, default: int, default_to_square: bool) -> tuple[int, int]:
     """(height, width) of ``size``: transformers reads ``size.height`` and ``size.width``, of
-    an int read as a square or, per the class's ``default_to_square``, a shortest edge (which
-    then has neither, and is refused)."""
+    an int read as a square or a shortest edge (which has neither, and is refused) per the
+    settings' ``default_to_square``, else the class's."""
     value = cfg.raw("size")
     size = cfg.size_dict(
-        "size", {"height": default, "width": default} if value is None else value, default_to_square
+        "size",
+        {"height": default, "width": default} if value is None else value,
+        cfg.flag("default_to_square", default_to_square),
     )
     if size.keys() != {"height", "width"}:
         raise cfg.error("size", "a {height, width} patch size", size)
