@@ -1453,6 +1453,21 @@ def test_construction_settings_are_not_call_arguments(
     assert built(noise(61, 130)).pixel_values.ndim >= 4
 
 
+@pytest.mark.parametrize(
+    "call", [{}, {"size": {"shortest_edge": 300}}, {"size": {"height": 100, "width": 150}}]
+)
+def test_a_call_size_replaces_the_square_of_use_square_size(call: dict[str, Any]) -> None:
+    """CLIP's ``__init__`` makes ``use_square_size`` a 224 square once; a call's ``size``
+    replaces it. mmfast squared the call's size too (224x224 where transformers gives
+    300x602)."""
+    image = noise(150, 301)
+    want = hf_processor(LLAVA_ID, use_square_size=True)(
+        image, return_tensors="np", do_center_crop=False, **call
+    )
+    proc = mmfast.ImageProcessor.from_pretrained(LLAVA_ID, use_square_size=True)
+    assert_same_outputs(proc(image, do_center_crop=False, **call), want)
+
+
 def test_call_only_arguments_that_change_nothing() -> None:
     proc = mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])
     want = proc(noise(40, 40))

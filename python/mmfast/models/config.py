@@ -436,6 +436,8 @@ def load_config(
             raise MmfastError(
                 f"{key}: not a {processor_type} argument for a call; valid: {', '.join(valid)}"
             )
+    if family.construct is not None:
+        preprocessor = family.construct(preprocessor)
     if call and backend == "torchvision":
         # What the torchvision class reads from its instance whatever a call says.
         call = {k: v for k, v in call.items() if k not in family.instance_settings}

@@ -86,12 +86,16 @@ def fixed_tokens(model_type: str | None, cfg: Fields, processor: Fields) -> int 
     return None
 
 
+def _construct(values: dict[str, Any]) -> dict[str, Any]:
+    """Mirrors ``CLIPImageProcessorPil.__init__``'s KOSMOS-2 compatibility: ``use_square_size``
+    makes the size a square of the class default edge, whatever the config's size says."""
+    if not values.get("use_square_size"):
+        return values
+    return {**values, "size": {"height": 224, "width": 224}}
+
+
 def _build(source: Source, processor_type: str, cfg: Fields, processor: Fields) -> ClipConfig:
-    """Mirrors ``CLIPImageProcessorPil.__init__`` and ``BaseImageProcessor._standardize_kwargs``."""
-    if cfg.raw("use_square_size"):
-        # CLIPImageProcessor's KOSMOS-2 compatibility: a square of the class default edge,
-        # whatever the config's size says.
-        cfg = cfg.with_values(size={"height": 224, "width": 224})
+    """Mirrors ``BaseImageProcessor._standardize_kwargs`` (``__init__``: :func:`_construct`)."""
     return ClipConfig(
         model_id=source.model_id,
         image_processor_type=processor_type,
@@ -208,6 +212,7 @@ registry.register(
         },
         build=_build,
         init_kwargs=frozenset({"use_square_size"}),
+        construct=_construct,
         processor_kwargs=frozenset(
             {
                 "patch_size",

@@ -74,6 +74,9 @@ class Family:
     ``call_none_is_instance``: an old-style class whose ``preprocess`` reads a call's None as
     the instance's value (``x if x is not None else self.x``: Emu3, Video-LLaVA), where the
     others read a switch's None as off; its ``call_settings`` leaves such values out.
+    ``construct(values)``: what the class's ``__init__`` makes of its settings (the file's
+    and ``from_pretrained``'s) before any call puts its own over them (CLIP's
+    ``use_square_size`` squares the size, and a call's ``size`` then replaces that).
     """
 
     name: str
@@ -93,6 +96,7 @@ class Family:
     instance_attributes: tuple[str, ...] = ()
     ignored_kwargs: frozenset[str] = field(default_factory=frozenset)
     call_none_is_instance: bool = False
+    construct: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
