@@ -513,6 +513,22 @@ def test_video_llava_reads_an_int_size_as_a_shortest_edge(
     assert_same_outputs(mmfast.ImageProcessor.from_pretrained(tmp_path)(image), want)
 
 
+@pytest.mark.parametrize(
+    "call", [{"do_pad": True}, {"pad_size": {"height": 500, "width": 500}, "do_pad": True}]
+)
+def test_video_llava_ignores_what_its_preprocess_does_not_take(call: dict[str, Any]) -> None:
+    """VideoLlavaImageProcessor's ``__call__`` warns of the settings its ``preprocess`` does
+    not take and ignores them; mmfast refused ``do_pad``."""
+    model_id = "LanguageBind/Video-LLaVA-7B-hf"
+    image = noise(130, 261, 1)
+    with pytest.warns(UserWarning, match="were ignored"):
+        want = hf_class(model_id).from_dict(builtin_dict(model_id))(
+            image, return_tensors="np", **call
+        )
+    got = mmfast.ImageProcessor.from_pretrained(model_id)(image, **call)
+    assert_same_outputs(got, want)
+
+
 GEMMA4_PROCESSORS = [
     ("google/gemma-4-31B-it", "gemma4.processing_gemma4.Gemma4Processor"),
     ("google/gemma-4-12B-it", "gemma4_unified.processing_gemma4_unified.Gemma4UnifiedProcessor"),

@@ -48,12 +48,35 @@ __all__ = ["VideoLlavaConfig", "VideoLlavaVideoConfig"]
 CALL_LEGACY: Final = "mmfast_call_return_legacy_image_output"
 
 
+# The settings ``VideoLlavaImageProcessor.preprocess`` takes; ``__call__`` warns of any other
+# ``ImagesKwargs`` (``do_pad``, ``pad_size``, ...) and ignores it.
+PREPROCESS_ARGS: Final = frozenset(
+    {
+        "do_resize",
+        "size",
+        "resample",
+        "do_center_crop",
+        "crop_size",
+        "do_rescale",
+        "rescale_factor",
+        "do_normalize",
+        "image_mean",
+        "image_std",
+        "do_convert_rgb",
+        "return_legacy_image_output",
+    }
+)
+
+
 def call_settings(values: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str, Any]:
     """A call's keyword arguments over a config's values as ``VideoLlavaImageProcessor.
-    preprocess`` reads them: each replaces the setting it names (a None leaves the
-    instance's), and ``return_legacy_image_output`` exists only as an argument."""
+    preprocess`` reads them: each of its arguments replaces the setting it names (a None
+    leaves the instance's), ``return_legacy_image_output`` exists only as an argument, and
+    the rest are ignored."""
     merged = dict(values)
     for key, value in call.items():
+        if key not in PREPROCESS_ARGS:
+            continue
         if key == "return_legacy_image_output":
             if not isinstance(value, bool):
                 raise MmfastError(
