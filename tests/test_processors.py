@@ -1272,13 +1272,24 @@ def test_call_settings_use_the_files_read_at_load(tmp_path: Path) -> None:
     assert proc(image, max_pixels=200_000)["image_grid_thw"].tolist() == [[1, 26, 36]]
 
 
+# A mean and std of each channel's own, for the uint8 round trips.
+DISTINCT_NORMALISATION = {"image_mean": [0.3, 0.5, 0.7], "image_std": [0.2, 0.25, 0.9]}
+
+
 @pytest.mark.parametrize("model_id", mmfast.supported_models())
 def test_output_dtypes(model_id: str) -> None:
     """bfloat16 and float16 are the float32 output rounded to nearest even (torch's
     ``.to(dtype)``); uint8 plus ``pixel_lut`` (and the rows mask of padded batches) gives the
     float32 output back through :func:`mmfast.reference.normalize_uint8`, bit for bit; a
-    family whose padding is zero after normalising refuses uint8 before decoding anything."""
-    proc = mmfast.ImageProcessor.from_pretrained(model_id, **builtin_settings(model_id))
+    family whose padding is zero after normalising refuses uint8 before decoding anything.
+    The means and stds differ per channel where the family takes them, so that a byte read
+    as another channel's (Cosmos3 Edge's channel-last rows read as planes) shows."""
+    try:
+        proc = mmfast.ImageProcessor.from_pretrained(
+            model_id, **{**builtin_settings(model_id), **DISTINCT_NORMALISATION}
+        )
+    except MmfastError:  # a family whose normalisation is fixed
+        proc = mmfast.ImageProcessor.from_pretrained(model_id, **builtin_settings(model_id))
     images = [noise(300, 200, 1), smooth(45, 700, 2), noise(1000, 37, 3), smooth(120, 400, 4)]
     images.append(smooth(300, 200, 5))
     # GLM-Image refuses aspect ratios over 4: the images its geometry takes.
@@ -1327,6 +1338,50 @@ def test_output_dtypes(model_id: str) -> None:
     for name in want:
         if name not in pixels:
             assert_same_outputs({name: raw[name]}, {name: want[name]})
+
+
+# The built-ins with a video processor.
+VIDEO_MODELS = [
+    model_id
+    for model_id in mmfast.supported_models()
+    if mmfast.ImageProcessor.from_pretrained(model_id, **builtin_settings(model_id)).video_config
+]
+
+
+@pytest.mark.parametrize("model_id", VIDEO_MODELS)
+def test_video_uint8_gives_the_float_output_back(model_id: str) -> None:
+    """A clip's uint8 output and ``pixel_lut`` give its float32 output back through
+    :func:`mmfast.reference.normalize_uint8`, told the image config's ``channels_last``, bit
+    for bit; or uint8 is refused. Muse Glimmer's time-major rows were read as planes."""
+    # Off where mmfast refuses the built-in's: timestamps drawn in a font, token compression.
+    computed = {
+        "baidu/ERNIE-4.5-VL-28B-A3B-PT": {"draw_on_frames": False},
+        "lkhl/VideoLLaMA3-2B-Image-HF": {"use_token_compression": False},
+    }.get(model_id, {})
+    proc = mmfast.ImageProcessor.from_pretrained(
+        model_id,
+        **builtin_settings(model_id),
+        video_overrides={**DISTINCT_NORMALISATION, **computed},
+    )
+    clip = noise(96, 128, 1)[None].repeat(4, axis=0)
+    clip[1:] //= np.arange(2, 5, dtype=np.uint8)[:, None, None, None]
+    call = {"video_fps": 10.0, "do_sample_frames": False}
+    want = proc.videos([clip], dtype="float32", **call)
+    try:
+        raw = proc.videos([clip], dtype="uint8", **call)
+    except MmfastError as exc:
+        assert str(exc).startswith("dtype: 'uint8' cannot give")
+        return
+    assert proc.video_config is not None
+    key = proc.video_config.output_key
+    assert raw[key].dtype == np.uint8 and raw[key].shape == want[key].shape
+    back = reference.normalize_uint8(
+        raw[key],
+        raw["pixel_lut"],
+        raw.get("pixel_rows_mask"),
+        channels_last=proc.config.channels_last,
+    )
+    assert same_bits(back, want[key])
 
 
 def takes(proc: mmfast.ImageProcessor, image: np.ndarray) -> bool:

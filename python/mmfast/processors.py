@@ -140,9 +140,8 @@ def check_image_dtype(config: ModelConfig, dtype: object) -> None:
     check_dtype(dtype)
     if dtype == "uint8" and not config.raw_pixels:
         raise MmfastError(
-            f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs (it pads "
-            "with values no byte maps to: zeros after normalising, or Inkling's -1); use a "
-            "float dtype"
+            f"dtype: 'uint8' cannot give {config.image_processor_type}'s outputs "
+            f"({config.raw_pixels_refusal}); use a float dtype"
         )
 
 
@@ -1230,8 +1229,8 @@ def run_videos(
     resizes follow torch's thread count, as for images (:func:`torch_one_thread`)."""
     if dtype == "uint8" and not config.raw_pixels:
         raise MmfastError(
-            f"dtype: 'uint8' cannot give {config.video_processor_type}'s outputs (they are "
-            "padded with zeros after normalising, which no byte maps to); use a float dtype"
+            f"dtype: 'uint8' cannot give {config.video_processor_type}'s outputs "
+            f"({config.raw_pixels_refusal}); use a float dtype"
         )
     inputs: list[BatchInput] = []
     plans: list[VideoPlan] = []

@@ -176,8 +176,8 @@ def normalize_uint8(
     ``pixel_rows_mask`` marks False are 0.0, as HF pads them. The channel of a byte is its
     axis -3 (``(..., 3, height, width)`` layouts), or, for 2-D patch rows ``(N, 3 * K)``, the
     third of the row it lies in; with ``channels_last`` (the processor config's: channel-last
-    patch rows, (y, x, c), as Gemma 4's, SigLIP 2's, LFM2-VL's and Molmo2's) its index along
-    the last axis modulo 3. A GPU does the same with one gather. DeepSeek-VL 7B's
+    patch rows, (y, x, c), as Gemma 4's, SigLIP 2's, LFM2-VL's, Molmo2's and Cosmos3 Edge's)
+    its index along the last axis modulo 3. A GPU does the same with one gather. DeepSeek-VL 7B's
     ``pixel_lut`` is (2, 3, 256): its first table for ``pixel_values``, its second for
     ``high_res_pixel_values``.
     """

@@ -584,8 +584,11 @@ class ModelConfig:
     tensor_dtypes: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # Whether dtype="uint8" (the pixels before rescaling and normalising, with pixel_lut) can
     # give the outputs: False where an image's output holds zeros written after normalising
-    # (canvases), which no byte maps to.
+    # (canvases), which no byte maps to; why not, for the refusal.
     raw_pixels: ClassVar[bool] = True
+    raw_pixels_refusal: ClassVar[str] = (
+        "it pads with values no byte maps to: zeros after normalising, or Inkling's -1"
+    )
     # Whether an image's outputs depend on the other images of its batch: finish_batch pads
     # every image to the batch's largest canvas (Pixtral, Idefics2, Emu3, BLIP's do_pad), or
     # an output sums up the batch (Aria's num_crops, its largest crop count). mmfast.ray runs
@@ -596,7 +599,7 @@ class ModelConfig:
     # promotion as it stacks them).
     float_padding: ClassVar[bool] = False
     # Whether pixel_values' rows are channel-last patches ((y, x, c): Gemma 4, SigLIP 2,
-    # LFM2-VL), which normalize_uint8 is told.
+    # LFM2-VL, Molmo2, Cosmos3 Edge), which normalize_uint8 is told.
     channels_last: ClassVar[bool] = False
     # The pixel outputs views write (View.output indexes them), filled by one native call
     # from the same tables, so a call's ``dtype`` applies to every one of them; their shapes
@@ -783,8 +786,11 @@ class VideoConfig:
     # As ModelConfig.skip_tensor_conversion.
     skip_tensor_conversion: ClassVar[tuple[str, ...]] = ()
     # Whether dtype="uint8" can give the outputs (False where zeros written after
-    # normalising pad them, which no byte maps to).
+    # normalising pad them, which no byte maps to), and why not.
     raw_pixels: ClassVar[bool] = True
+    raw_pixels_refusal: ClassVar[str] = (
+        "they are padded with zeros after normalising, which no byte maps to"
+    )
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """The frame indices the class's ``sample_frames`` keeps for a clip of ``metadata``

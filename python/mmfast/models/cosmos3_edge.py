@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import ClassVar
 
 from mmfast.errors import MmfastError, UnsupportedModelError
 from mmfast.models import registry
@@ -52,6 +53,9 @@ class Cosmos3EdgeConfig(Glm4vConfig):
     ``num_image_tokens`` is the count of ``<|image_pad|>`` tokens ``Cosmos3EdgeProcessor``
     inserts: ``image_grid_thw.prod() // merge_size**2``.
     """
+
+    # Its patch rows are (y, x, channel), images and videos alike.
+    channels_last: ClassVar[bool] = True
 
     def plan(self, height: int, width: int) -> ImagePlan:
         """Mirrors ``Cosmos3EdgeImageProcessor._preprocess``: Qwen-like geometry (GLM's

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -89,6 +89,13 @@ def smart_resize(height: int, width: int, patch_size: int, max_tokens: int) -> t
     return patches_height * patch_size, patches_width * patch_size
 
 
+# Why dtype="uint8" is refused: no rule of normalize_uint8 finds a byte's channel there.
+TIME_MAJOR: Final = (
+    "its patch rows are (time, channel, y, x), where pixel_lut's rule for a byte's channel "
+    "(normalize_uint8) does not apply"
+)
+
+
 @dataclass(frozen=True)
 class MuseGlimmerConfig(ModelConfig):
     """Settings of ``MuseGlimmerImageProcessor``.
@@ -116,6 +123,9 @@ class MuseGlimmerConfig(ModelConfig):
 
     # transformers has only the torchvision class, which every plan matches.
     backend: str = field(default="pil", kw_only=True)
+
+    raw_pixels: ClassVar[bool] = False
+    raw_pixels_refusal: ClassVar[str] = TIME_MAJOR
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """The resize target: :func:`smart_resize` on ``patch_size * merge_size`` squares;
@@ -292,6 +302,9 @@ class MuseGlimmerVideoConfig(VideoConfig):
     inserts: ``video_grid_thw.prod() // merge_size**2``, ``grid_h * grid_w // merge_size**2``
     after each temporal group's timestamp.
     """
+
+    raw_pixels: ClassVar[bool] = False
+    raw_pixels_refusal: ClassVar[str] = TIME_MAJOR
 
     model_id: str | None
     video_processor_type: str
