@@ -595,6 +595,21 @@ def test_box_and_hamming_are_refused_naming_resample(model_id: str) -> None:
         assert str(info.value).endswith(f"got {code}")
 
 
+@pytest.mark.parametrize(
+    ("model_id", "rate", "num_frames"),
+    [("Qwen/Qwen2-VL-7B-Instruct", 30.0, 62), ("allenai/Molmo2-8B", 1.0, 29)],
+)
+def test_sampling_past_an_array_clip_is_refused_naming_num_frames(
+    model_id: str, rate: float, num_frames: int
+) -> None:
+    """A sampler whose float step rounds up to one frame past a 100-frame clip (transformers
+    fails on its own indexing): an MmfastError naming num_frames, not numpy's IndexError."""
+    clip = np.zeros((100, 28, 28, 3), np.uint8)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id)
+    with pytest.raises(MmfastError, match=r"^num_frames, fps: .* takes frame 100 of"):
+        proc.videos(clip, video_fps=rate, do_sample_frames=True, num_frames=num_frames, fps=None)
+
+
 def test_ernie_timestamps_are_refused_naming_the_setting() -> None:
     """ERNIE-4.5-VL draws each frame's timestamp with its checkpoint's TrueType font by
     default: mmfast refuses that, naming draw_on_frames, and computes the clip without it."""

@@ -910,7 +910,18 @@ class ImageProcessor:
                     # The duration transformers' reader gives (GLM's samplers read it).
                     duration = None if rate is None else total / rate
                     metadata = VideoMetadata(total, rate, width, height, duration)
-                    clip_frames.append(clip[sampler(metadata)] if sample else clip)
+                    if not sample:
+                        clip_frames.append(clip)
+                        continue
+                    indices = np.asarray(sampler(metadata), np.int64)
+                    if indices.size and indices.max() >= total:
+                        # A float step rounded up (Qwen's linspace, Molmo2's arange); transformers
+                        # fails on its own indexing.
+                        raise MmfastError(
+                            f"num_frames, fps: {config.video_processor_type}'s sampling takes "
+                            f"frame {indices.max()} of a clip of {total} frames; ask for fewer"
+                        )
+                    clip_frames.append(clip[indices])
                 else:
                     frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
                     clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))
