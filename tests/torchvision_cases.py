@@ -517,6 +517,18 @@ VIDEO_CASES += [
     ]
 ]
 
+# A config's num_frames beside a call's fps and explicit num_frames=None: transformers'
+# sample_frames puts the instance's num_frames in after its check, and it wins over the fps
+# (mmfast refused the pair as both set).
+CONFIG_FRAMES = {"do_sample_frames": True, "fps": 1, "num_frames": None}
+VIDEO_CASES += [
+    VideoCase(KIMI, 40, 64, 90, 4.0, CONFIG_FRAMES, {"num_frames": 5}),
+    VideoCase(
+        VL3, 40, 64, 90, 4.0, CONFIG_FRAMES, {"use_token_compression": False, "num_frames": 5}
+    ),
+    VideoCase("MiniMaxAI/MiniMax-M3", 40, 64, 90, 4.0, CONFIG_FRAMES, {"num_frames": 5}),
+    VideoCase(ERNIE, 40, 64, 90, 4.0, CONFIG_FRAMES, {"draw_on_frames": False, "num_frames": 16}),
+]
 
 # What transformers' video classes raise for a clip they cannot process: ValueError; for a
 # clip GLM-5's sampler leaves no frame of (shorter than half a second), ZeroDivisionError in

@@ -480,12 +480,9 @@ class KimiK25VideoConfig(VideoConfig):
 
         if fps is not None and num_frames is not None:
             raise MmfastError("fps, num_frames: expected one of them, got both")
-        if num_frames is None:
-            num_frames, fps = self.num_frames, self.fps if fps is None else fps
-            if num_frames is not None and fps is not None:
-                raise MmfastError(
-                    "fps, num_frames: the config sets both, which transformers refuses"
-                )
+        # After its check, sample_frames puts the instance's values in for a call's None.
+        num_frames = self.num_frames if num_frames is None else num_frames
+        fps = self.fps if fps is None else fps
         indices: list[int] = default_sample_indices(metadata, num_frames, fps).tolist()
         return indices
 

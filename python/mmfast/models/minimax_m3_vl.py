@@ -199,12 +199,14 @@ class MiniMaxM3VLVideoConfig(VideoConfig):
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``BaseVideoProcessor.sample_frames`` with the class's ``fps``:
-        ``default_sample_indices_fn`` of ``fps`` frames a second.
+        ``default_sample_indices_fn`` of ``fps`` frames a second, or of the config's
+        ``num_frames`` where a call passed ``num_frames=None`` (``sample_frames`` puts the
+        instance's in after its check).
 
         transformers always passes the class's ``fps`` (its kwargs type refuses None), so a
-        ``num_frames`` of the call or the config meets it and ``sample_frames`` raises
-        (``num_frames`` and ``fps`` are mutually exclusive): so does this."""
-        num_frames = self.num_frames if num_frames is None else num_frames
+        ``num_frames`` of the call, or the config's where the call names none, meets it and
+        ``sample_frames`` raises (``num_frames`` and ``fps`` are mutually exclusive): so does
+        this."""
         if num_frames is not None:
             raise MmfastError(
                 f"num_frames: MiniMaxM3VLVideoProcessor samples by fps (its fps setting, "
@@ -216,7 +218,7 @@ class MiniMaxM3VLVideoConfig(VideoConfig):
         # (a module-level import fails when mmfast.video is the first import).
         from mmfast.video import default_sample_indices
 
-        return [int(i) for i in default_sample_indices(metadata, None, fps)]
+        return [int(i) for i in default_sample_indices(metadata, self.num_frames, fps)]
 
     def plan(self, frames: int, height: int, width: int) -> MiniMaxVideoPlan:
         """Mirrors ``MiniMaxM3VLVideoProcessor._preprocess`` for one clip: every frame resized

@@ -209,12 +209,9 @@ class VideoLlama3VideoConfig(VideoConfig):
         config's ``fps``."""
         if fps is not None and num_frames is not None:
             raise MmfastError("fps, num_frames: expected one of them, got both")
-        if num_frames is None:
-            num_frames, fps = self.num_frames, self.fps if fps is None else fps
-            if num_frames is not None and fps is not None:
-                raise MmfastError(
-                    "fps, num_frames: the config sets both, which transformers refuses"
-                )
+        # After its check, sample_frames puts the instance's values in for a call's None.
+        num_frames = self.num_frames if num_frames is None else num_frames
+        fps = self.fps if fps is None else fps
         t = self.temporal_patch_size
         total = int(metadata.total_num_frames)
         count: float
