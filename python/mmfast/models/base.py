@@ -797,6 +797,20 @@ class VideoConfig:
         (a :class:`~mmfast.video.VideoMetadata`), with a call's ``fps``/``num_frames``."""
         raise NotImplementedError
 
+    def sampling(
+        self, fps: float | None, num_frames: int | None
+    ) -> tuple[float | None, int | None]:
+        """How ``sample_frames`` starts in the classes that check its arguments: ``fps`` and
+        ``num_frames`` are mutually exclusive, and then the instance's value stands in for
+        a None (so a config's ``num_frames`` wins over a call's ``fps`` given beside a
+        ``num_frames=None``)."""
+        if fps is not None and num_frames is not None:
+            raise MmfastError("fps, num_frames: expected one of them, got both")
+        return (
+            getattr(self, "fps", None) if fps is None else fps,
+            getattr(self, "num_frames", None) if num_frames is None else num_frames,
+        )
+
     def plan(self, frames: int, height: int, width: int) -> VideoPlan:
         """What happens to a clip of ``frames`` sampled frames of ``height`` x ``width``."""
         raise NotImplementedError

@@ -203,11 +203,7 @@ class Ernie4_5_VLMoeVideoConfig(VideoConfig):
         count held to ``min_frames``..``max_frames`` and the clip's length; the indices are
         :func:`torch_arange_indices`. A call's ``num_frames`` replaces the config's ``fps``
         (transformers raises unless the call also passes ``fps=None``)."""
-        if fps is not None and num_frames is not None:
-            raise MmfastError("fps, num_frames: expected one of them, got both")
-        # After its check, sample_frames puts the instance's values in for a call's None.
-        num_frames = self.num_frames if num_frames is None else num_frames
-        fps = self.fps if fps is None else fps
+        fps, num_frames = self.sampling(fps, num_frames)
         total = int(metadata.total_num_frames)
         count: float
         if num_frames is not None:

@@ -478,11 +478,7 @@ class KimiK25VideoConfig(VideoConfig):
         call also passes ``fps=None``)."""
         from mmfast.video import default_sample_indices
 
-        if fps is not None and num_frames is not None:
-            raise MmfastError("fps, num_frames: expected one of them, got both")
-        # After its check, sample_frames puts the instance's values in for a call's None.
-        num_frames = self.num_frames if num_frames is None else num_frames
-        fps = self.fps if fps is None else fps
+        fps, num_frames = self.sampling(fps, num_frames)
         indices: list[int] = default_sample_indices(metadata, num_frames, fps).tolist()
         return indices
 

@@ -534,10 +534,7 @@ class Qwen2VLVideoConfig(VideoConfig):
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``Qwen2VLVideoProcessor.sample_frames``: the frame indices to keep."""
         total, video_fps = metadata.total_num_frames, metadata.fps
-        if fps is not None and num_frames is not None:
-            raise MmfastError("fps, num_frames: expected one of them, got both")
-        num_frames = self.num_frames if num_frames is None else num_frames
-        fps = self.fps if fps is None else fps
+        fps, num_frames = self.sampling(fps, num_frames)
         t = self.temporal_patch_size
         count: float | int | None = None
         if num_frames is not None:

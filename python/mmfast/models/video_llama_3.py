@@ -207,11 +207,7 @@ class VideoLlama3VideoConfig(VideoConfig):
         indices are :func:`~mmfast.models.ernie4_5_vl_moe.torch_arange_indices`. One of them is
         needed (transformers' ``TypeError`` otherwise). A call's ``num_frames`` replaces the
         config's ``fps``."""
-        if fps is not None and num_frames is not None:
-            raise MmfastError("fps, num_frames: expected one of them, got both")
-        # After its check, sample_frames puts the instance's values in for a call's None.
-        num_frames = self.num_frames if num_frames is None else num_frames
-        fps = self.fps if fps is None else fps
+        fps, num_frames = self.sampling(fps, num_frames)
         t = self.temporal_patch_size
         total = int(metadata.total_num_frames)
         count: float

@@ -215,10 +215,7 @@ class VideoLlavaVideoConfig(VideoConfig):
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
         """Mirrors ``BaseVideoProcessor.sample_frames`` and ``default_sample_indices_fn``."""
-        if fps is not None and num_frames is not None:
-            raise MmfastError("fps, num_frames: expected one of them, got both")
-        num_frames = self.num_frames if num_frames is None else num_frames
-        fps = self.fps if fps is None else fps
+        fps, num_frames = self.sampling(fps, num_frames)
         total = metadata.total_num_frames
         if num_frames is None and fps is not None:
             if metadata.fps is None:
