@@ -562,10 +562,9 @@ def _inputs(
     is read exactly as transformers reads it; mmfast then takes the uint8 RGB pixels. Paths,
     URLs and other dtypes run on transformers.
     """
-    structure = images if isinstance(images, (list, tuple)) else [images]
-    if not structure:
+    if isinstance(images, (list, tuple)) and not images:
         raise _Fallback("no images", "no images")
-    flat = [i for item in structure for i in (item if isinstance(item, (list, tuple)) else [item])]
+    flat = _flat(images)
     if any(isinstance(image, (str, os.PathLike, bytes)) for image in flat):
         raise _Fallback("paths or URLs", "paths, URLs or bytes (transformers loads them)")
     if kwargs.get("input_data_format") is None and all(map(_plain_image, flat)):
@@ -586,10 +585,7 @@ def _inputs(
     if counts is not None:  # LLaVA-OneVision: the flat images of each sample
         # As transformers flattens them: one list (or tuple) per prompt (its processor's and
         # chat templates' way), or one flat list.
-        items = prepared if isinstance(prepared, (list, tuple)) else [prepared]
-        flat_prepared = [
-            i for item in items for i in (item if isinstance(item, (list, tuple)) else [item])
-        ]
+        flat_prepared = _flat(prepared)
         if len(flat_prepared) != sum(counts):
             # A 4-D batch transformers counts as one image (and fails on): mmfast would
             # have kept the first image alone.
@@ -599,6 +595,12 @@ def _inputs(
         starts = [0, *itertools.accumulate(counts)]
         prepared = [flat_prepared[a:b] for a, b in itertools.pairwise(starts)]
     return prepared
+
+
+def _flat(images: Any) -> list[Any]:
+    """The images of a call: one image, a list (or tuple) of them, or of such lists."""
+    items = images if isinstance(images, (list, tuple)) else [images]
+    return [i for item in items for i in (item if isinstance(item, (list, tuple)) else [item])]
 
 
 def _plain_image(image: Any) -> bool:
