@@ -11,7 +11,9 @@ behaviours only a few inputs show.
 
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,6 +38,8 @@ from PIL import Image, ImageOps
 import mmfast
 import mmfast.hf
 import mmfast.image
+import mmfast.processors  # for the scan of caches, as mmfast.video below
+import mmfast.video
 from mmfast import MmfastError, models
 
 SHARED_IMAGES = sorted(p.name for p in (SHARED / "images").glob("*")) if SHARED.exists() else []
@@ -427,3 +431,33 @@ def test_size_keyed_caches_stay_bounded(model_id: str) -> None:
     for width in range(100, 3100):
         proc.plan(333, width)
     assert cached.cache_info().currsize <= 1024
+
+
+def test_setting_keyed_caches_stay_bounded() -> None:
+    """Every cache in the package that takes arguments is bounded, unless its keys are few by
+    nature. The tile-grid tables keyed by a call's tile settings (InternVL's min_patches and
+    max_patches, Llama 3.2 Vision's max_image_tiles, ...) were not: about 100 KB more for each
+    setting a server's requests passed through, never given back."""
+    few_keys = {
+        "mmfast.processors.has_pil_class",  # registered processor types
+        "mmfast.image._rgba_table",  # the two backends
+        "mmfast.hf._warn_once",  # messages about environment variables
+    }
+    cached = {
+        f"{module.__name__}.{name}": value
+        for module in list(sys.modules.values())
+        if module.__name__.startswith("mmfast")
+        for name, value in vars(module).items()
+        if hasattr(value, "cache_parameters") and value.__module__ == module.__name__
+    }
+    unbounded = {
+        name
+        for name, function in cached.items()
+        if function.cache_parameters()["maxsize"] is None and inspect.signature(function).parameters
+    }
+    assert "mmfast.models.got_ocr2.get_all_supported_aspect_ratios" in cached
+    assert unbounded == few_keys
+    proc = mmfast.ImageProcessor.from_pretrained("OpenGVLab/InternVL3-8B-hf")
+    for max_patches in range(20, 60):
+        proc(noise(64, 64, 0), crop_to_patches=True, max_patches=max_patches)
+    assert models.got_ocr2.get_all_supported_aspect_ratios.cache_info().currsize <= 16

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -38,7 +38,7 @@ from mmfast.models.pil_backend import PilBackendConfig, pil_backend_fields
 __all__ = ["Cohere2VisionConfig", "get_all_supported_aspect_ratios", "get_optimal_tiled_canvas"]
 
 
-@cache
+@lru_cache(maxsize=16)
 def get_all_supported_aspect_ratios(max_image_tiles: int) -> list[tuple[int, int]]:
     """Every (columns, rows) grid of at most ``max_image_tiles`` tiles, width-major.
 

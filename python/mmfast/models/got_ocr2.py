@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
@@ -49,7 +49,7 @@ IMAGENET_DEFAULT_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_DEFAULT_STD = (0.229, 0.224, 0.225)
 
 
-@cache
+@lru_cache(maxsize=16)
 def get_all_supported_aspect_ratios(min_tiles: int, max_tiles: int) -> list[tuple[int, int]]:
     """Every (columns, rows) grid of ``min_tiles`` to ``max_tiles`` tiles, by tile count.
 

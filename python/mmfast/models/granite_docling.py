@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -47,7 +47,7 @@ __all__ = [
 MAX_SIDE = 16
 
 
-@cache
+@lru_cache(maxsize=16)
 def get_all_supported_aspect_ratios(
     min_image_tiles: int, max_image_tiles: int
 ) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-@cache
+@lru_cache(maxsize=16)
 def get_all_supported_aspect_ratios(max_image_tiles: int) -> list[tuple[int, int]]:
     """Every grid of at most ``max_image_tiles`` tiles, first side major.
 

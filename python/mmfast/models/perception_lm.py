@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def find_supported_aspect_ratios(max_num_tiles: int) -> dict[float, list[tuple[int, int]]]:
     """Every (columns, rows) grid of at most ``max_num_tiles`` tiles, by its columns / rows,
     in first-seen order while counting tiles down.

@@ -56,7 +56,7 @@ GLOBAL_TOKENS = 256 + 1
 TRAILING_TOKENS = 16
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def target_ratios(max_num: int, min_num: int = 1) -> tuple[tuple[int, int], ...]:
     """``dynamic_preprocess``'s candidate grids (columns, rows), in its order: the set of
     every grid of ``min_num`` to ``max_num`` crops sorted by crop count (a stable sort of
