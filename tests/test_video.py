@@ -9,6 +9,7 @@ every bit), the same metadata, for every sampling.
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import threading
@@ -402,6 +403,35 @@ def test_bad_files_raise_naming_the_file(clips: dict[str, Path], tmp_path: Path)
         mmfast.load_video(tmp_path / "missing.mp4")
     with pytest.raises(MmfastError, match="does not fetch URLs"):
         mmfast.load_video("https://example.com/a.mp4")
+
+
+def test_a_deadline_leaves_a_video_call_as_it_is(
+    clips: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadline's TimeoutError (raised by its signal handler) while a clip opens is the
+    call's, as it is for images: it came out as VideoDecodeError, or from a path's check as
+    FileNotFoundError for a file that exists."""
+    path = clips[CLIPS[0].id]
+
+    class Late(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            raise TimeoutError("the request's deadline")
+
+    proc = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen2.5-VL-7B-Instruct")
+    for call in (lambda: mmfast.load_video(Late(), num_frames=2), lambda: proc.videos(Late())):
+        with pytest.raises(TimeoutError, match="deadline") as raised:
+            call()
+        assert not isinstance(raised.value, MmfastError)
+    stat = os.stat
+
+    def late_stat(name: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if isinstance(name, (str, os.PathLike)) and os.fspath(name) == str(path):
+            raise TimeoutError("the request's deadline")
+        return stat(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", late_stat)
+    with pytest.raises(TimeoutError, match="deadline"):
+        mmfast.load_video(path, num_frames=2)
 
 
 def test_oversized_frames_are_refused_before_decoding(clips: dict[str, Path]) -> None:

@@ -204,7 +204,7 @@ class _Reader:
             self.container = self.av.open(opened)
         except self.av.error.FFmpegError as exc:
             raise VideoDecodeError(f"{self.name}: cannot read the video: {exc}") from exc
-        except (IsADirectoryError, PermissionError, FileNotFoundError):
+        except (IsADirectoryError, PermissionError, FileNotFoundError, TimeoutError):
             raise
         except (OSError, ValueError) as exc:
             raise VideoDecodeError(f"{self.name}: cannot read the video: {exc}") from exc
@@ -495,8 +495,12 @@ def _describe(source: VideoSource) -> tuple[str, Any]:
                 f"video: expected bytes, a file path or a file object, got the URL {path[:80]!r}; "
                 "mmfast does not fetch URLs: download the video and pass its bytes"
             )
-        if not os.path.exists(path):
-            raise FileNotFoundError(2, "No such file or directory", shown_path(path))
+        try:
+            os.stat(path)
+        except TimeoutError:  # a deadline, not a missing file (os.path.exists reads it so)
+            raise
+        except (OSError, ValueError):
+            raise FileNotFoundError(2, "No such file or directory", shown_path(path)) from None
         return f"video ({shown_path(path)})", path
     if hasattr(source, "read"):
         return f"video ({getattr(source, 'name', 'file object')})", source
