@@ -17,6 +17,7 @@ not installed: SmolVLM-Instruct's Idefics3Processor covers the family.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import logging
@@ -928,6 +929,47 @@ def test_fallbacks_give_transformers_results(
     assert "running transformers' code" in caplog.text
     warned = [r for r in caplog.records if r.name == "mmfast.hf" and r.levelno >= logging.WARNING]
     assert not warned, caplog.text
+
+
+@pytest.mark.parametrize("model_id", [QWEN2, LLAVA])
+def test_replaced_methods_run_on_transformers(
+    model_id: str, tmp_path: Path, mmfast_calls: list[int]
+) -> None:
+    """A method replaced on the instance or on transformers' class (a user's monkeypatch) is
+    called, as transformers' code calls it: mmfast computed such calls with its own pipeline,
+    so a resize patched to mirror the image came back unmirrored."""
+    plain, backed = load_pair(transformers.AutoImageProcessor, write_checkpoint(tmp_path, model_id))
+    images = [pil(300, 410, 1)]
+    unpatched = plain(images, return_tensors="np")
+
+    def mirrored(out: Any) -> Any:
+        return out.flip(-1) if hasattr(out, "flip") else np.ascontiguousarray(out[..., ::-1])
+
+    for processor in (plain, backed):
+        resize = processor.resize
+        processor.resize = lambda *args, _resize=resize, **kwargs: mirrored(
+            _resize(*args, **kwargs)
+        )
+    want = plain(images, return_tensors="np")
+    assert not np.array_equal(want["pixel_values"], unpatched["pixel_values"])
+    assert_same(backed(images, return_tensors="np"), want)
+    del plain.resize, backed.resize
+    hf_class, resize = type(plain), type(plain).resize
+    own = vars(hf_class).get("resize")  # None where inherited (LLaVA's)
+    # A wrapper that keeps the name and module of transformers' method.
+    hf_class.resize = functools.wraps(resize)(
+        lambda *args, **kwargs: mirrored(resize(*args, **kwargs))
+    )
+    try:
+        assert_same(backed(images, return_tensors="np"), want)
+    finally:
+        if own is None:
+            del hf_class.resize
+        else:
+            hf_class.resize = own
+    assert mmfast_calls == []
+    assert_same(backed(images, return_tensors="np"), unpatched)
+    assert mmfast_calls == [1]
 
 
 def test_a_4d_batch_onevision_counts_as_one_image_runs_on_transformers(

@@ -492,6 +492,8 @@ def test_image_tensors_off_the_cpu(
     want = plain([chw], return_tensors="pt", device="cpu")
     backed = hf.wrap(transformers_auto().from_pretrained(tmp_path))
     prepare = backed._prepare_image_like_inputs
+    # The patch stands in for a GPU, not for a user's method: not a reason to fall back.
+    monkeypatch.setattr(hf, "_replaced", lambda processor: None)
     monkeypatch.setattr(
         backed,
         "_prepare_image_like_inputs",

@@ -20,7 +20,8 @@ Anything mmfast cannot reproduce exactly runs transformers' own code instead, so
 never differs from transformers': float inputs, paths and URLs, ``data_format`` other than
 channels-first, extra positional arguments or image-like inputs (segmentation maps, ...), a
 device other than the CPU (unless ``MMFAST_HF_CUDA=cpu``), a setting mmfast does not read for
-the class or one that is None where transformers and mmfast would not read it alike, any
+the class or one that is None where transformers and mmfast would not read it alike, a
+method replaced on the instance or its class (a monkeypatch, which transformers calls), any
 :class:`~mmfast.MmfastError` from building or running the processor (transformers then raises
 or returns what it would have) and any other error inside mmfast (logged at WARNING).
 :func:`stats` counts who computed each call, by class and reason; the ``mmfast.hf`` logger
@@ -149,6 +150,11 @@ def _new_lock() -> None:
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_new_lock)
 _classes: dict[type, type] = {}
+# A class's methods as they were when its backed class was made: (class, the size of its
+# __dict__, its methods by name), for each class the backed class is made of.
+_Methods = tuple[tuple[type, int, tuple[tuple[str, Any], ...]], ...]
+# Each backed class's methods as it was made, and the first made by a patch (see _replaced).
+_defined: dict[type, tuple[_Methods, str | None]] = {}
 # Calls served, by class and by who computed them (see stats()).
 _calls: Counter[tuple[str, str | None]] = Counter()
 # The from_dict classmethods install() replaced, by module, while installed.
@@ -262,13 +268,14 @@ class MmfastBacked:
     """Base of the classes :func:`backed_class` makes: ``isinstance(x, MmfastBacked)`` tells
     whether an image processor runs on mmfast. Not meant to be subclassed directly."""
 
-    # The transformers class this one extends.
+    # The transformers class this one extends, and the names of its methods.
     _mmfast_hf_class: ClassVar[type]
+    _mmfast_methods: ClassVar[frozenset[str]]
 
     def _preprocess_image_like_inputs(self, images: Any, *args: Any, **kwargs: Any) -> Any:
         """transformers' step after its argument handling: mmfast's outputs when they match
         transformers' exactly, else transformers' own code."""
-        out = _served(type(self).__name__, lambda: _run(self, images, args, kwargs))
+        out = _served(self, lambda: _run(self, images, args, kwargs))
         if out is None:
             return cast("Any", super())._preprocess_image_like_inputs(images, *args, **kwargs)
         return out
@@ -286,7 +293,7 @@ class MmfastBackedLegacy(MmfastBacked):
     def preprocess(self, images: Any, *args: Any, **kwargs: Any) -> Any:
         """mmfast's outputs when they match transformers' exactly, else the class's own
         ``preprocess``."""
-        out = _served(type(self).__name__, lambda: _run_legacy(self, images, args, kwargs))
+        out = _served(self, lambda: _run_legacy(self, images, args, kwargs))
         if out is None:
             return cast("Any", super()).preprocess(images, *args, **kwargs)
         return out
@@ -299,17 +306,22 @@ class MmfastBackedVideo(MmfastBacked):
         """transformers' step after it has sampled, decoded and prepared the clips (TCHW
         tensors) and resolved the settings: mmfast's outputs when they match transformers'
         exactly, else transformers' own code."""
-        out = _served(type(self).__name__, lambda: _run_video(self, videos, kwargs))
+        out = _served(self, lambda: _run_video(self, videos, kwargs))
         if out is None:
             return cast("Any", super())._preprocess(videos=videos, **kwargs)
         return out
 
 
-def _served(class_name: str, compute: Callable[[], Any]) -> Any:
+def _served(processor: MmfastBacked, compute: Callable[[], Any]) -> Any:
     """``compute()``, the call computed by mmfast, counted; None, counted with the reason,
-    when the call must run on transformers' code (a :class:`_Fallback`, or a bug in mmfast,
-    which is logged as a warning: transformers' result, not an error)."""
+    when the call must run on transformers' code (a :class:`_Fallback`, a method replaced
+    since transformers defined it, or a bug in mmfast, which is logged as a warning:
+    transformers' result, not an error)."""
+    class_name = type(processor).__name__
     try:
+        replaced = _replaced(processor)
+        if replaced is not None:
+            raise _Fallback("a replaced method", f"{replaced}, which mmfast would not call")
         out = compute()
     except _Fallback as reason:
         _count(class_name, reason.kind)
@@ -326,6 +338,75 @@ def _served(class_name: str, compute: Callable[[], Any]) -> Any:
         _count(class_name, None)
         return out
     return None
+
+
+def _is_method(value: Any) -> bool:
+    return callable(value) or isinstance(
+        value, (classmethod, staticmethod, property, functools.partialmethod)
+    )
+
+
+# Where a backed class's methods come from: transformers, mmfast, and torch's decorators over
+# transformers' methods (Llama 4's torch.compile'd rescale_and_normalize).
+_OWN_PACKAGES = ("transformers", "mmfast", "torch")
+# Classes whose methods load, save and describe a processor (install() replaces from_dict in
+# two of them), or sample and decode clips before the step mmfast computes: none is called
+# in that step.
+_UNCHECKED = frozenset({"ImageProcessingMixin", "VideoProcessorMixin", "PushToHubMixin", "object"})
+
+
+def _methods(backed: type) -> tuple[_Methods, str | None]:
+    """The methods of ``backed``'s classes, and the first of them whose code is not from
+    :data:`_OWN_PACKAGES` (a patch made before the class was backed), or None."""
+    roots = tuple(
+        os.path.dirname(module.__file__) + os.sep
+        for name in _OWN_PACKAGES
+        if (module := sys.modules.get(name)) is not None and module.__file__
+    )
+    defined = []
+    foreign = None
+    for cls in backed.__mro__:
+        if cls.__name__ in _UNCHECKED:
+            continue
+        methods = tuple((n, v) for n, v in vars(cls).items() if _is_method(v))
+        defined.append((cls, len(vars(cls)), methods))
+        for name, value in methods:
+            # What a wrapper or a static, class or partial method runs, and the file of its
+            # code (a functools.wraps wrapper keeps the module of the function it wraps).
+            for part in ("__func__", "fget", "func"):
+                value = getattr(value, part, value)
+            code = getattr(value, "__code__", None)
+            origin = code.co_filename if code is not None else str(getattr(value, "__module__", ""))
+            if foreign is None and not (
+                origin.startswith(roots) or origin.partition(".")[0] in _OWN_PACKAGES
+            ):
+                foreign = f"{cls.__qualname__}.{name} from {origin}"
+    return tuple(defined), foreign
+
+
+def _replaced(processor: MmfastBacked) -> str | None:
+    """The first of the processor's methods that is no longer transformers' (nor mmfast's):
+    one set on the instance, or on a class it is made of (a monkeypatch), or defined by a
+    subclass of the backed class, which transformers' code would call; None when there is
+    none."""
+    backed = type(processor)
+    methods = _defined.get(backed)
+    if methods is None:
+        return f"{backed.__qualname__}, a subclass of the backed class"
+    on_instance = backed._mmfast_methods.intersection(vars(processor))
+    if on_instance:
+        return f"{min(on_instance)} set on the instance"
+    defined, foreign = methods
+    for cls, size, kept in defined:
+        now = vars(cls)
+        for name, value in kept:
+            if now.get(name) is not value:
+                return f"{cls.__qualname__}.{name} replaced"
+        if len(now) != size:  # something added: a method, or a plain attribute
+            added = {n for n, v in now.items() if _is_method(v)} - {n for n, _ in kept}
+            if added:
+                return f"{cls.__qualname__}.{min(added)} added"
+    return foreign
 
 
 def _unpickle(hf_class: type) -> Any:
@@ -364,9 +445,16 @@ def backed_class(hf_class: type) -> type | None:
                     "__qualname__": hf_class.__qualname__,
                     "__doc__": f"transformers' {name}, with its outputs computed by mmfast.",
                     "_mmfast_hf_class": hf_class,
+                    "_mmfast_methods": frozenset(
+                        method
+                        for cls in hf_class.__mro__
+                        for method, value in vars(cls).items()
+                        if _is_method(value)
+                    ),
                 },
             )
             _classes[hf_class] = backed
+            _defined[backed] = _methods(backed)
     return backed
 
 
