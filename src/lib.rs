@@ -216,6 +216,13 @@ mod _native {
         })
     }
 
+    /// Resize as the Pillow of major version ``major`` does (mmfast.image passes the installed
+    /// one's at import): Pillow 13 changed the order of the two passes.
+    #[pyfunction]
+    fn follow_pillow(major: u32) {
+        crate::resize::follow_pillow(major);
+    }
+
     /// Let the pool of freed output and scratch buffers hold up to ``megabytes`` (0 keeps
     /// none), freeing what it holds past that.
     #[pyfunction]
@@ -1062,10 +1069,10 @@ mod _native {
 
     /// Resize an (H, W, 3) uint8 RGB image to ``size`` = (height, width).
     ///
-    /// ``kernel="pillow"``: bit-identical to ``PIL.Image.resize`` (Pillow 13) with the same
-    /// filter. ``"torch"`` / ``"torch-noaa"``: torchvision's ``resize`` of the uint8 CHW
-    /// tensor with the interpolation transformers maps the filter to, with or without
-    /// antialiasing. ``"torch-float"``: torchvision's ``resize`` of the image as float32
+    /// ``kernel="pillow"``: bit-identical to ``PIL.Image.resize`` with the same filter (of
+    /// Pillow 13, or of the Pillow ``follow_pillow`` names). ``"torch"`` / ``"torch-noaa"``:
+    /// torchvision's ``resize`` of the uint8 CHW tensor with the interpolation transformers
+    /// maps the filter to, with or without antialiasing. ``"torch-float"``: torchvision's ``resize`` of the image as float32
     /// without antialiasing, rounded half to even and clamped back (Molmo2's resize;
     /// nearest, bilinear or bicubic), ``"torch-float-1"`` the same as torch computes it on
     /// one thread. ``resample`` is a name ("nearest", "bilinear",

@@ -5,7 +5,8 @@
 //! The two passes are separable and the first one's output is clipped to `u8`,
 //! so their order matters: like Pillow 13, the horizontal pass runs first
 //! (over only the source rows the vertical pass will read) unless the height
-//! loses more than twice as many pixels as the width. A pass whose axis keeps
+//! loses more than twice as many pixels as the width; like Pillow 12 and older
+//! (see [`follow_pillow`]), it always runs first. A pass whose axis keeps
 //! its size is skipped. `Filter::Nearest` is not a convolution in Pillow: it
 //! follows the affine nearest-neighbour path (`ImagingScaleAffine`) instead.
 //!
@@ -14,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::alloc::{recycle, scratch, with_capacity, zeroed, Buffer};
@@ -882,12 +884,22 @@ fn convolve(
     )
 }
 
-/// Whether Pillow 13 runs the vertical pass first from `(h, w)` to `(h2, w2)`: when the
-/// height loses more than twice as many pixels as the width. The order changes the clipped
-/// intermediate and therefore the result.
+/// Whether resizes run their passes in Pillow 13's order (the default), else in the order
+/// of Pillow 12 and older (see [`vertical_first`]).
+static PILLOW_13_ORDER: AtomicBool = AtomicBool::new(true);
+
+/// Runs the passes in the order of the Pillow whose major version is `major`, so that
+/// resizes equal the installed Pillow's: it changed in Pillow 13.
+pub fn follow_pillow(major: u32) {
+    PILLOW_13_ORDER.store(major >= 13, Ordering::Relaxed);
+}
+
+/// Whether the vertical pass runs first from `(h, w)` to `(h2, w2)`: in Pillow 13, when the
+/// height loses more than twice as many pixels as the width; never in Pillow 12 and older.
+/// The order changes the clipped intermediate and therefore the result.
 fn vertical_first((h, w): (usize, usize), (h2, w2): (usize, usize)) -> bool {
     // With d = w - w2 (maybe negative), Pillow tests h - h2 > 2 * d in int.
-    h > h2 && (w2 >= w || (h - h2 - 1) / 2 >= w - w2)
+    PILLOW_13_ORDER.load(Ordering::Relaxed) && h > h2 && (w2 >= w || (h - h2 - 1) / 2 >= w - w2)
 }
 
 /// [`resize_source_part`]'s passes for `part` of a resize from `size` to `dst_size`, where

@@ -10,6 +10,7 @@ __all__ = [
     "area_mask",
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
+    "follow_pillow",
     "pad_and_normalize_to_tensor",
     "resize",
     "resize_float",
@@ -83,5 +84,6 @@ def run_batch(
     threads: int,
     pool_threads: int,
 ) -> NDArray[np.float32] | NDArray[np.uint16] | NDArray[np.uint8]: ...
+def follow_pillow(major: int) -> None: ...
 def set_buffer_pool(megabytes: int) -> None: ...
 def warmup(megabytes: int) -> None: ...

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
+import PIL
 from numpy.typing import NDArray
 from PIL import Image, ImageFile, UnidentifiedImageError
 from PIL.TiffImagePlugin import TiffImageFile
@@ -34,6 +35,10 @@ from PIL.WebPImagePlugin import WebPImageFile
 from mmfast import _native
 from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
 from mmfast.models.base import DEFAULT_MAX_PIXELS
+
+# Resizes equal the installed Pillow's, which transformers' PIL classes call: Pillow 13 changed
+# the order of a resize's two passes.
+_native.follow_pillow(int(PIL.__version__.split(".")[0]))
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
