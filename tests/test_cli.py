@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import same_bits
+from conftest import noise, same_bits
 from PIL import Image
 
 import mmfast
@@ -611,6 +611,23 @@ def test_preprocess_unreadable_image_leaves_no_output(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"mmfast preprocess: error: {bad}: not an image")
     assert not out_file.exists()
+
+
+def test_preprocess_out_must_name_a_file(tmp_path, monkeypatch, capsys):
+    """An empty --out failed after all the work on its temporary file, named in the parent
+    folder; a new folder's path ("new/", "new/.") wrote a file named "new" and said it wrote
+    the path given."""
+    image = tmp_path / "image.png"
+    Image.fromarray(noise(40, 50)).save(image)
+    monkeypatch.chdir(tmp_path)
+    for out in ("", "new/", "new/.", "image.png/."):
+        assert main(["preprocess", str(image), "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert (
+            err
+            == f"mmfast preprocess: error: --out: expected a file path (FILE.npz), got {out!r}\n"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["image.png"]
 
 
 def test_preprocess_failing_leaves_an_existing_out_as_it_was(tmp_path, capsys):

@@ -436,6 +436,12 @@ def _open_out(out: str) -> tuple[BinaryIO, str | None]:
     (None: ``out`` itself is written). A regular file (or a new one) is written beside itself
     and replaced whole, so a failed run leaves what was there; anything else (``/dev/null``,
     a pipe) is written in place and never removed."""
+    if not out or (
+        (out.endswith(("/", os.sep)) or os.path.basename(out) in (".", ".."))
+        and not os.path.exists(out)
+    ):
+        # Read as the folder it would be written beside, or as a file named without the slash.
+        raise MmfastError(f"--out: expected a file path (FILE.npz), got {out!r}")
     if os.path.exists(out) and not os.path.isfile(out):
         return open(out, "wb"), None
     target = os.path.realpath(out)
