@@ -839,6 +839,30 @@ def test_transparent_pil_l_and_rgb_match_hf(model_id: str, mode: str) -> None:
         assert_matches_hf(model_id, [image])
 
 
+MIXED_INPUTS = """
+import asyncio
+import numpy as np
+from PIL import Image
+import mmfast
+
+proc = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen2-VL-7B-Instruct")
+image, array = Image.open("photo.jpg"), np.zeros((300, 400, 3), np.uint8)
+proc(["photo.jpg", image, array], threads=4)
+proc([["photo.jpg", image], [array], []])
+asyncio.run(proc.acall([b"...", array]))
+"""
+
+
+def test_mixed_inputs_type_check(tmp_path: Path) -> None:
+    """The README's call on a path, a PIL image and an array type-checks: mypy --strict read
+    the list as list[object], which the annotation did not take."""
+    api = pytest.importorskip("mypy.api")
+    script = tmp_path / "mixed.py"
+    script.write_text(MIXED_INPUTS)
+    out, err, status = api.run(["--strict", "--cache-dir", str(tmp_path / "cache"), str(script)])
+    assert status == 0, out + err
+
+
 # --------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------

@@ -680,7 +680,7 @@ class ImageProcessor:
 
     def __call__(
         self,
-        images: ImageInput | Sequence[ImageInput] | Sequence[Sequence[ImageInput]],
+        images: ImageInput | Sequence[ImageInput | Sequence[ImageInput]],
         *,
         threads: int | None = None,
         dtype: Dtype | None = None,
@@ -794,7 +794,7 @@ class ImageProcessor:
 
     async def acall(
         self,
-        images: ImageInput | Sequence[ImageInput] | Sequence[Sequence[ImageInput]],
+        images: ImageInput | Sequence[ImageInput | Sequence[ImageInput]],
         *,
         threads: int | None = None,
         dtype: Dtype | None = None,
@@ -1051,7 +1051,7 @@ def _describe(value: object) -> str:
 
 
 def as_samples(
-    images: ImageInput | Sequence[ImageInput] | Sequence[Sequence[ImageInput]],
+    images: ImageInput | Sequence[ImageInput | Sequence[ImageInput]],
     flat_is_one_sample: bool,
 ) -> list[list[ImageInput]]:
     """The batch as samples (the images of one prompt each), as HF nests its input.
