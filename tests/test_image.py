@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import resource
 import struct
+import subprocess
+import sys
 import warnings
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -264,3 +266,12 @@ def test_eight_threads_match_serial_decodes():
     with ThreadPoolExecutor(8) as pool:
         concurrent = list(pool.map(decode_image, sources))
     assert all(np.array_equal(a, b) for a, b in zip(serial, concurrent, strict=True))
+
+
+def test_pillow_older_than_12_is_refused_at_import() -> None:
+    """Pillow 11.2 and 11.3, which the package once allowed, crash the interpreter in their
+    Arrow export of an L image made by Image.fromarray: mmfast refuses them at import."""
+    code = "import PIL.Image; PIL.__version__ = '11.3.0'; import mmfast.image"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "ImportError: mmfast needs Pillow 12 or newer, found Pillow 11.3.0" in result.stderr

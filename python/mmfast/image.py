@@ -36,9 +36,12 @@ from mmfast import _native
 from mmfast.errors import ImageDecodeError, ImageTooLargeError, MmfastError
 from mmfast.models.base import DEFAULT_MAX_PIXELS
 
+_PILLOW_MAJOR = int(PIL.__version__.split(".")[0])
+if _PILLOW_MAJOR < 12:  # Pillow 11's Arrow export of some L images crashes the interpreter
+    raise ImportError(f"mmfast needs Pillow 12 or newer, found Pillow {PIL.__version__}")
 # Resizes equal the installed Pillow's, which transformers' PIL classes call: Pillow 13 changed
 # the order of a resize's two passes.
-_native.follow_pillow(int(PIL.__version__.split(".")[0]))
+_native.follow_pillow(_PILLOW_MAJOR)
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
