@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,24 @@ def peak_rss_readable() -> None:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def deadline_at_stat(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """Makes ``os.stat`` of a path raise TimeoutError, as a deadline's signal handler does
+    when it fires there."""
+
+    def arm(path: Path) -> None:
+        stat = os.stat
+
+        def late_stat(name: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            if isinstance(name, (str, os.PathLike)) and os.fspath(name) == str(path):
+                raise TimeoutError("the request's deadline")
+            return stat(name, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", late_stat)
+
+    return arm
 
 
 def shared_path(*parts: str) -> Path:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import warnings
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -275,3 +276,17 @@ def test_pillow_older_than_12_is_refused_at_import() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 1
     assert "ImportError: mmfast needs Pillow 12 or newer, found Pillow 11.3.0" in result.stderr
+
+
+def test_a_deadline_leaves_an_image_call_as_it_is(
+    tmp_path: Path, deadline_at_stat: Callable[[Path], None]
+) -> None:
+    """A deadline's TimeoutError while a path's file is looked up is the call's: os.path's
+    checks of an empty file and of its size swallowed it, and the call ran on past it."""
+    path = tmp_path / "image.png"
+    Image.fromarray(np.zeros((40, 50, 3), np.uint8)).save(path)
+    deadline_at_stat(path)
+    proc = mmfast.ImageProcessor.from_pretrained("Qwen/Qwen2-VL-7B-Instruct")
+    for call in (lambda: decode_image(path), lambda: proc([path])):
+        with pytest.raises(TimeoutError, match="deadline"):
+            call()

@@ -9,7 +9,6 @@ every bit), the same metadata, for every sampling.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import threading
@@ -406,7 +405,7 @@ def test_bad_files_raise_naming_the_file(clips: dict[str, Path], tmp_path: Path)
 
 
 def test_a_deadline_leaves_a_video_call_as_it_is(
-    clips: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    clips: dict[str, Path], deadline_at_stat: Callable[[Path], None]
 ) -> None:
     """A deadline's TimeoutError (raised by its signal handler) while a clip opens is the
     call's, as it is for images: it came out as VideoDecodeError, or from a path's check as
@@ -422,14 +421,7 @@ def test_a_deadline_leaves_a_video_call_as_it_is(
         with pytest.raises(TimeoutError, match="deadline") as raised:
             call()
         assert not isinstance(raised.value, MmfastError)
-    stat = os.stat
-
-    def late_stat(name: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if isinstance(name, (str, os.PathLike)) and os.fspath(name) == str(path):
-            raise TimeoutError("the request's deadline")
-        return stat(name, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", late_stat)
+    deadline_at_stat(path)
     with pytest.raises(TimeoutError, match="deadline"):
         mmfast.load_video(path, num_frames=2)
 

@@ -20,6 +20,7 @@ import errno
 import functools
 import io
 import os
+import stat
 import threading
 import warnings
 from collections.abc import Iterator
@@ -54,6 +55,7 @@ __all__ = [
     "convert_to_rgb",
     "decode_image",
     "decode_source",
+    "file_status",
     "image_size",
     "pil_source",
     "pil_to_rgb",
@@ -100,6 +102,18 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     return f"{text[:SHOWN_PATH]}... ({len(text)} characters)"
 
 
+def file_status(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """``os.stat(path)``, or None where ``os.path.exists`` reads False; a deadline's
+    ``TimeoutError`` (raised by its signal handler meanwhile) passes, which ``os.path``'s
+    checks swallow as a missing file."""
+    try:
+        return os.stat(path)
+    except TimeoutError:
+        raise
+    except (OSError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """Pillow's size and corrupt-metadata warnings silenced, one caller at a time."""
@@ -127,7 +141,8 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
                 f"source: expected bytes or a file path, got the URL {what[:80]!r}; mmfast "
                 "does not fetch URLs: download the image and pass its bytes"
             )
-        if os.path.isfile(fp) and os.path.getsize(fp) == 0:
+        status = file_status(fp)
+        if status is not None and stat.S_ISREG(status.st_mode) and status.st_size == 0:
             raise ImageDecodeError(f"source: the file {what} is empty")
     else:
         raise MmfastError(

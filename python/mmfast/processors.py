@@ -40,6 +40,7 @@ from mmfast.image import (
     array_to_rgb,
     checkerboard_rgb,
     decode_source,
+    file_status,
     pil_source,
     plain_rgb_or_gray,
     rgb_or_gray,
@@ -420,10 +421,8 @@ def encoded_size(image: ImageInput) -> int:
     if isinstance(image, memoryview):
         return image.nbytes
     if isinstance(image, (str, os.PathLike)):
-        try:
-            return os.path.getsize(image)
-        except OSError:
-            return 0
+        status = file_status(image)
+        return 0 if status is None else status.st_size
     return 0
 
 

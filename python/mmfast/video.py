@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mmfast.errors import ImageTooLargeError, MmfastError, VideoDecodeError
-from mmfast.image import shown_path
+from mmfast.image import file_status, shown_path
 from mmfast.models.base import DEFAULT_MAX_PIXELS
 from mmfast.models.base_video import MAX_FRAMES
 from mmfast.models.config import is_finite_number
@@ -495,12 +495,8 @@ def _describe(source: VideoSource) -> tuple[str, Any]:
                 f"video: expected bytes, a file path or a file object, got the URL {path[:80]!r}; "
                 "mmfast does not fetch URLs: download the video and pass its bytes"
             )
-        try:
-            os.stat(path)
-        except TimeoutError:  # a deadline, not a missing file (os.path.exists reads it so)
-            raise
-        except (OSError, ValueError):
-            raise FileNotFoundError(2, "No such file or directory", shown_path(path)) from None
+        if file_status(path) is None:
+            raise FileNotFoundError(2, "No such file or directory", shown_path(path))
         return f"video ({shown_path(path)})", path
     if hasattr(source, "read"):
         return f"video ({getattr(source, 'name', 'file object')})", source
