@@ -153,8 +153,9 @@ _classes: dict[type, type] = {}
 # A class's methods as they were when its backed class was made: (class, the size of its
 # __dict__, its methods by name), for each class the backed class is made of.
 _Methods = tuple[tuple[type, int, tuple[tuple[str, Any], ...]], ...]
-# Each backed class's methods as it was made, and the first made by a patch (see _replaced).
-_defined: dict[type, tuple[_Methods, str | None]] = {}
+# Each backed class's methods as it was made, their names, and the first made by a patch
+# (see _replaced).
+_defined: dict[type, tuple[_Methods, frozenset[str], str | None]] = {}
 # Calls served, by class and by who computed them (see stats()).
 _calls: Counter[tuple[str, str | None]] = Counter()
 # The from_dict classmethods install() replaced, by module, while installed.
@@ -268,9 +269,8 @@ class MmfastBacked:
     """Base of the classes :func:`backed_class` makes: ``isinstance(x, MmfastBacked)`` tells
     whether an image processor runs on mmfast. Not meant to be subclassed directly."""
 
-    # The transformers class this one extends, and the names of its methods.
+    # The transformers class this one extends.
     _mmfast_hf_class: ClassVar[type]
-    _mmfast_methods: ClassVar[frozenset[str]]
 
     def _preprocess_image_like_inputs(self, images: Any, *args: Any, **kwargs: Any) -> Any:
         """transformers' step after its argument handling: mmfast's outputs when they match
@@ -355,9 +355,9 @@ _OWN_PACKAGES = ("transformers", "mmfast", "torch")
 _UNCHECKED = frozenset({"ImageProcessingMixin", "VideoProcessorMixin", "PushToHubMixin", "object"})
 
 
-def _methods(backed: type) -> tuple[_Methods, str | None]:
-    """The methods of ``backed``'s classes, and the first of them whose code is not from
-    :data:`_OWN_PACKAGES` (a patch made before the class was backed), or None."""
+def _methods(backed: type) -> tuple[_Methods, frozenset[str], str | None]:
+    """The methods of ``backed``'s classes, their names, and the first of them whose code is
+    not from :data:`_OWN_PACKAGES` (a patch made before the class was backed), or None."""
     roots = tuple(
         os.path.dirname(module.__file__) + os.sep
         for name in _OWN_PACKAGES
@@ -381,7 +381,8 @@ def _methods(backed: type) -> tuple[_Methods, str | None]:
                 origin.startswith(roots) or origin.partition(".")[0] in _OWN_PACKAGES
             ):
                 foreign = f"{cls.__qualname__}.{name} from {origin}"
-    return tuple(defined), foreign
+    names = frozenset(name for _, _, methods in defined for name, _ in methods)
+    return tuple(defined), names, foreign
 
 
 def _replaced(processor: MmfastBacked) -> str | None:
@@ -393,10 +394,10 @@ def _replaced(processor: MmfastBacked) -> str | None:
     methods = _defined.get(backed)
     if methods is None:
         return f"{backed.__qualname__}, a subclass of the backed class"
-    on_instance = backed._mmfast_methods.intersection(vars(processor))
+    defined, names, foreign = methods
+    on_instance = names.intersection(vars(processor))
     if on_instance:
         return f"{min(on_instance)} set on the instance"
-    defined, foreign = methods
     for cls, size, kept in defined:
         now = vars(cls)
         for name, value in kept:
@@ -445,12 +446,6 @@ def backed_class(hf_class: type) -> type | None:
                     "__qualname__": hf_class.__qualname__,
                     "__doc__": f"transformers' {name}, with its outputs computed by mmfast.",
                     "_mmfast_hf_class": hf_class,
-                    "_mmfast_methods": frozenset(
-                        method
-                        for cls in hf_class.__mro__
-                        for method, value in vars(cls).items()
-                        if _is_method(value)
-                    ),
                 },
             )
             _classes[hf_class] = backed
