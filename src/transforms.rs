@@ -784,7 +784,7 @@ impl Patches {
 /// (channel, time, y, x): time slot `i` reads `frames[i]`, or the one frame of a still
 /// image, repeated `temporal_patch_size` times. This is HF's `patchify` reshape/transpose,
 /// without the intermediate CHW tensor (only one band of `patch_size * merge_size`
-/// normalised rows per frame is held at a time).
+/// normalised rows per frame, or a part of its columns, is held at a time).
 ///
 /// # Errors
 /// Sides that are not multiples of `patch_size * merge_size`, a frame count other than 1 or
@@ -835,6 +835,7 @@ pub fn normalize_to_patches<T: bytemuck::Pod + Send + Sync>(
         direct,
         |f, rows, cols, r, g, b| {
             if cols.len() == w {
+                // Whole rows, back to back: one run.
                 let (start, end) = (rows.start * w * 3, rows.end * w * 3);
                 return norm.run(&frames[f][start..end], r, g, b);
             }
@@ -895,7 +896,8 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
     let direct = ((ih, iw) == (h, w)).then_some(&frames[..]);
     let channels = src.channels();
     patches_by_band(1, (h, w), patches, norm, dst, direct, |_, rows, cols, r, g, b| {
-        if iw == cols.len() && inside.contains(&rows.start) && rows.end <= inside.end {
+        // Columns that are the image's whole rows, in rows back to back: one run.
+        if cols == (left..left + iw) && inside.contains(&rows.start) && rows.end <= inside.end {
             if let Some(run) = src.run_of(rows.start - top..rows.end - top) {
                 norm.run_pixels(run, channels, r, g, b);
                 return;
@@ -987,6 +989,7 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
             unsafe { stream_rows(bands, frames, lookup, gw, patches, out) };
             return;
         }
+        // Room for the widest part, the first.
         let mut planes = vec![norm.black()[0]; frames * 3 * unit * parts[0].len()];
         // Normalises columns `cols` of band `bh` into the planes: how many values they take.
         let fill_part = |bh: usize, cols: &Range<usize>, planes: &mut [T]| {
@@ -1041,9 +1044,11 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
 }
 
 /// How [`patches_by_band`] splits a band `w` pixels wide into parts of whole merge groups
-/// (`unit` pixels wide), for `bytes` bytes a value of all frames: a band whose planar scratch
-/// fits a core's own cache (within [`WHOLE_BAND_BYTES`]) is one part, a wider one parts of
-/// nearly equal width whose scratch fits within [`PART_BYTES`].
+/// (`unit` pixels wide), for `bytes` bytes of planes per pixel of each plane (the element's
+/// size times the frames): a band whose planar scratch fits a core's own cache (within
+/// [`WHOLE_BAND_BYTES`]) is one part; a wider one, parts of the most merge groups whose
+/// scratch fits within [`PART_BYTES`] (at least one), the last part the rest. The first
+/// part is the widest, which the caller's scratch is sized for.
 ///
 /// The planes of a whole band of a wide image, normalised and then gathered, left the core's
 /// cache between the two; a part's stay in it. On a 2-vCPU Zen 4 EPYC (1 MB of L2 a core),
@@ -1054,12 +1059,11 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
 /// 1.84 -> 1.67 ms. Narrower bands lost a little split: 0.85 -> 0.89 ms at 924x700
 /// (310 KB), 0.405 -> 0.415 ms at 644x476 (216 KB), so they stay whole.
 fn band_parts(w: usize, unit: usize, bytes: usize) -> Vec<Range<usize>> {
-    let column = 3 * unit * unit * bytes;
-    let per = if w / unit * column <= WHOLE_BAND_BYTES {
+    let (groups, group_bytes) = (w / unit, 3 * unit * unit * bytes);
+    let per = if groups * group_bytes <= WHOLE_BAND_BYTES {
         w
     } else {
-        let parts = (w / unit).div_ceil((PART_BYTES / column).max(1));
-        (w / unit).div_ceil(parts) * unit
+        (PART_BYTES / group_bytes).max(1) * unit
     };
     (0..w).step_by(per).map(|x| x..(x + per).min(w)).collect()
 }
@@ -1630,9 +1634,11 @@ mod tests {
 
     #[test]
     fn wide_bands_split_into_parts_are_unchanged() {
-        // Bands wide enough to be normalised a part of their columns at a time: parts wholly
-        // in a margin, across an edge of the image and wholly inside it; one frame and two;
-        // outputs written with ordinary stores (28 rows) and streamed (56 rows).
+        // Bands wide enough to be normalised a part of their columns at a time (parts of 168
+        // columns here): parts wholly in a margin, across an edge of the image, inside it, and
+        // exactly its columns (an image one part wide); one frame and two; RGB, RGBX and
+        // grayscale pixels, packed and row by row; outputs written with ordinary stores
+        // (28 rows) and streamed (56 rows).
         let norm = &Normalize::new([0.48, 0.46, 0.41], [0.27, 0.26, 0.28], 1.0 / 255.0).unwrap();
         for time_major in [false, true] {
             let p = Patches {
@@ -1643,7 +1649,7 @@ mod tests {
             };
             for (h, w) in [(28, 1232), (56, 1288)] {
                 let parts = band_parts(w, 28, 4);
-                assert!(parts.len() > 2, "{w}: {parts:?}");
+                assert!(parts.len() > 2 && parts[0].len() == 168, "{w}: {parts:?}");
                 assert!(parts
                     .windows(2)
                     .all(|p| p[0].end == p[1].start && p[0].len() % 28 == 0));
@@ -1658,26 +1664,37 @@ mod tests {
                     normalize_to_patches(refs, (h, w), p, norm, &mut got).unwrap();
                     assert!(got == want, "{p:?} {h}x{w}, {} frames", refs.len());
                 }
-                let (ih, iw) = (h - 14, 500);
-                let image = pattern(ih * iw * 3);
-                let rgbx: Vec<u8> = image
-                    .chunks_exact(3)
-                    .flat_map(|px| [px[0], px[1], px[2], 9])
-                    .collect();
-                for left in [0, 190, w - iw] {
-                    let pad = Pad {
-                        size: (h, w),
-                        at: (3, left),
-                        fill: [7, 200, 33],
-                    };
-                    let mut pasted = vec![0u8; h * w * 3];
-                    let packed = Source::packed(&image, 3, (ih, iw)).unwrap();
-                    pad_rgb(packed, (h, w), pad.at, pad.fill, &mut pasted).unwrap();
-                    let want = naive_patches(&[&pasted], (h, w), p, norm);
-                    for source in [packed, Source::packed(&rgbx, 4, (ih, iw)).unwrap()] {
-                        let mut got = vec![f32::NAN; want.len()];
-                        normalize_source_to_patches(source, Some(pad), p, norm, &mut got).unwrap();
-                        assert!(got == want, "{p:?} {h}x{w}, image at {left}");
+                for (ih, iw) in [(h - 14, 500), (h, 168)] {
+                    let image = pattern(ih * iw * 3);
+                    let rgbx: Vec<u8> = image
+                        .chunks_exact(3)
+                        .flat_map(|px| [px[0], px[1], px[2], 9])
+                        .collect();
+                    let gray: Vec<u8> = image.iter().step_by(3).copied().collect();
+                    let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v; 3]).collect();
+                    for left in [0, 28, 168, 190, w - iw] {
+                        let pad = Pad {
+                            size: (h, w),
+                            at: (h - ih, left),
+                            fill: [7, 200, 33],
+                        };
+                        for (pixels, c, rgb) in
+                            [(&image, 3, &image), (&rgbx, 4, &image), (&gray, 1, &gray_rgb)]
+                        {
+                            let mut pasted = vec![0u8; h * w * 3];
+                            let packed = Source::packed(rgb, 3, (ih, iw)).unwrap();
+                            pad_rgb(packed, (h, w), pad.at, pad.fill, &mut pasted).unwrap();
+                            let want = naive_patches(&[&pasted], (h, w), p, norm);
+                            let rows: Vec<&[u8]> = pixels.chunks_exact(iw * c).collect();
+                            for source in [
+                                Source::packed(pixels, c, (ih, iw)).unwrap(),
+                                Source::rows(&rows, c, (ih, iw)).unwrap(),
+                            ] {
+                                let mut got = vec![f32::NAN; want.len()];
+                                normalize_source_to_patches(source, Some(pad), p, norm, &mut got).unwrap();
+                                assert!(got == want, "{p:?} {h}x{w}, {ih}x{iw} at {left}, c={c}");
+                            }
+                        }
                     }
                 }
             }
