@@ -1576,12 +1576,7 @@ mod tests {
         let norm = &Normalize::new([0.48, 0.46, 0.41], [0.27, 0.26, 0.28], 1.0 / 255.0).unwrap();
         let (h, w) = (56, 84);
         let src = pattern(h * w * 3);
-        let rgbx: Vec<u8> = src
-            .chunks_exact(3)
-            .flat_map(|px| [px[0], px[1], px[2], 9])
-            .collect();
-        let gray: Vec<u8> = src.iter().step_by(3).copied().collect();
-        let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v; 3]).collect();
+        let (rgbx, gray, gray_rgb) = rgbx_and_gray(&src);
         for p in [
             Patches {
                 patch_size: 14,
@@ -1667,12 +1662,7 @@ mod tests {
                 }
                 for (ih, iw) in [(h - 14, 500), (h, 168)] {
                     let image = pattern(ih * iw * 3);
-                    let rgbx: Vec<u8> = image
-                        .chunks_exact(3)
-                        .flat_map(|px| [px[0], px[1], px[2], 9])
-                        .collect();
-                    let gray: Vec<u8> = image.iter().step_by(3).copied().collect();
-                    let gray_rgb: Vec<u8> = gray.iter().flat_map(|&v| [v; 3]).collect();
+                    let (rgbx, gray, gray_rgb) = rgbx_and_gray(&image);
                     for left in [0, 28, 168, 190, w - iw] {
                         let pad = Pad {
                             size: (h, w),
@@ -1700,6 +1690,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// RGB pixels as Pillow's RGBX (the fourth byte 9), their red bytes as grayscale, and that
+    /// grayscale as RGB.
+    fn rgbx_and_gray(rgb: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let rgbx = rgb
+            .chunks_exact(3)
+            .flat_map(|px| [px[0], px[1], px[2], 9])
+            .collect();
+        let gray: Vec<u8> = rgb.iter().step_by(3).copied().collect();
+        let gray_rgb = gray.iter().flat_map(|&v| [v; 3]).collect();
+        (rgbx, gray, gray_rgb)
     }
 
     /// HF's patchify index arithmetic, written out per element.
