@@ -2351,13 +2351,14 @@ mod avx512 {
     use std::arch::x86_64::{
         __m128i, __m512i, _mm256_mask_storeu_epi8, _mm512_add_epi32, _mm512_broadcast_i32x4,
         _mm512_castsi128_si512, _mm512_castsi512_si256, _mm512_dpwssd_epi32, _mm512_inserti32x4,
-        _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_permutexvar_epi8, _mm512_mask_storeu_epi8,
-        _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8, _mm512_movepi8_mask, _mm512_or_si512,
-        _mm512_packs_epi32, _mm512_packus_epi16, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8,
-        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32,
-        _mm512_storeu_si512, _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32,
-        _mm512_unpacklo_epi64, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch,
-        _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0, _MM_HINT_T1,
+        _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_blend_epi8, _mm512_mask_permutexvar_epi8,
+        _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_maskz_permutex2var_epi8,
+        _mm512_movepi8_mask, _mm512_or_si512, _mm512_packs_epi32, _mm512_packus_epi16,
+        _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_setzero_si512,
+        _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sra_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi32,
+        _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64, _mm_cvtsi32_si128,
+        _mm_loadu_si128, _mm_maskz_loadu_epi8, _mm_prefetch, _mm_setr_epi16, _mm_setr_epi8, _MM_HINT_T0,
+        _MM_HINT_T1,
     };
     use std::ops::Range;
 
@@ -2533,15 +2534,23 @@ mod avx512 {
     /// sums of one channel for two taps, and a block takes three byte permutes (one per
     /// channel) per two taps, where [`Horizontal`]'s four-output blocks take two per four
     /// taps and four outputs. For tables of at most ten taps whose sixteen windows of
-    /// every block lie within 192 bytes (bilinear scales down to about 1/2.7 on RGBX rows,
-    /// 1/3.7 on RGB), for that pixel size. A table whose windows all lie within 128 bytes
+    /// every block lie within 256 bytes (bilinear scales down to about 1/3.7 on RGBX rows,
+    /// 1/4.5 on RGB), for that pixel size. A table whose windows all lie within 128 bytes
     /// takes one two-source permute per channel and pair; a wider table takes, in every
-    /// block, a second, one-source, for the bytes past 128. On a 2-vCPU Zen 4 EPYC, where
+    /// block, a second for the bytes past 128: one-source within 192 bytes, else
+    /// two-source and a blend. On a 2-vCPU Zen 4 EPYC, where
     /// the four-output blocks (or, for nine and ten taps, eight taps a lane) ran before:
     /// the horizontal pass of a 4032x3024 image to 1344 wide took 6.5 -> 4.2 ms with
     /// torch's bilinear taps and 8.3 -> 4.9 ms with Pillow's, to 1800 wide 10.2 -> 7.1 ms
     /// (torch's bicubic) and 13.1 -> 8.7 ms (Pillow's); Llama 4's torchvision call on a
-    /// 12 MP image 14.7 -> 12.4 ms.
+    /// 12 MP image 14.7 -> 12.4 ms. Windows of 256 bytes rather than 192 (3-round A/B, same
+    /// machine): Llama 3.2 Vision's 12 MP PIL image (bilinear to 1120 wide, RGBX windows up
+    /// to 252 bytes, read in place instead of packed to RGB) took 7.2-7.6 -> 6.4-6.5 ms
+    /// through its Pillow-backend processor and 6.0-6.4 -> 5.3-5.5 ms through its
+    /// torchvision one; Gemma 3's 12 MP array (bilinear to 896 wide, RGB windows up to 232
+    /// bytes, no longer eight taps a lane) 7.9 -> 5.7 ms and its PIL image (packed) 8.3 ->
+    /// 6.9 ms; Fuyu's 12 MP PIL image (to 1440 wide, read in place at 256 bytes instead of
+    /// packed at 192) lost 2-3%, 7.7 -> 7.9 ms.
     pub(super) struct Planar {
         /// Tap pairs per output (the most any output has; the rest zero).
         pairs: usize,
@@ -2549,12 +2558,12 @@ mod avx512 {
         starts: Vec<usize>,
         /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart),
         /// per block, per channel, per pair: the byte permute that takes each output's two
-        /// tap bytes from the 192 bytes at the block's first tap into its lane's 16-bit
-        /// halves (zero taps past a window read byte 0); an index with bit 7 set reads byte
-        /// 128 plus its low six bits.
+        /// tap bytes from the 256 bytes at the block's first tap into its lane's 16-bit
+        /// halves (zero taps past a window read byte 0): each index is a byte's offset.
         permutes: [Option<Vec<__m512i>>; 2],
-        /// For 3- and 4-byte pixels, whether some permute reads past byte 128.
-        wide: [bool; 2],
+        /// For 3- and 4-byte pixels, the 64-byte vectors past the first two that some
+        /// permute reads a byte of: 0, 1 or 2.
+        far: [usize; 2],
         /// Per block, per pair: each output's taps as the pair `madd` multiplies; split
         /// tables hold the high halves, then the low halves.
         taps: Vec<__m512i>,
@@ -2600,7 +2609,7 @@ mod avx512 {
                     }
                 }
             }
-            let mut wide = [false; 2];
+            let mut far = [0; 2];
             let permutes = [3, 4].map(|c| {
                 let mut permutes = Vec::with_capacity(blocks * 3 * pairs);
                 for (b, &first) in starts.iter().enumerate() {
@@ -2612,15 +2621,8 @@ mod avx512 {
                                 for t in 0..2 {
                                     if 2 * p + t < k.len() {
                                         let at = (start + 2 * p + t - first) * c + channel;
-                                        index[4 * j + 2 * t] = match at {
-                                            0..128 => at as u8,
-                                            // Bit 7 marks a byte of the third 64.
-                                            128..192 => {
-                                                wide[c - 3] = true;
-                                                0x80 | (at - 128) as u8
-                                            }
-                                            _ => return None,
-                                        };
+                                        index[4 * j + 2 * t] = u8::try_from(at).ok()?;
+                                        far[c - 3] = far[c - 3].max((at / 64).saturating_sub(1));
                                     }
                                 }
                             }
@@ -2635,7 +2637,7 @@ mod avx512 {
                 pairs,
                 starts,
                 permutes,
-                wide,
+                far,
                 taps,
             })
         }
@@ -3082,29 +3084,47 @@ mod avx512 {
         ) {
             // SAFETY (all arms): the caller guarantees the CPU features.
             unsafe {
-                match (planar.pairs, planar.wide[C - 3]) {
-                    (1, false) => self.planar::<1, C, SPLIT, false>(planar, permutes, src, rows, out),
-                    (2, false) => self.planar::<2, C, SPLIT, false>(planar, permutes, src, rows, out),
-                    (3, false) => self.planar::<3, C, SPLIT, false>(planar, permutes, src, rows, out),
-                    (4, false) => self.planar::<4, C, SPLIT, false>(planar, permutes, src, rows, out),
-                    (_, false) => self.planar::<5, C, SPLIT, false>(planar, permutes, src, rows, out),
-                    (1, true) => self.planar::<1, C, SPLIT, true>(planar, permutes, src, rows, out),
-                    (2, true) => self.planar::<2, C, SPLIT, true>(planar, permutes, src, rows, out),
-                    (3, true) => self.planar::<3, C, SPLIT, true>(planar, permutes, src, rows, out),
-                    (4, true) => self.planar::<4, C, SPLIT, true>(planar, permutes, src, rows, out),
-                    (_, true) => self.planar::<5, C, SPLIT, true>(planar, permutes, src, rows, out),
+                match planar.far[C - 3] {
+                    0 => self.planar_p::<C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    1 => self.planar_p::<C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    _ => self.planar_p::<C, SPLIT, 2>(planar, permutes, src, rows, out),
+                }
+            }
+        }
+
+        /// [`Horizontal::planar_n`] with its tap pairs unrolled.
+        ///
+        /// # Safety
+        /// As [`Horizontal::run`].
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
+        unsafe fn planar_p<const C: usize, const SPLIT: bool, const FAR: usize>(
+            &self,
+            planar: &Planar,
+            permutes: &[__m512i],
+            src: &Source<'_>,
+            rows: Range<usize>,
+            out: &mut [u8],
+        ) {
+            // SAFETY (all arms): the caller guarantees the CPU features.
+            unsafe {
+                match planar.pairs {
+                    1 => self.planar::<1, C, SPLIT, FAR>(planar, permutes, src, rows, out),
+                    2 => self.planar::<2, C, SPLIT, FAR>(planar, permutes, src, rows, out),
+                    3 => self.planar::<3, C, SPLIT, FAR>(planar, permutes, src, rows, out),
+                    4 => self.planar::<4, C, SPLIT, FAR>(planar, permutes, src, rows, out),
+                    _ => self.planar::<5, C, SPLIT, FAR>(planar, permutes, src, rows, out),
                 }
             }
         }
 
         /// [`Horizontal::run`] with [`Planar`]'s blocks: `P` tap pairs, taps split when
         /// `SPLIT`, `permutes` those of `C`-byte pixels (RGBX rows packed to RGB first when
-        /// `C` is 3), reading 192 bytes a block when `WIDE`, else 128.
+        /// `C` is 3), reading `FAR` vectors of 64 bytes a block past the first two.
         ///
         /// # Safety
         /// As [`Horizontal::run`].
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
-        unsafe fn planar<const P: usize, const C: usize, const SPLIT: bool, const WIDE: bool>(
+        unsafe fn planar<const P: usize, const C: usize, const SPLIT: bool, const FAR: usize>(
             &self,
             planar: &Planar,
             permutes: &[__m512i],
@@ -3129,8 +3149,14 @@ mod avx512 {
                     // `run`.
                     let (v, w) = unsafe { (load64(run, at), load64(run, at + 64)) };
                     // SAFETY: as above.
-                    let x = if WIDE {
+                    let x = if FAR > 0 {
                         unsafe { load64(run, at + 128) }
+                    } else {
+                        zero
+                    };
+                    // SAFETY: as above.
+                    let z = if FAR > 1 {
+                        unsafe { load64(run, at + 192) }
                     } else {
                         zero
                     };
@@ -3141,12 +3167,23 @@ mod avx512 {
                         let mut lo = zero;
                         for p in 0..P {
                             let index = permutes[channel * P + p];
-                            let pairs = if WIDE {
-                                let far = _mm512_movepi8_mask(index);
-                                let near = _mm512_maskz_permutex2var_epi8(BYTE_PAIRS & !far, v, index, w);
-                                _mm512_mask_permutexvar_epi8(near, far, index, x)
-                            } else {
-                                _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, index, w)
+                            // An index past 127 (bit 7 set; only in pair slots) reads a byte
+                            // of `x` by its low six bits (one vector past the first two), or
+                            // of `x` and `z` by its low seven (two).
+                            let far = _mm512_movepi8_mask(index);
+                            let pairs = match FAR {
+                                0 => _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, index, w),
+                                1 => _mm512_mask_permutexvar_epi8(
+                                    _mm512_maskz_permutex2var_epi8(BYTE_PAIRS & !far, v, index, w),
+                                    far,
+                                    index,
+                                    x,
+                                ),
+                                _ => _mm512_mask_blend_epi8(
+                                    far,
+                                    _mm512_maskz_permutex2var_epi8(BYTE_PAIRS, v, index, w),
+                                    _mm512_permutex2var_epi8(x, index, z),
+                                ),
                             };
                             hi = _mm512_add_epi32(hi, _mm512_madd_epi16(pairs, taps[p * parts]));
                             if SPLIT {
@@ -3757,8 +3794,13 @@ pub(crate) mod tests {
             // One case in eight narrows rows of hundreds of pixels about elevenfold: windows
             // near enough for one vector as RGB but not as RGBX (packed a row at a time).
             // Another twelvefold: RGB windows too far apart for one vector at the fewest
-            // groups of taps, near enough at more groups of fewer taps.
+            // groups of taps, near enough at more groups of fewer taps. Another three and a
+            // half fold: sixteen bilinear windows of RGBX reach past 192 bytes.
             let (w, w2) = match case % 8 {
+                2 => {
+                    let w = 300 + rng.below(300);
+                    (w, w * 2 / 7)
+                }
                 3 => {
                     let w = 300 + rng.below(300);
                     (w, w / 11)
