@@ -2328,6 +2328,17 @@ mod avx2 {
     const WIDE_BYTES: usize = 8 << 20;
 }
 
+/// Test only: the (pixel bytes, tap pairs, split, far vectors) with which the AVX-512
+/// horizontal pass of `coeffs` takes its planar blocks on `channels`-byte rows, if it does.
+#[cfg(test)]
+pub(crate) fn planar_shape(coeffs: Coeffs, channels: usize) -> Option<(usize, usize, bool, usize)> {
+    match Horizontal::new(Kernel::select(Backend::Avx512).ok()?, coeffs) {
+        #[cfg(target_arch = "x86_64")]
+        Horizontal::Avx512(plan) => plan.planar_shape(channels),
+        _ => None,
+    }
+}
+
 /// Both passes with AVX-512 (F, BW, VL, VBMI and VNNI), for the same bytes as the AVX2 passes.
 ///
 /// The horizontal pass holds four outputs a vector, one per 128-bit lane, each lane with its
@@ -2337,13 +2348,14 @@ mod avx2 {
 /// RGBX rows between the two packed to RGB a row at a time), two loads and two byte
 /// permutes fill all four lanes; otherwise each lane loads its own window. Loads that would
 /// pass the end of a row's memory run are masked, so no output falls back to scalar code.
-/// Tables of at most eight taps whose windows are close enough (scales down to about 1/1.7
-/// on RGBX rows, 1/2.4 on RGB, RGBX rows between the two packed to RGB a row at a time)
-/// take [`Planar`]'s blocks of sixteen outputs instead, one channel a vector: half the permutes and multiplies per output, and on a 2-vCPU Xeon
-/// 640x480 -> 448x480 in 0.36 ms against 0.76 ms (Pillow's taps), 1920 -> 1288 wide in 1.6 ms
-/// against 3.8 ms (torch's). Tables of more than eight taps whose windows are near enough
-/// take [`Octets`]' blocks, four outputs a vector but one channel a vector and eight taps a
-/// lane, which read each tap once.
+/// Tables of at most ten taps whose windows are close enough (scales down to about 1/3.7
+/// on RGBX rows, 1/4.5 on RGB, RGBX rows between the two packed to RGB a row at a time)
+/// take [`Planar`]'s blocks of sixteen outputs instead, one channel a vector: half the
+/// permutes and multiplies per output, and on a 2-vCPU Xeon 640x480 -> 448x480 in 0.36 ms
+/// against 0.76 ms (Pillow's taps), 1920 -> 1288 wide in 1.6 ms against 3.8 ms (torch's).
+/// Other tables of more than eight taps whose windows are near enough take [`Octets`]'
+/// blocks, four outputs a vector but one channel a vector and eight taps a lane, which read
+/// each tap once.
 /// The vertical pass is the AVX2 one, 64 bytes at a time; enlarging split tables add each
 /// tap pair's products with one VNNI `dpwssd` instead of a multiply-add and an add.
 #[cfg(target_arch = "x86_64")]
@@ -3069,6 +3081,16 @@ mod avx512 {
                 .unwrap_or(channels)
         }
 
+        /// Test only: the (pixel bytes, tap pairs, split, far vectors) with which
+        /// [`Horizontal::run`] takes [`Horizontal::planar`] for `channels`-byte rows, if it does.
+        #[cfg(test)]
+        pub(super) fn planar_shape(&self, channels: usize) -> Option<(usize, usize, bool, usize)> {
+            let c = self.pixel(channels);
+            let planar = self.planar.as_ref()?;
+            planar.permutes[c - 3].as_ref()?;
+            Some((c, planar.pairs, self.split, planar.far[c - 3]))
+        }
+
         /// [`Horizontal::planar`] with its tap pairs unrolled.
         ///
         /// # Safety
@@ -3084,35 +3106,22 @@ mod avx512 {
         ) {
             // SAFETY (all arms): the caller guarantees the CPU features.
             unsafe {
-                match planar.far[C - 3] {
-                    0 => self.planar_p::<C, SPLIT, 0>(planar, permutes, src, rows, out),
-                    1 => self.planar_p::<C, SPLIT, 1>(planar, permutes, src, rows, out),
-                    _ => self.planar_p::<C, SPLIT, 2>(planar, permutes, src, rows, out),
-                }
-            }
-        }
-
-        /// [`Horizontal::planar_n`] with its tap pairs unrolled.
-        ///
-        /// # Safety
-        /// As [`Horizontal::run`].
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
-        unsafe fn planar_p<const C: usize, const SPLIT: bool, const FAR: usize>(
-            &self,
-            planar: &Planar,
-            permutes: &[__m512i],
-            src: &Source<'_>,
-            rows: Range<usize>,
-            out: &mut [u8],
-        ) {
-            // SAFETY (all arms): the caller guarantees the CPU features.
-            unsafe {
-                match planar.pairs {
-                    1 => self.planar::<1, C, SPLIT, FAR>(planar, permutes, src, rows, out),
-                    2 => self.planar::<2, C, SPLIT, FAR>(planar, permutes, src, rows, out),
-                    3 => self.planar::<3, C, SPLIT, FAR>(planar, permutes, src, rows, out),
-                    4 => self.planar::<4, C, SPLIT, FAR>(planar, permutes, src, rows, out),
-                    _ => self.planar::<5, C, SPLIT, FAR>(planar, permutes, src, rows, out),
+                match (planar.pairs, planar.far[C - 3]) {
+                    (1, 0) => self.planar::<1, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (2, 0) => self.planar::<2, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (3, 0) => self.planar::<3, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (4, 0) => self.planar::<4, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (_, 0) => self.planar::<5, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (1, 1) => self.planar::<1, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (2, 1) => self.planar::<2, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (3, 1) => self.planar::<3, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (4, 1) => self.planar::<4, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (_, 1) => self.planar::<5, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (1, _) => self.planar::<1, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (2, _) => self.planar::<2, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (3, _) => self.planar::<3, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (4, _) => self.planar::<4, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (_, _) => self.planar::<5, C, SPLIT, 2>(planar, permutes, src, rows, out),
                 }
             }
         }
@@ -3781,6 +3790,210 @@ pub(crate) mod tests {
         let mut got = vec![0; cropped.len()];
         run(&mut got).unwrap();
         assert_eq!(got, cropped, "{part:?} of {size:?}");
+    }
+
+    /// `len` bytes that end where an unreadable page begins, so that any read past them
+    /// faults.
+    #[cfg(target_os = "linux")]
+    pub(crate) struct Guarded {
+        base: *mut libc::c_void,
+        map: usize,
+        len: usize,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Guarded {
+        pub(crate) fn new(bytes: &[u8]) -> Guarded {
+            const PAGE: usize = 4096;
+            let len = bytes.len();
+            let map = len.div_ceil(PAGE) * PAGE + PAGE;
+            // SAFETY: a fresh private anonymous mapping; its last page is made unreadable
+            // and the bytes are copied to end just before it.
+            unsafe {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    map,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                assert_ne!(base, libc::MAP_FAILED);
+                assert_eq!(
+                    libc::mprotect(base.cast::<u8>().add(map - PAGE).cast(), PAGE, libc::PROT_NONE),
+                    0
+                );
+                let start = base.cast::<u8>().add(map - PAGE - len);
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), start, len);
+                Guarded { base, map, len }
+            }
+        }
+
+        pub(crate) fn bytes(&self) -> &[u8] {
+            // SAFETY: the `len` bytes before the guard page, written in `new`.
+            unsafe {
+                std::slice::from_raw_parts(self.base.cast::<u8>().add(self.map - 4096 - self.len), self.len)
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Drop for Guarded {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`.
+            unsafe { libc::munmap(self.base, self.map) };
+        }
+    }
+
+    /// `check(source, channels)` for `rgb` (`size`) as packed RGB and as RGBX (random X
+    /// bytes), each in one run and in rows one by one, every run and row ending where an
+    /// unreadable page begins (so a read past it faults).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn each_guarded_layout(
+        rgb: &[u8],
+        (h, w): (usize, usize),
+        rng: &mut Rng,
+        mut check: impl FnMut(Source<'_>, usize),
+    ) {
+        let rgbx: Vec<u8> = rgb
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], rng.below(256) as u8])
+            .collect();
+        for (c, pixels) in [(3, rgb), (4, &rgbx[..])] {
+            let guarded: Vec<Guarded> = pixels.chunks_exact(w * c).map(Guarded::new).collect();
+            let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
+            let whole = Guarded::new(pixels);
+            check(Source::packed(whole.bytes(), c, (h, w)).unwrap(), c);
+            check(Source::rows(&rows, c, (h, w)).unwrap(), c);
+        }
+    }
+
+    /// Random tables of 1..=10 taps a window whose sixteen windows a block span up to about
+    /// 90 pixels (so up to 256 bytes of RGB or RGBX and past), whole or split taps: the
+    /// AVX-512 horizontal pass gives the scalar bytes on packed RGB and RGBX and on rows
+    /// each ending at an unreadable page, and its planar blocks run every pixel size, pair
+    /// count, split and reach (128, 192 or 256 bytes).
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn planar_blocks_of_every_reach_match_scalar() {
+        let Ok(kernel) = Kernel::select(Backend::Avx512) else {
+            return;
+        };
+        let mut rng = Rng(0x6a09_e667_f3bc_c908);
+        let mut seen = std::collections::BTreeSet::new();
+        for case in 0..3000 {
+            let split = case % 2 == 1;
+            let precision = if split { 22 } else { 14 };
+            let most = 1 + rng.below(10);
+            let out_w = 1 + rng.below(if case % 5 == 0 { 20 } else { 70 });
+            // Mean step between windows, in eighths of a pixel: up to 7 pixels.
+            let step8 = rng.below(57);
+            let mut windows: Vec<(usize, usize)> = Vec::with_capacity(out_w);
+            let mut pos8 = 8 * rng.below(20);
+            let (mut first, mut end) = (0, 0);
+            for i in 0..out_w {
+                if i > 0 {
+                    pos8 += step8 + rng.below(9) - 4.min(step8);
+                }
+                first = (pos8 / 8).max(first);
+                // Ends grow too, and each window holds 1..=most taps.
+                let lo = end.max(first + 1);
+                let hi = first + most;
+                end = if lo >= hi { lo } else { lo + rng.below(hi - lo + 1) };
+                windows.push((first, end - first));
+            }
+            let in_w = end + rng.below(40);
+            let unit = 1i32 << precision;
+            let taps: Vec<Vec<i32>> = windows
+                .iter()
+                .map(|&(_, n)| {
+                    (0..n)
+                        .map(|_| match rng.below(8) {
+                            0 => 0,
+                            1 => -(rng.below(unit as usize / 4) as i32),
+                            _ => rng.below(unit as usize * 2 / n + 1) as i32,
+                        })
+                        .collect()
+                })
+                .collect();
+            let table = || {
+                let mut coeffs = Coeffs::with_capacity("dst_size", precision, out_w, most).unwrap();
+                for (&(first, _), k) in windows.iter().zip(&taps) {
+                    coeffs.push(first, k.iter().copied());
+                }
+                coeffs
+            };
+            let plan = super::Horizontal::new(kernel, table());
+            let scalar = super::Horizontal::Scalar(table());
+            let h = 1 + rng.below(3);
+            let rgb: Vec<u8> = (0..h * in_w * 3).map(|_| rng.below(256) as u8).collect();
+            let mut want = vec![0; h * out_w * 3];
+            scalar.run(&Source::packed(&rgb, 3, (h, in_w)).unwrap(), 0..h, &mut want);
+            if let super::Horizontal::Avx512(avx) = &plan {
+                seen.extend([3, 4].into_iter().filter_map(|c| avx.planar_shape(c)));
+            }
+            each_guarded_layout(&rgb, (h, in_w), &mut rng, |src, c| {
+                let mut got = vec![0; want.len()];
+                plan.run(&src, 0..h, &mut got);
+                assert_eq!(
+                    got, want,
+                    "case {case} c={c} split={split} windows {windows:?} in {in_w}"
+                );
+            });
+        }
+        let missing: Vec<_> = [3, 4]
+            .into_iter()
+            .flat_map(|c| (1..=5).flat_map(move |p| [false, true].map(|s| (c, p, s))))
+            .flat_map(|(c, p, s)| (0..3).map(move |far| (c, p, s, far)))
+            .filter(|shape| !seen.contains(shape))
+            .collect();
+        assert!(missing.is_empty(), "planar shapes never run: {missing:?}");
+    }
+
+    /// Pillow's filters at the scales whose planar blocks reach past 192 bytes (RGB and
+    /// RGBX, packed and in rows each ending at an unreadable page): the scalar bytes.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn pillow_windows_past_192_bytes_match_scalar() {
+        if Kernel::select(Backend::Avx512).is_err() {
+            return;
+        }
+        let mut rng = Rng(0xbb67_ae85_84ca_a73b);
+        let mut seen = std::collections::BTreeSet::new();
+        for case in 0..400 {
+            let filter = [
+                Filter::Box,
+                Filter::Bilinear,
+                Filter::Hamming,
+                Filter::Bicubic,
+                Filter::Lanczos,
+            ][case % 5];
+            let (h, w) = (1 + rng.below(4), 100 + rng.below(600));
+            // Scales 2 to 6.
+            let w2 = (w * 8 / (16 + rng.below(33))).max(1);
+            let h2 = if case % 2 == 0 { h } else { 1 + rng.below(4) };
+            let (support, weight) = filter.convolution().unwrap();
+            for c in [3, 4] {
+                if let Some(shape) = super::planar_shape(Coeffs::new(w, w2, support, weight).unwrap(), c) {
+                    seen.insert(shape);
+                }
+            }
+            let rgb: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let mut want = vec![0; h2 * w2 * 3];
+            resize_rgb_with(&rgb, (h, w), &mut want, (h2, w2), filter, Backend::Scalar).unwrap();
+            each_guarded_layout(&rgb, (h, w), &mut rng, |src, c| {
+                let mut got = vec![0; want.len()];
+                resize_source_with(src, &mut got, (h2, w2), filter, Backend::Avx512).unwrap();
+                assert_eq!(got, want, "{filter:?} c={c} ({h}, {w}) -> ({h2}, {w2})");
+            });
+        }
+        for c in [3, 4] {
+            assert!(
+                seen.iter()
+                    .any(|&(sc, _, split, far)| sc == c && split && far == 2),
+                "no {c}-byte planar blocks past 192 bytes: {seen:?}"
+            );
+        }
     }
 
     #[test]

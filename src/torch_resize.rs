@@ -504,6 +504,15 @@ mod tests {
     use crate::resize::tests::{check_part, random_part};
     use crate::testing::Rng;
 
+    /// The modes torchvision's resize runs in: (mode, antialias).
+    const MODES: [(TorchMode, bool); 5] = [
+        (TorchMode::Bilinear, true),
+        (TorchMode::Bicubic, true),
+        (TorchMode::Lanczos, true),
+        (TorchMode::Bilinear, false),
+        (TorchMode::Bicubic, false),
+    ];
+
     fn run(src: &[u8], s: (usize, usize), d: (usize, usize)) -> Vec<u8> {
         let mut out = vec![0u8; d.0 * d.1 * 3];
         resize_torch_rgb(src, s, &mut out, d, TorchMode::Bilinear, true).unwrap();
@@ -667,15 +676,8 @@ mod tests {
             }
         }
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        let modes = [
-            (TorchMode::Bilinear, true),
-            (TorchMode::Bicubic, true),
-            (TorchMode::Lanczos, true),
-            (TorchMode::Bilinear, false),
-            (TorchMode::Bicubic, false),
-        ];
         for case in 0..400 {
-            let (mode, aa) = modes[case % modes.len()];
+            let (mode, aa) = MODES[case % MODES.len()];
             // Tiny sizes, sizes around the SIMD block widths, and large
             // downscales whose windows span many 4-tap groups.
             let size = |rng: &mut Rng| match case % 4 {
@@ -750,6 +752,47 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// torchvision's tables at the scales whose planar blocks reach past 192 bytes (RGB and
+    /// RGBX, packed and in rows each ending at an unreadable page): the scalar bytes.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn windows_past_192_bytes_match_scalar() {
+        use crate::resize::tests::each_guarded_layout;
+        if Kernel::select(Backend::Avx512).is_err() {
+            return;
+        }
+        let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+        let mut seen = std::collections::BTreeSet::new();
+        for case in 0..400 {
+            let (mode, aa) = MODES[case % MODES.len()];
+            let (h, w) = (1 + rng.below(4), 100 + rng.below(600));
+            // Scales 2 to 6, or (without antialiasing, whose windows keep their taps) to 12.
+            let w2 = (w * 8 / (16 + rng.below(if aa { 33 } else { 81 }))).max(1);
+            let h2 = if case % 2 == 0 { h } else { 1 + rng.below(4) };
+            for c in [3, 4] {
+                let coeffs = axis_coeffs("dst_size", w, w2, mode, aa).unwrap();
+                if let Some(shape) = crate::resize::planar_shape(coeffs, c) {
+                    seen.insert(shape);
+                }
+            }
+            let rgb: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
+            let mut want = vec![0; h2 * w2 * 3];
+            resize_torch_rgb_with(&rgb, (h, w), &mut want, (h2, w2), mode, aa, Backend::Scalar).unwrap();
+            each_guarded_layout(&rgb, (h, w), &mut rng, |src, c| {
+                let mut got = vec![0; want.len()];
+                resize_torch_source_with(src, &mut got, (h2, w2), mode, aa, Backend::Avx512).unwrap();
+                assert_eq!(got, want, "{mode:?} aa={aa} c={c} ({h}, {w}) -> ({h2}, {w2})");
+            });
+        }
+        for c in [3, 4] {
+            assert!(
+                seen.iter()
+                    .any(|&(sc, _, split, far)| sc == c && !split && far == 2),
+                "no {c}-byte planar blocks past 192 bytes: {seen:?}"
+            );
         }
     }
 
