@@ -1,7 +1,8 @@
-//! u8 RGB image kernels: Pillow's pixel buffers to oriented HWC RGB, crops and padding.
+//! u8 RGB image kernels: Pillow's pixel buffers to oriented HWC RGB, RGBA composited by a
+//! table, crops and padding.
 
 use crate::error::{invalid, TransformError};
-use crate::resize::Source;
+use crate::resize::{pack_rgbx, Source};
 use crate::transforms::checked_len;
 
 /// An EXIF orientation (tag 0x0112), as Pillow's `ImageOps.exif_transpose` applies it.
@@ -147,6 +148,74 @@ fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
             }
         }
     }
+}
+
+/// RGBA pixels (`src`, 4 bytes each: Pillow's RGBA rows read where they are, or an array)
+/// composited into packed HWC RGB in `dst`: colour value `c` over alpha `a` becomes
+/// `table[(a << 8) | c]`, the table a composite such as transformers' `convert_to_rgb` (each
+/// output value a function of one colour value and its alpha, as every composite onto one
+/// opaque colour is).
+///
+/// Where the table keeps every opaque colour as it is (onto white, every composite mmfast
+/// is given does), runs of sixteen opaque pixels are packed as Pillow's RGB rows are, by
+/// vector permutes: a screenshot's alpha band is mostly opaque.
+///
+/// # Errors
+/// Pixels that are not 4 bytes each, a table that is not 65,536 values, or a `dst` that is
+/// not `3 * height * width` bytes.
+pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<(), TransformError> {
+    if src.channels() != 4 {
+        return Err(invalid("image", "RGBA pixels (4 bytes each)", src.channels()));
+    }
+    let table: &[u8; 1 << 16] = table
+        .try_into()
+        .map_err(|_| invalid("table", "65536 values, at (alpha << 8) | colour", table.len()))?;
+    let (h, w) = src.size();
+    if dst.len() != checked_len("image", &[h, w, 3])? {
+        return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
+    }
+    let (alphas, _) = table.as_chunks::<256>();
+    let keeps_opaque = (0..=255u8).all(|c| alphas[255][usize::from(c)] == c);
+    for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+        let row = src.row(y);
+        // Pixels `opaque..x` are a run of whole opaque blocks, packed when it ends.
+        let mut opaque = 0;
+        for x in (0..w).step_by(16).chain([w]) {
+            let block = x..(x + 16).min(w);
+            let pixels = &row[4 * block.start..4 * block.end];
+            if keeps_opaque && !block.is_empty() && pixels.chunks_exact(4).all(|p| p[3] == 255) {
+                continue;
+            }
+            if opaque < x {
+                pack_rgbx(&row[4 * opaque..4 * x], &mut out[3 * opaque..3 * x]);
+            }
+            for (p, o) in pixels.chunks_exact(4).zip(out[3 * x..].chunks_exact_mut(3)) {
+                // The 256 values of the pixel's alpha, indexed by bytes (no bounds checks).
+                let values = &alphas[usize::from(p[3])];
+                o.copy_from_slice(&[
+                    values[usize::from(p[0])],
+                    values[usize::from(p[1])],
+                    values[usize::from(p[2])],
+                ]);
+            }
+            opaque = block.end;
+        }
+    }
+    Ok(())
+}
+
+/// Whether every pixel of `src` (RGBA, 4 bytes each) has alpha 255, up to the first that
+/// does not: each row's words' minimum (alpha is the high byte), which vectorises.
+#[must_use]
+pub fn opaque(src: &Source<'_>) -> bool {
+    (0..src.size().0).all(|y| {
+        let row = src.row(y);
+        let least = row
+            .chunks_exact(4)
+            .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
+            .fold(u32::MAX, u32::min);
+        least >= 0xff00_0000
+    })
 }
 
 /// A rectangle inside an image: rows `top..top + height`, columns `left..left + width`.
@@ -323,6 +392,96 @@ mod tests {
         to_rgb_oriented(&rgbx(), 4, (2, 3), orientation, &mut out).unwrap();
         assert!(out.chunks_exact(3).all(|p| p[1] == 100 && p[2] == 200));
         out.iter().step_by(3).copied().collect()
+    }
+
+    /// Pillow's `alpha_composite` onto opaque white, in its integers (`AlphaComposite.c`).
+    fn onto_white(c: u32, a: u32) -> u8 {
+        if a == 0 {
+            return 255;
+        }
+        let shift_div_255 = |v: u32| ((v >> 8) + v) >> 8;
+        let coef1 = a * 255 * 255 * 128 / (a * 255 + 255 * (255 - a));
+        let coef2 = 255 * 128 - coef1;
+        (shift_div_255(c * coef1 + 255 * coef2 + (0x80 << 7)) >> 7) as u8
+    }
+
+    #[test]
+    fn composites_rgba_by_its_table_with_opaque_runs_packed() {
+        let table: Vec<u8> = (0..1u32 << 16).map(|i| onto_white(i & 255, i >> 8)).collect();
+        // Widths around the 16-pixel blocks; rows opaque, opaque but for one pixel, of
+        // every alpha in turn, transparent and nearly opaque; packed and as rows with bytes
+        // after.
+        for w in [1, 15, 16, 17, 33, 64, 70] {
+            let h = 5;
+            let mut rgba = Vec::with_capacity(h * w * 4);
+            for y in 0..h {
+                for x in 0..w {
+                    let c = [(7 * x + y) as u8, (31 * x + 3 * y) as u8, (x * y) as u8];
+                    let alpha = match y {
+                        0 => 255,
+                        1 if x == w / 2 => (x * 37) as u8,
+                        2 => (x * 53 + 1) as u8,
+                        3 => 0,
+                        _ => 254,
+                    };
+                    rgba.extend(c.into_iter().chain([alpha]));
+                }
+            }
+            let want: Vec<u8> = rgba
+                .chunks_exact(4)
+                .flat_map(|p| (0..3).map(move |c| onto_white(p[c].into(), p[3].into())))
+                .collect();
+            let mut got = vec![0; h * w * 3];
+            let packed = Source::packed(&rgba, 4, (h, w)).unwrap();
+            composite_rgba(&packed, &table, &mut got).unwrap();
+            assert_eq!(got, want, "width {w}, packed");
+            let rows: Vec<&[u8]> = (0..h).map(|y| &rgba[y * w * 4..]).collect();
+            got.fill(0);
+            composite_rgba(&Source::rows(&rows, 4, (h, w)).unwrap(), &table, &mut got).unwrap();
+            assert_eq!(got, want, "width {w}, rows");
+        }
+        // A table that changes opaque colours is read for every pixel.
+        let dark: Vec<u8> = (0..1u32 << 16).map(|i| ((i & 255) / 2) as u8).collect();
+        let mut got = vec![0; 3 * 20];
+        composite_rgba(
+            &Source::packed(&[200; 4 * 20], 4, (1, 20)).unwrap(),
+            &dark,
+            &mut got,
+        )
+        .unwrap();
+        assert!(got.iter().all(|&v| v == 100));
+    }
+
+    #[test]
+    fn opaque_only_when_every_alpha_is_255() {
+        for w in [1, 3, 16, 17, 40] {
+            let mut rgba = vec![255; 3 * w * 4];
+            let rows: Vec<&[u8]> = (0..3).map(|y| &rgba[y * w * 4..]).collect();
+            assert!(opaque(&Source::rows(&rows, 4, (3, w)).unwrap()));
+            for at in [3, 4 * w + 4 * (w / 2) + 3, 12 * w - 1] {
+                for alpha in [0, 254] {
+                    rgba[at] = alpha;
+                    assert!(!opaque(&Source::packed(&rgba, 4, (3, w)).unwrap()), "{w} {at}");
+                    rgba[at] = 255;
+                }
+            }
+            // Colour bytes of 0 change nothing.
+            rgba.iter_mut()
+                .enumerate()
+                .filter(|(i, _)| i % 4 != 3)
+                .for_each(|(_, v)| *v = 0);
+            assert!(opaque(&Source::packed(&rgba, 4, (3, w)).unwrap()));
+        }
+    }
+
+    #[test]
+    fn composite_refuses_other_pixels_tables_and_outputs() {
+        let table = vec![0; 1 << 16];
+        let rgb = Source::packed(&[0; 12], 3, (2, 2)).unwrap();
+        assert!(composite_rgba(&rgb, &table, &mut [0; 12]).is_err());
+        let rgba = Source::packed(&[0; 16], 4, (2, 2)).unwrap();
+        assert!(composite_rgba(&rgba, &table[..256], &mut [0; 12]).is_err());
+        assert!(composite_rgba(&rgba, &table, &mut [0; 11]).is_err());
     }
 
     #[test]

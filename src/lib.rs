@@ -41,7 +41,9 @@ mod _native {
     use std::ffi::{c_char, c_void, CStr};
 
     use ndarray::{Array, ArrayView, ArrayView3, CowArray, Dimension, Ix3, IxDyn};
-    use numpy::{IntoPyArray, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+    use numpy::{
+        IntoPyArray, PyArray1, PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+    };
     use pyo3::exceptions::PyMemoryError;
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
@@ -50,7 +52,7 @@ mod _native {
     use crate::error::invalid;
     use crate::image::{self, Orientation, Rect};
     use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
-    use crate::resize::Filter;
+    use crate::resize::{Filter, Source};
     use crate::torch_float::{self, FloatMode};
     use crate::torch_resize::TorchMode;
     use crate::transforms::{self, Normalize, Patches, Window};
@@ -497,12 +499,13 @@ mod _native {
         linesize: i32,
     }
 
-    /// The rows of an RGB or L Pillow image read in place through ``Image.getim()``, each
-    /// slice running to the end of the memory block holding it, and bytes per pixel.
+    /// The rows of an RGB, RGBA or L Pillow image read in place through ``Image.getim()``,
+    /// each slice running to the end of the memory block holding it, bytes per pixel, and
+    /// whether the fourth byte is alpha (RGBA) rather than padding (RGB).
     ///
     /// The struct layout is Pillow's; every field read is checked against what the image
-    /// must hold (its size, uint8 type, a pixel size and band count of RGB or L, the line
-    /// size, and the 8- or 32-bit row table equal to the raw one) before a row pointer is
+    /// must hold (its size, uint8 type, a pixel size and band count of RGB, RGBA or L, the
+    /// line size, and the 8- or 32-bit row table equal to the raw one) before a row pointer is
     /// followed, and Python enables this path only after a probe image read back equal
     /// (`mmfast.image`), so a Pillow with another layout falls back to a copy.
     ///
@@ -512,8 +515,8 @@ mod _native {
     unsafe fn pillow_rows<'a>(
         capsule: &Bound<'_, PyCapsule>,
         (h, w): (usize, usize),
-    ) -> PyResult<(Vec<&'a [u8]>, usize)> {
-        let bad = |why: &str| fail("image", "an RGB or L Pillow image (Image.getim())", why);
+    ) -> PyResult<(Vec<&'a [u8]>, usize, bool)> {
+        let bad = |why: &str| fail("image", "an RGB, RGBA or L Pillow image (Image.getim())", why);
         let ptr = capsule
             .pointer_checked(Some(c"Pillow Imaging"))?
             .cast::<ImagingHead>();
@@ -521,9 +524,9 @@ mod _native {
         // head, which every Pillow 12 or 13 image has, is read.
         let head = unsafe { ptr.as_ref() };
         let (channels, rows) = match (head.pixelsize, head.bands) {
-            (4, 3) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
+            (4, 3 | 4) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
             (1, 1) if head.image8 == head.image => (1, head.image),
-            _ => return Err(bad("a pixel layout other than RGB's or L's")),
+            _ => return Err(bad("a pixel layout other than RGB's, RGBA's or L's")),
         };
         if usize::try_from(head.xsize).ok() != Some(w)
             || usize::try_from(head.ysize).ok() != Some(h)
@@ -558,6 +561,7 @@ mod _native {
                 .map(|(&p, end)| unsafe { std::slice::from_raw_parts(p.cast_const(), end - p as usize) })
                 .collect(),
             channels,
+            head.bands == 4,
         ))
     }
 
@@ -580,6 +584,98 @@ mod _native {
             .into_pyarray(py))
     }
 
+    /// Oriented (H, W, 3) uint8 RGB of RGBA pixels composited by ``table`` (65,536 uint8
+    /// values, at ``(alpha << 8) | colour``; see ``image::composite_rgba``): an RGBA Pillow
+    /// image's rows read in place (``image`` as for ``rgb_from_pillow``), or an (H, W, 4)
+    /// uint8 array. One pass with the GIL released, and a second to orient (``orientation``
+    /// an EXIF orientation, 1..8, others upright).
+    #[pyfunction]
+    fn rgb_composited<'py>(
+        py: Python<'py>,
+        image: &Bound<'py, PyAny>,
+        table: &Bound<'py, PyAny>,
+        orientation: i64,
+    ) -> PyResult<Bound<'py, PyArray3<u8>>> {
+        let table = table
+            .cast::<PyArray1<u8>>()
+            .map_err(|_| {
+                fail(
+                    "table",
+                    "a numpy.ndarray of dtype uint8 and shape (65536,)",
+                    describe(table),
+                )
+            })?
+            .readonly();
+        let table = table
+            .as_slice()
+            .map_err(|_| fail("table", "a contiguous array", "a strided one"))?;
+        let rows;
+        let array;
+        let source = if let Ok((capsule, size, _core)) =
+            image.extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
+        {
+            // SAFETY: the tuple `image`, alive for this call, holds the image core that owns
+            // the rows, which must not change during the call.
+            let alpha;
+            (rows, _, alpha) = unsafe { pillow_rows(&capsule, size)? };
+            if !alpha {
+                return Err(fail("image", "an RGBA Pillow image", "an RGB or L one"));
+            }
+            Source::rows(&rows, 4, size)?
+        } else {
+            let expected =
+                "an RGBA Pillow image's rows, or a numpy.ndarray of dtype uint8 and shape (height, width, 4)";
+            let arr = image
+                .cast::<PyArray3<u8>>()
+                .map_err(|_| fail("image", expected, describe(image)))?;
+            if arr.shape()[2] != 4 {
+                return Err(fail("image", expected, describe(image)));
+            }
+            // SAFETY: the view lives no longer than `image`, alive for this call; like
+            // every NumPy consumer we rely on the caller not mutating it meanwhile.
+            array = standard_layout("image", unsafe { arr.as_array() })?;
+            let (h, w) = (array.shape()[0], array.shape()[1]);
+            Source::packed(array.as_slice().expect("standard layout"), 4, (h, w))?
+        };
+        let (h, w) = source.size();
+        let orientation = Orientation::from_exif(orientation);
+        let (oh, ow) = orientation.oriented_size((h, w));
+        let len = transforms::checked_len("image", &[h, w, 3])?;
+        // Every byte is written: a pooled buffer's old bytes do not show.
+        let (mut out, _) = alloc::output::<u8>("image", len)?;
+        let mut upright = if orientation == Orientation::Identity {
+            Vec::new()
+        } else {
+            alloc::scratch("image", len)?
+        };
+        detach(py, || {
+            if upright.is_empty() {
+                return image::composite_rgba(&source, table, &mut out);
+            }
+            image::composite_rgba(&source, table, &mut upright)?;
+            image::to_rgb_oriented(&upright, 3, (h, w), orientation, &mut out)
+        })??;
+        alloc::recycle(alloc::Buffer::U8(upright));
+        let out = into_output(py, out, &[oh, ow, 3])?;
+        Ok(out.cast_into::<PyArray3<u8>>().expect("three dimensions"))
+    }
+
+    /// Whether every pixel of an RGBA Pillow image (``image`` as for ``rgb_from_pillow``) is
+    /// opaque (alpha 255), read in place with the GIL released, up to the first that is not.
+    #[pyfunction]
+    fn opaque(py: Python<'_>, image: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let (capsule, size, _core) = image
+            .extract::<(Bound<'_, PyCapsule>, (usize, usize), Bound<'_, PyAny>)>()
+            .map_err(|_| fail("image", "an RGBA Pillow image's rows", describe(image)))?;
+        // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
+        let (rows, _, alpha) = unsafe { pillow_rows(&capsule, size)? };
+        if !alpha {
+            return Err(fail("image", "an RGBA Pillow image", "an RGB or L one"));
+        }
+        let source = Source::rows(&rows, 4, size)?;
+        detach(py, || image::opaque(&source))
+    }
+
     /// Asks for huge pages behind an RGB or L Pillow image's memory blocks (``image`` as for
     /// ``rgb_from_pillow``, its core's ``ptr`` in place of ``getim()`` so nothing is
     /// loaded), and returns the bytes asked for: for a block fresh from
@@ -597,7 +693,7 @@ mod _native {
                 )
             })?;
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, channels) = unsafe { pillow_rows(&capsule, size)? };
+        let (rows, channels, _) = unsafe { pillow_rows(&capsule, size)? };
         let line = size.1 * channels;
         let mut advised = 0;
         let mut y = 0;
@@ -657,7 +753,9 @@ mod _native {
     /// A batch input: an (H, W, 3) uint8 array, a Pillow image's Arrow export as
     /// `(schema_capsule, array_capsule, (height, width))`, or its rows as
     /// `(getim_capsule, (height, width), image.im)` (the core object kept alive by the
-    /// tuple), all read in place.
+    /// tuple), all read in place. An RGBA image's rows are read as RGB, the alpha ignored:
+    /// Python hands them over where that is its reference's conversion (`convert("RGB")`,
+    /// or a composite of pixels all opaque).
     enum Input<'py> {
         Array(CowArray<'py, u8, Ix3>),
         Arrow(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>, (usize, usize)),
@@ -676,7 +774,7 @@ mod _native {
             {
                 // SAFETY: the tuple `image`, borrowed for 'py, holds the image core that owns
                 // the rows; like arrays, images must not change during the call.
-                let (rows, channels) = unsafe { pillow_rows(&capsule, size)? };
+                let (rows, channels, _) = unsafe { pillow_rows(&capsule, size)? };
                 return Ok(Self::Rows(rows, channels, size));
             }
             Ok(Self::Array(rgb_image(image)?))

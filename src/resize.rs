@@ -244,7 +244,7 @@ pub(crate) fn recycle_rgb(rgb: Cow<'_, [u8]>) {
 
 /// RGBX pixels → packed RGB (`out` holds three bytes for each four of `row`), sixteen
 /// pixels a byte permute where the CPU has AVX-512 VBMI, eight a shuffle where it has AVX2.
-fn pack_rgbx(row: &[u8], out: &mut [u8]) {
+pub(crate) fn pack_rgbx(row: &[u8], out: &mut [u8]) {
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     match Kernel::avx512().or_else(Kernel::avx2) {

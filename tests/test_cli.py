@@ -869,6 +869,19 @@ def test_bench_quick_only(capsys):
     assert "transformers" in out.splitlines()[1]
 
 
+def test_bench_rgba_section_times_both_images_on_both_backends(capsys):
+    assert main(["bench", "--quick", "--only", "rgba"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("RGBA ")]
+    assert "mmfast/RGB" in out and len(lines) == 8, out
+    assert {line.split("  ")[0].strip() for line in lines} == {
+        "RGBA opaque",
+        "RGBA opaque tv",
+        "RGBA 1/3 translucent",
+        "RGBA 1/3 translucent tv",
+    }
+
+
 def test_bench_video_section_runs_in_quick_mode(tmp_path, monkeypatch, capsys):
     """``mmfast bench --quick --only video``: the clip made with PyAV (in the temp directory),
     both readers and the end-to-end row, each pair's outputs equal; a note without PyAV."""

@@ -11,9 +11,11 @@ __all__ = [
     "deinterleave_rgb_to_planes",
     "deserialize_pixel_values",
     "follow_pillow",
+    "opaque",
     "pad_and_normalize_to_tensor",
     "resize",
     "resize_float",
+    "rgb_composited",
     "rgb_from_arrow",
     "rgb_from_pillow",
     "run_batch",
@@ -46,6 +48,12 @@ def serialize_pixel_values(tensor: NDArray[np.float32]) -> bytes: ...
 def deserialize_pixel_values(data: bytes, shape: Sequence[int]) -> NDArray[np.float32]: ...
 def rgb_from_arrow(
     capsules: tuple[object, object], size: tuple[int, int], orientation: int
+) -> NDArray[np.uint8]: ...
+def opaque(image: tuple[object, tuple[int, int], object]) -> bool: ...
+def rgb_composited(
+    image: tuple[object, tuple[int, int], object] | NDArray[np.uint8],
+    table: NDArray[np.uint8],
+    orientation: int,
 ) -> NDArray[np.uint8]: ...
 def rgb_from_pillow(image: tuple[object, tuple[int, int], object]) -> NDArray[np.uint8]: ...
 def resize(

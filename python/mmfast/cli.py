@@ -29,6 +29,7 @@ BENCH_SECTIONS = (
     "pil",
     "models",
     "fixed",
+    "rgba",
     "jpeg",
     "batch",
     "scaling",

@@ -39,11 +39,12 @@ from mmfast.image import (
     PillowRows,
     array_to_rgb,
     checkerboard_rgb,
+    convert_to_rgb,
     decode_source,
     file_status,
+    hf_source,
     pil_source,
-    plain_rgb_or_gray,
-    rgb_or_gray,
+    plain_source,
     shown_path,
 )
 from mmfast.models import ImagePlan, ModelConfig, load_config, registry
@@ -479,14 +480,12 @@ def prepare(
             if config.pil_convert == "checkerboard" and image.has_transparency_data:
                 return checkerboard_rgb(np.asarray(image.convert("RGBA"))), plan
             if config.pil_convert == "hf":
-                converted = rgb_or_gray(image)
-            else:
-                converted = plain_rgb_or_gray(image)
+                return hf_source(image), plan
+            return plain_source(image), plan
         except ValueError as exc:  # modes Pillow cannot convert, such as La
             raise MmfastError(
                 f"images: cannot convert a PIL image in mode {image.mode} to RGB: {exc}"
             ) from exc
-        return pil_source(converted), plan
     if isinstance(image, ENCODED):
         # A PIL class converts what load_image gave; a torchvision class (Llama 4's, whatever
         # the backend's name) decodes the file, without the colour key.
@@ -1022,10 +1021,7 @@ def _clip_array(clip: Any) -> NDArray[np.uint8]:
     if isinstance(clip, (list, tuple)):
         if not clip:
             raise MmfastError("videos: expected at least one frame, got an empty clip")
-        frames = [
-            np.asarray(rgb_or_gray(f).convert("RGB")) if isinstance(f, Image.Image) else f
-            for f in clip
-        ]
+        frames = [convert_to_rgb(f) if isinstance(f, Image.Image) else f for f in clip]
         if any(not isinstance(f, np.ndarray) or f.shape != frames[0].shape for f in frames):
             raise MmfastError("videos: expected frames that are arrays or PIL images of one size")
         clip = np.stack(frames)
