@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +101,29 @@ TEST_SETTINGS: dict[str, dict[str, Any]] = {
     # channels, which mmfast refuses (test_families checks the refusal).
     "adept/fuyu-8b": {"do_convert_rgb": True},
 }
+
+
+def ticks_during(call: Callable[[], object]) -> tuple[int, float]:
+    """How often a Python thread ticks while ``call`` runs, and its milliseconds: a call
+    that held the GIL would leave the ticker at no ticks."""
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        call()
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        thread.join()
+    return sum(start < t < end for t in ticks), 1e3 * (end - start)
 
 
 def builtin_dict(model_id: str) -> dict[str, Any]:

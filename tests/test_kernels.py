@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import CLIP_MEAN, CLIP_STD, same_bits
+from conftest import CLIP_MEAN, CLIP_STD, same_bits, ticks_during
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -276,26 +274,10 @@ def test_eight_threads_give_identical_results():
 def test_gil_is_released_during_a_large_call():
     """A Python thread keeps ticking while one large kernel call runs."""
     image = image_of(3024, 4032)
-    ticks: list[float] = []
-    stop = threading.Event()
-
-    def ticker() -> None:
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-
-    thread = threading.Thread(target=ticker)
-    thread.start()
-    try:
-        time.sleep(0.01)
-        start = time.perf_counter()
-        mmfast.pad_and_normalize_to_tensor(image, (4032, 4032), *LLAMA4)
-        end = time.perf_counter()
-    finally:
-        stop.set()
-        thread.join()
-    during = sum(start < t < end for t in ticks)
-    # Holding the GIL would leave the ticker at zero ticks during the call.
-    assert during > 100, f"{during} ticks in {1e3 * (end - start):.1f} ms"
+    ticks, ms = ticks_during(
+        lambda: mmfast.pad_and_normalize_to_tensor(image, (4032, 4032), *LLAMA4)
+    )
+    assert ticks > 100, f"{ticks} ticks in {ms:.1f} ms"
 
 
 def test_reference_imports_without_the_native_module():

@@ -36,6 +36,7 @@ from conftest import (
     same_bits,
     shared_path,
     smooth,
+    ticks_during,
 )
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -888,25 +889,8 @@ def test_composite_releases_the_gil() -> None:
     held the GIL through its composite (163 ms on the bench machine)."""
     rgba = np.dstack([noise(3024, 4032, 5), noise(3024, 4032, 6)[..., :1]])
     table = mmfast.image._pillow_onto_white()
-    ticks: list[float] = []
-    stop = threading.Event()
-
-    def ticker() -> None:
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-
-    thread = threading.Thread(target=ticker)
-    thread.start()
-    try:
-        time.sleep(0.01)
-        start = time.perf_counter()
-        _native.rgb_composited(rgba, table, 1)
-        end = time.perf_counter()
-    finally:
-        stop.set()
-        thread.join()
-    during = sum(start < t < end for t in ticks)
-    assert during > 100, f"{during} ticks in {1e3 * (end - start):.1f} ms"
+    ticks, ms = ticks_during(lambda: _native.rgb_composited(rgba, table, 1))
+    assert ticks > 100, f"{ticks} ticks in {ms:.1f} ms"
 
 
 def transparent_png(mode: str) -> bytes:
@@ -1133,6 +1117,33 @@ def test_bytes_and_paths_decode_in_parallel(
     for output in outputs:
         assert_same_outputs(output, one)
     assert 1 <= len(decoders) <= processors.decoders()._max_workers  # type: ignore[attr-defined]
+
+
+def test_pil_images_to_convert_are_prepared_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIL images that are converted or composited before the batch (here RGBA, palette and
+    CMYK ones) are prepared on the decoders too, with the same result as one thread; RGB
+    images, read in place, and small images are not sent to them."""
+    rgba = Image.fromarray(np.dstack([smooth(300, 240, 1), noise(300, 240, 2)[..., :1]]))
+    images = [rgba, Image.fromarray(smooth(260, 260, 3)).convert("P"), rgba.convert("CMYK")]
+    proc = mmfast.ImageProcessor.from_pretrained(LLAVA_ID)
+    threads: set[int] = set()
+    real_prepare = processors.prepare
+
+    def prepare(image: Any, *args: Any) -> Any:
+        threads.add(threading.get_ident())
+        if threading.current_thread() is threading.main_thread():
+            time.sleep(0.05)  # a decoder takes the next image meanwhile
+        return real_prepare(image, *args)
+
+    monkeypatch.setattr(processors, "prepare", prepare)
+    one = proc(images, threads=1)
+    assert_same_outputs(proc(images, threads=3), one)
+    assert len(threads) >= 2
+    threads.clear()
+    plain = [Image.fromarray(smooth(40, 30, i)) for i in range(4)]
+    small = [Image.fromarray(smooth(200, 300, i)).convert("P") for i in range(2)]
+    proc([*plain, *small, rgba], threads=3)
+    assert threads == {threading.get_ident()}
 
 
 def test_an_interrupted_call_stops_its_decoders(monkeypatch: pytest.MonkeyPatch) -> None:
