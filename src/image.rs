@@ -204,8 +204,9 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
     Ok(())
 }
 
-/// Whether every pixel of `src` (RGBA, 4 bytes each) has alpha 255, up to the first that
-/// does not: each row's words' minimum (alpha is the high byte), which vectorises.
+/// Whether every pixel of `src` (RGBA, 4 bytes each) has alpha 255, read up to the end of
+/// the first row with one that does not: each row's words' minimum (alpha is the high
+/// byte), which vectorises.
 #[must_use]
 pub fn opaque(src: &Source<'_>) -> bool {
     (0..src.size().0).all(|y| {
@@ -440,11 +441,11 @@ mod tests {
             composite_rgba(&Source::rows(&rows, 4, (h, w)).unwrap(), &table, &mut got).unwrap();
             assert_eq!(got, want, "width {w}, rows");
         }
-        // A table that changes opaque colours is read for every pixel.
+        // A table that changes opaque colours is read for opaque pixels too.
         let dark: Vec<u8> = (0..1u32 << 16).map(|i| ((i & 255) / 2) as u8).collect();
         let mut got = vec![0; 3 * 20];
         composite_rgba(
-            &Source::packed(&[200; 4 * 20], 4, (1, 20)).unwrap(),
+            &Source::packed(&[200, 200, 200, 255].repeat(20), 4, (1, 20)).unwrap(),
             &dark,
             &mut got,
         )

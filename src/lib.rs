@@ -503,9 +503,12 @@ mod _native {
     /// each slice running to the end of the memory block holding it, bytes per pixel, and
     /// whether the fourth byte is alpha (RGBA) rather than padding (RGB).
     ///
-    /// The struct layout is Pillow's; every field read is checked against what the image
-    /// must hold (its size, uint8 type, a pixel size and band count of RGB, RGBA or L, the
-    /// line size, and the 8- or 32-bit row table equal to the raw one) before a row pointer is
+    /// `core` is the image's core object (``image.im``): the capsule must be its struct
+    /// (``core.ptr``), and its mode, RGB, RGBA or L, tells alpha from padding (CMYK, RGBX
+    /// or YCbCr have the same pixel layout). The struct layout is Pillow's; every field
+    /// read is checked against what the image must hold (its size, uint8 type, a pixel size
+    /// and band count of its mode, the line size, and the 8- or 32-bit row table equal to
+    /// the raw one) before a row pointer is
     /// followed, and Python enables this path only after a probe image read back equal
     /// (`mmfast.image`), so a Pillow with another layout falls back to a copy.
     ///
@@ -515,11 +518,29 @@ mod _native {
     unsafe fn pillow_rows<'a>(
         capsule: &Bound<'_, PyCapsule>,
         (h, w): (usize, usize),
+        core: &Bound<'_, PyAny>,
     ) -> PyResult<(Vec<&'a [u8]>, usize, bool)> {
         let bad = |why: &str| fail("image", "an RGB, RGBA or L Pillow image (Image.getim())", why);
-        let ptr = capsule
-            .pointer_checked(Some(c"Pillow Imaging"))?
-            .cast::<ImagingHead>();
+        let ptr = capsule.pointer_checked(Some(c"Pillow Imaging"))?;
+        let own = core
+            .getattr("ptr")
+            .ok()
+            .and_then(|p| p.cast_into::<PyCapsule>().ok())
+            .and_then(|p| p.pointer_checked(Some(c"Pillow Imaging")).ok());
+        if own != Some(ptr) {
+            return Err(bad("a capsule that is not its core's"));
+        }
+        let mode = core
+            .getattr("mode")
+            .and_then(|m| m.extract::<String>())
+            .map_err(|_| bad("a core without a mode"))?;
+        let bands = match mode.as_str() {
+            "RGB" => 3,
+            "RGBA" => 4,
+            "L" => 1,
+            other => return Err(bad(&format!("mode {other}"))),
+        };
+        let ptr = ptr.cast::<ImagingHead>();
         // SAFETY: the capsule holds a live Imaging struct by its name's contract; only its
         // head, which every Pillow 12 or 13 image has, is read.
         let head = unsafe { ptr.as_ref() };
@@ -528,6 +549,9 @@ mod _native {
             (1, 1) if head.image8 == head.image => (1, head.image),
             _ => return Err(bad("a pixel layout other than RGB's, RGBA's or L's")),
         };
+        if head.bands != bands {
+            return Err(bad(&format!("{} bands in a {mode} image", head.bands)));
+        }
         if usize::try_from(head.xsize).ok() != Some(w)
             || usize::try_from(head.ysize).ok() != Some(h)
             || head.kind != 0
@@ -561,12 +585,13 @@ mod _native {
                 .map(|(&p, end)| unsafe { std::slice::from_raw_parts(p.cast_const(), end - p as usize) })
                 .collect(),
             channels,
-            head.bands == 4,
+            bands == 4,
         ))
     }
 
-    /// (H, W, 3) uint8 RGB of an RGB or L Pillow image read in place through its
-    /// ``getim()`` capsule (``image`` is ``(capsule, (height, width), image.im)``); the
+    /// (H, W, 3) uint8 RGB of an RGB or L Pillow image (or an RGBA one, its alpha dropped
+    /// as ``convert("RGB")`` drops it) read in place through its ``getim()`` capsule
+    /// (``image`` is ``(capsule, (height, width), image.im)``); the
     /// probe ``mmfast.image`` checks the layout with before batches read images this way.
     #[pyfunction]
     fn rgb_from_pillow<'py>(
@@ -611,13 +636,13 @@ mod _native {
             .map_err(|_| fail("table", "a contiguous array", "a strided one"))?;
         let rows;
         let array;
-        let source = if let Ok((capsule, size, _core)) =
+        let source = if let Ok((capsule, size, core)) =
             image.extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
         {
             // SAFETY: the tuple `image`, alive for this call, holds the image core that owns
             // the rows, which must not change during the call.
             let alpha;
-            (rows, _, alpha) = unsafe { pillow_rows(&capsule, size)? };
+            (rows, _, alpha) = unsafe { pillow_rows(&capsule, size, &core)? };
             if !alpha {
                 return Err(fail("image", "an RGBA Pillow image", "an RGB or L one"));
             }
@@ -664,11 +689,11 @@ mod _native {
     /// opaque (alpha 255), read in place with the GIL released, up to the first that is not.
     #[pyfunction]
     fn opaque(py: Python<'_>, image: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let (capsule, size, _core) = image
+        let (capsule, size, core) = image
             .extract::<(Bound<'_, PyCapsule>, (usize, usize), Bound<'_, PyAny>)>()
             .map_err(|_| fail("image", "an RGBA Pillow image's rows", describe(image)))?;
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, _, alpha) = unsafe { pillow_rows(&capsule, size)? };
+        let (rows, _, alpha) = unsafe { pillow_rows(&capsule, size, &core)? };
         if !alpha {
             return Err(fail("image", "an RGBA Pillow image", "an RGB or L one"));
         }
@@ -676,14 +701,14 @@ mod _native {
         detach(py, || image::opaque(&source))
     }
 
-    /// Asks for huge pages behind an RGB or L Pillow image's memory blocks (``image`` as for
+    /// Asks for huge pages behind an RGB, RGBA or L Pillow image's memory blocks (``image`` as for
     /// ``rgb_from_pillow``, its core's ``ptr`` in place of ``getim()`` so nothing is
     /// loaded), and returns the bytes asked for: for a block fresh from
     /// ``Image.core.new_block`` that a decoder is about to fill, where 4 KiB pages cost a
     /// page fault per 1,024 pixels.
     #[pyfunction]
     fn advise_huge_pages(image: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let (capsule, size, _core) = image
+        let (capsule, size, core) = image
             .extract::<(Bound<'_, PyCapsule>, (usize, usize), Bound<'_, PyAny>)>()
             .map_err(|_| {
                 fail(
@@ -693,7 +718,7 @@ mod _native {
                 )
             })?;
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, channels, _) = unsafe { pillow_rows(&capsule, size)? };
+        let (rows, channels, _) = unsafe { pillow_rows(&capsule, size, &core)? };
         let line = size.1 * channels;
         let mut advised = 0;
         let mut y = 0;
@@ -769,12 +794,12 @@ mod _native {
             {
                 return Ok(Self::Arrow(schema, array, size));
             }
-            if let Ok((capsule, size, _core)) =
+            if let Ok((capsule, size, core)) =
                 image.extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
             {
                 // SAFETY: the tuple `image`, borrowed for 'py, holds the image core that owns
                 // the rows; like arrays, images must not change during the call.
-                let (rows, channels, _) = unsafe { pillow_rows(&capsule, size)? };
+                let (rows, channels, _) = unsafe { pillow_rows(&capsule, size, &core)? };
                 return Ok(Self::Rows(rows, channels, size));
             }
             Ok(Self::Array(rgb_image(image)?))
@@ -1055,9 +1080,10 @@ mod _native {
     /// Run a batch of jobs into a new array of ``shape`` with the GIL released once
     /// (internal: see ``mmfast.processors``).
     ///
-    /// ``images`` are (H, W, 3) uint8 arrays or Pillow Arrow exports
-    /// ``(schema_capsule, array_capsule, (height, width))`` of RGB or L images, read in
-    /// place. Each job (see ``JobSpec``) takes one of them or an earlier job's pixels,
+    /// ``images`` are (H, W, 3) uint8 arrays, Pillow Arrow exports
+    /// ``(schema_capsule, array_capsule, (height, width))`` of RGB or L images, or Pillow
+    /// images' rows ``(getim_capsule, (height, width), image.im)`` of RGB, L or RGBA images
+    /// (the alpha ignored), read in place. Each job (see ``JobSpec``) takes one of them or an earlier job's pixels,
     /// crops, resizes and pads it, and writes its layout at its offset into the output,
     /// whose dtype is that of ``tables`` (float32, uint16 bfloat16 bits or uint8), (3, 256)
     /// or (k, 3, 256): ``tables[t, c, x]`` is the output for value ``x`` in channel ``c``

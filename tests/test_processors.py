@@ -862,6 +862,14 @@ def test_transparency_composites_as_pillow_does(
     assert_same_outputs(proc(image), proc(pillow_onto_white(image)))
 
 
+def test_pil_video_frames_with_transparency_are_composited() -> None:
+    """Video frames given as PIL images are converted as images are, transparency composited
+    onto white (transformers' video classes refuse RGBA frames)."""
+    frames = [transparent_in_mode("RGBA"), transparent_in_mode("P+key")]
+    (clip,) = processors.as_clips(frames)
+    assert np.array_equal(clip, np.stack([pillow_onto_white(f) for f in frames]))
+
+
 def test_composite_refuses_other_pixels_and_tables() -> None:
     rgba = np.zeros((2, 3, 4), np.uint8)
     table = np.zeros(65536, np.uint8)
@@ -893,21 +901,52 @@ def test_composite_releases_the_gil() -> None:
     assert ticks > 100, f"{ticks} ticks in {ms:.1f} ms"
 
 
-def transparent_png(mode: str) -> bytes:
+def transparent_png(mode: str, orientation: int = 1) -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
     if mode == "L":
-        return png_bytes(Image.fromarray(noise(30, 41, 7)[..., 0]), transparency=128)
+        image = Image.fromarray(noise(30, 41, 7)[..., 0])
+        return png_bytes(image, transparency=128, exif=exif)
     array = noise(30, 41, 8) // 64 * 64  # a few colours, so (0, 0, 0) occurs
-    return png_bytes(Image.fromarray(array), transparency=(0, 0, 0))
+    return png_bytes(Image.fromarray(array), transparency=(0, 0, 0), exif=exif)
 
 
+@pytest.mark.parametrize("orientation", range(1, 9))
 @pytest.mark.parametrize("mode", ["L", "RGB"])
-def test_transparent_png_bytes_match_hf(mode: str) -> None:
-    data = transparent_png(mode)
-    with Image.open(io.BytesIO(data)) as image:
-        assert image.mode == mode and "transparency" in image.info
-        image.load()
-        want = hf_processor(QWEN_IDS[0])([image], return_tensors="np")
-    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(data), want)
+def test_transparent_png_bytes_match_hf(mode: str, orientation: int, tmp_path: Path) -> None:
+    """A colour key in a file is composited after the file's EXIF orientation is applied,
+    as load_image then a PIL class's convert_to_rgb do."""
+    path = tmp_path / "keyed.png"
+    path.write_bytes(transparent_png(mode, orientation))
+    image = hf_load_image(path)
+    assert "transparency" in image.info
+    want = hf_processor(QWEN_IDS[0])([image], return_tensors="np")
+    assert_same_outputs(mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0])(path), want)
+
+
+def test_rgba_rows_are_read_in_place_as_convert_rgb_reads_them() -> None:
+    """Kimi-K2.5's PIL backend converts with convert("RGB"), dropping the alpha band: an
+    RGBA image's rows are read as RGB whatever their alpha (a 12 MP image's rows lie in
+    several Pillow blocks)."""
+    proc = mmfast.ImageProcessor.from_pretrained("moonshotai/Kimi-K2.5")
+    for h, w in [(37, 53), (3024, 4032)]:
+        image = Image.fromarray(np.dstack([smooth(h, w, 1), noise(h, w, 2)[..., :1]]))
+        assert_same_outputs(proc(image), proc(np.asarray(image.convert("RGB"))))
+
+
+def test_rows_of_other_modes_or_of_another_core_are_refused() -> None:
+    """The core reads a Pillow image's rows only with the core they belong to, and only for
+    RGB, RGBA and L: CMYK, RGBX and YCbCr have RGBA's pixel layout."""
+    table = np.zeros(65536, np.uint8)
+    rgba, other = Image.new("RGBA", (3, 2)), Image.new("RGBA", (3, 2))
+    for mode in ("CMYK", "RGBX", "YCbCr"):
+        image = Image.new(mode, (3, 2))
+        with pytest.raises(MmfastError, match=f"image: expected an RGB, RGBA or L .* mode {mode}"):
+            _native.opaque((image.getim(), (2, 3), image.im))
+    with pytest.raises(MmfastError, match="a capsule that is not its core's"):
+        _native.rgb_composited((rgba.getim(), (2, 3), other.im), table, 1)
+    with pytest.raises(MmfastError, match="a capsule that is not its core's"):
+        _native.opaque((rgba.getim(), (2, 3), None))
 
 
 @pytest.mark.parametrize("model_id", [QWEN_IDS[0], LLAVA_ID])

@@ -351,7 +351,9 @@ def composite_onto_white(im: Image.Image, orientation: int = 1) -> NDArray[np.ui
     One Rust pass with the GIL released reads the RGBA rows in place and looks each value
     up in :func:`_pillow_onto_white`, the table of Pillow's own composite of every colour
     value over every alpha. Pillow's chain (a white image, the composite, ``convert("RGB")``)
-    took 163 ms for a 12 MP RGBA image, with the GIL held through the composite.
+    held the GIL through the composite: LLaVA-1.5's call on a 12 MP RGBA PIL image took
+    163 ms with it, 8.6 ms (opaque) and 17.9 ms (a third translucent) now, on one thread of
+    a 2-vCPU Zen 4 EPYC (``mmfast bench --only rgba``).
     """
     rgba = im if im.mode == "RGBA" else im.convert("RGBA")
     rows = _rgba_rows(rgba)

@@ -472,13 +472,13 @@ def prepare(
     ``sample_size`` images).
 
     A PIL image is converted to RGB the way the model's reference does
-    (``config.pil_convert``; no EXIF orientation: HF's processors apply none to PIL input)
-    and handed over as its rows (:func:`mmfast.image.pil_source`), read in place on the
-    batch's threads. Bytes and paths are decoded as ``transformers.image_utils.load_image``
-    reads a path (:func:`mmfast.image.decode_source`: EXIF orientation applied, then
-    ``convert("RGB")``, which drops transparency). uint8 arrays and torch tensors
-    are read as transformers reads them (:func:`mmfast.image.array_to_rgb`, with
-    ``input_data_format``).
+    (``config.pil_convert``; no EXIF orientation: HF's processors apply none to PIL input:
+    :func:`mmfast.image.hf_source`, :func:`mmfast.image.plain_source`) and handed over as its
+    rows, read in place on the batch's threads, or as the array of its composite. Bytes and
+    paths are decoded as ``transformers.image_utils.load_image`` reads a path
+    (:func:`mmfast.image.decode_source`: EXIF orientation applied, then ``convert("RGB")``,
+    which drops transparency). uint8 arrays and torch tensors are read as transformers reads
+    them (:func:`mmfast.image.array_to_rgb`, with ``input_data_format``).
     """
     if isinstance(image, Image.Image):
         plan = plan_for(config, image.height, image.width, sample_size)
