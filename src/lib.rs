@@ -508,9 +508,9 @@ mod _native {
     /// or YCbCr have the same pixel layout). The struct layout is Pillow's; every field
     /// read is checked against what the image must hold (its size, uint8 type, a pixel size
     /// and band count of its mode, the line size, and the 8- or 32-bit row table equal to
-    /// the raw one) before a row pointer is
-    /// followed, and Python enables this path only after a probe image read back equal
-    /// (`mmfast.image`), so a Pillow with another layout falls back to a copy.
+    /// the raw one) before a row pointer is followed, and Python enables this path only
+    /// after a probe image read back equal (`mmfast.image`), so a Pillow with another
+    /// layout falls back to a copy.
     ///
     /// # Safety
     /// `capsule` must belong to a Pillow image core that outlives the returned slices and
@@ -591,8 +591,8 @@ mod _native {
 
     /// (H, W, 3) uint8 RGB of an RGB or L Pillow image (or an RGBA one, its alpha dropped
     /// as ``convert("RGB")`` drops it) read in place through its ``getim()`` capsule
-    /// (``image`` is ``(capsule, (height, width), image.im)``); the
-    /// probe ``mmfast.image`` checks the layout with before batches read images this way.
+    /// (``image`` is ``(capsule, (height, width), image.im)``); the probe ``mmfast.image``
+    /// checks the layout with before batches read images this way.
     #[pyfunction]
     fn rgb_from_pillow<'py>(
         py: Python<'py>,
@@ -686,7 +686,8 @@ mod _native {
     }
 
     /// Whether every pixel of an RGBA Pillow image (``image`` as for ``rgb_from_pillow``) is
-    /// opaque (alpha 255), read in place with the GIL released, up to the first that is not.
+    /// opaque (alpha 255), read in place with the GIL released up to the end of the first
+    /// row with one that is not.
     #[pyfunction]
     fn opaque(py: Python<'_>, image: &Bound<'_, PyAny>) -> PyResult<bool> {
         let (capsule, size, core) = image
@@ -701,8 +702,8 @@ mod _native {
         detach(py, || image::opaque(&source))
     }
 
-    /// Asks for huge pages behind an RGB, RGBA or L Pillow image's memory blocks (``image`` as for
-    /// ``rgb_from_pillow``, its core's ``ptr`` in place of ``getim()`` so nothing is
+    /// Asks for huge pages behind an RGB, RGBA or L Pillow image's memory blocks (``image``
+    /// as for ``rgb_from_pillow``, its core's ``ptr`` in place of ``getim()`` so nothing is
     /// loaded), and returns the bytes asked for: for a block fresh from
     /// ``Image.core.new_block`` that a decoder is about to fill, where 4 KiB pages cost a
     /// page fault per 1,024 pixels.

@@ -309,9 +309,9 @@ def hf_source(im: Image.Image) -> PillowRows | ArrowSource | NDArray[np.uint8]:
 
     Transparency (an alpha band or ``info["transparency"]``) is composited onto white
     (:func:`composite_onto_white`), except in an RGBA image whose every pixel is opaque,
-    whose rows are read in place as an RGB image's are (the composite keeps opaque colours;
-    checking took 2.6 ms of the 6 ms a composite took at 12 MP). Others as
-    :func:`plain_source`.
+    whose rows are read in place as an RGB image's are (the composite keeps opaque colours:
+    LLaVA-1.5's call on an opaque 12 MP image took 13.0 ms composited, 8.6 ms checked and
+    read in place). Others as :func:`plain_source`.
     """
     if not has_transparency(im):
         return plain_source(im)
