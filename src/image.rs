@@ -157,13 +157,14 @@ fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
 /// opaque colour is).
 ///
 /// Where the table is [`ONTO_WHITE`] (Pillow's composite onto white, which the table of
-/// transformers' PIL class is) and the CPU has AVX-512 VBMI, sixteen pixels at a time are
-/// computed in 16-bit lanes instead of looked up one value at a time: LLaVA-1.5 on a 12 MP
-/// PIL image with its top third translucent took 16.9-17.1 -> 8.3-8.7 ms on one thread of
-/// a 2-vCPU Zen 4 EPYC (an RGB one: 7.1-7.4 ms), on the same pixels as an opaque array
-/// 13.2-13.4 -> 7.9-8.5 ms. Elsewhere, where the table keeps every opaque colour as it is (onto white,
-/// every composite mmfast is given does), runs of sixteen opaque pixels are packed as
-/// Pillow's RGB rows are, by vector permutes: a screenshot's alpha band is mostly opaque.
+/// transformers' PIL class is), sixteen pixels at a time are computed in 16-bit lanes with
+/// AVX-512, eight with AVX2, instead of looked up one value at a time: LLaVA-1.5 on a 12 MP
+/// PIL image with its top third translucent took 16.6-17.1 -> 8.3-8.7 ms (AVX2: 9.1-9.2
+/// ms) on one thread of a 2-vCPU Zen 4 EPYC (an RGB one: 7.1-8.0 ms), on the same pixels as
+/// an opaque array 13.1-13.4 -> 7.9-8.5 ms (AVX2: 8.6-8.7 ms). Elsewhere, where the table
+/// keeps every opaque colour as it is (onto white, every composite mmfast is given does),
+/// runs of sixteen opaque pixels are packed as Pillow's RGB rows are, by vector permutes: a
+/// screenshot's alpha band is mostly opaque.
 ///
 /// # Errors
 /// Pixels that are not 4 bytes each, a table that is not 65,536 values, or a `dst` that is
@@ -180,12 +181,23 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
         return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
     }
     #[cfg(target_arch = "x86_64")]
-    if avx512::detected() && table == &ONTO_WHITE {
-        for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
-            // SAFETY: AVX-512F, BW and VBMI were detected.
-            unsafe { avx512::onto_white(src.row(y), out) };
+    if table == &ONTO_WHITE {
+        // RGBA pixels to packed RGB, on a CPU with the kernel's features.
+        type Row = unsafe fn(&[u8], &mut [u8]);
+        let kernel: Option<Row> = if avx512::detected() {
+            Some(avx512::onto_white)
+        } else if avx2::detected() {
+            Some(avx2::onto_white)
+        } else {
+            None
+        };
+        if let Some(kernel) = kernel {
+            for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+                // SAFETY: the kernel's CPU features were detected.
+                unsafe { kernel(src.row(y), out) };
+            }
+            return Ok(());
         }
-        return Ok(());
     }
     let (alphas, _) = table.as_chunks::<256>();
     let keeps_opaque = (0..=255u8).all(|c| alphas[255][usize::from(c)] == c);
@@ -422,6 +434,88 @@ fn fill_rgb(dst: &mut [u8], fill: [u8; 3]) {
 }
 
 #[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi16, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
+        _mm256_movemask_epi8, _mm256_mulhi_epu16, _mm256_mullo_epi16, _mm256_packus_epi16, _mm256_set1_epi16,
+        _mm256_set1_epi32, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_storeu_si256, _mm256_sub_epi16,
+        _mm256_unpackhi_epi8, _mm256_unpacklo_epi8,
+    };
+
+    use super::pack_rgbx;
+
+    pub(super) fn detected() -> bool {
+        is_x86_feature_detected!("avx2")
+    }
+
+    /// [`super::onto_white`] of RGBA pixels `row` into packed RGB `out`: eight pixels a
+    /// vector as the AVX-512 kernel computes sixteen, into RGBX words sixty-four pixels at
+    /// a time, then packed by [`pack_rgbx`]; the last pixels under eight by the formula.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn onto_white(row: &[u8], out: &mut [u8]) {
+        // Byte 3 of each pixel to its four bytes (`_mm256_shuffle_epi8` reads within each
+        // 16-byte lane).
+        const ALPHA: [u8; 32] = {
+            let mut index = [0u8; 32];
+            let mut i = 0;
+            while i < 32 {
+                index[i] = (i & 0b1100) as u8 | 3;
+                i += 1;
+            }
+            index
+        };
+        let pixels = (row.len() / 4).min(out.len() / 3);
+        let whole = pixels / 8 * 8;
+        // SAFETY: 32 bytes are a valid `__m256i`.
+        let alpha_at = unsafe { std::mem::transmute::<[u8; 32], __m256i>(ALPHA) };
+        let zero = _mm256_setzero_si256();
+        let alphas = _mm256_set1_epi32(0xff00_0000_u32.cast_signed());
+        let (k128, k255, k257) = (
+            _mm256_set1_epi16(128),
+            _mm256_set1_epi16(255),
+            _mm256_set1_epi16(257),
+        );
+        let mut rgbx = [0u8; 256];
+        for start in (0..whole).step_by(64) {
+            let n = (whole - start).min(64);
+            for (i, to) in rgbx[..4 * n].chunks_exact_mut(32).enumerate() {
+                // SAFETY: pixels start + 8i..start + 8i + 8 lie in `row` (below `whole`),
+                // and `to` is 32 bytes.
+                unsafe {
+                    let mut v = _mm256_loadu_si256(row.as_ptr().add(4 * (start + 8 * i)).cast());
+                    let a = _mm256_and_si256(v, alphas);
+                    if _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, alphas)) != -1 {
+                        let a = _mm256_shuffle_epi8(v, alpha_at);
+                        let value = |c, a| {
+                            let u = _mm256_add_epi16(
+                                _mm256_mullo_epi16(c, a),
+                                _mm256_mullo_epi16(_mm256_sub_epi16(k255, a), k255),
+                            );
+                            _mm256_mulhi_epu16(_mm256_add_epi16(u, k128), k257)
+                        };
+                        v = _mm256_packus_epi16(
+                            value(_mm256_unpacklo_epi8(v, zero), _mm256_unpacklo_epi8(a, zero)),
+                            value(_mm256_unpackhi_epi8(v, zero), _mm256_unpackhi_epi8(a, zero)),
+                        );
+                    }
+                    _mm256_storeu_si256(to.as_mut_ptr().cast(), v);
+                }
+            }
+            pack_rgbx(&rgbx[..4 * n], &mut out[3 * start..3 * (start + n)]);
+        }
+        for (p, o) in row[4 * whole..4 * pixels]
+            .chunks_exact(4)
+            .zip(out[3 * whole..].chunks_exact_mut(3))
+        {
+            o.copy_from_slice(&[0, 1, 2].map(|c| super::onto_white(p[c], p[3])));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::{
         __m512i, _mm512_add_epi16, _mm512_mask_cmpneq_epu8_mask, _mm512_mask_storeu_epi8,
@@ -530,6 +624,40 @@ mod tests {
     fn onto_white_is_pillows_composite_in_its_own_integers() {
         let pillow: Vec<u8> = (0..1u32 << 16).map(|i| onto_white(i & 255, i >> 8)).collect();
         assert_eq!(pillow, ONTO_WHITE);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vector_kernels_composite_onto_white() {
+        type Row = unsafe fn(&[u8], &mut [u8]);
+        let kernels: [(bool, Row); 2] = [
+            (avx2::detected(), avx2::onto_white),
+            (avx512::detected(), avx512::onto_white),
+        ];
+        // Widths around blocks of 8, 16 and 64 pixels; alternating runs of opaque and
+        // translucent pixels, every alpha among them.
+        for w in [1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 300] {
+            let rgba: Vec<u8> = (0..w)
+                .flat_map(|x| {
+                    let alpha = if x / 8 % 2 == 0 { 255 } else { (x * 29) as u8 };
+                    [(x * 7) as u8, (x * 31 + 5) as u8, (x * x) as u8, alpha]
+                })
+                .collect();
+            let want: Vec<u8> = rgba
+                .chunks_exact(4)
+                .flat_map(|p| (0..3).map(move |c| onto_white(p[c].into(), p[3].into())))
+                .collect();
+            for (i, &(detected, kernel)) in kernels.iter().enumerate() {
+                if detected {
+                    // Bytes past the output are left alone.
+                    let mut got = vec![9; 3 * w + 5];
+                    // SAFETY: the kernel's features were detected.
+                    unsafe { kernel(&rgba, &mut got[..3 * w]) };
+                    assert_eq!(got[..3 * w], want, "kernel {i}, width {w}");
+                    assert!(got[3 * w..].iter().all(|&v| v == 9));
+                }
+            }
+        }
     }
 
     #[test]
