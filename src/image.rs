@@ -229,6 +229,61 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
     Ok(())
 }
 
+/// Palette indices (`src`, 1 byte each: a P Pillow image's rows read where they are) as
+/// packed HWC RGB in `dst`: index `i` becomes `palette[3 * i..3 * i + 3]`, sixty-four
+/// indices a step where the CPU has AVX-512 VBMI.
+///
+/// # Errors
+/// Pixels that are not 1 byte each, a palette that is not 768 values, or a `dst` that is
+/// not `3 * height * width` bytes.
+pub fn palette_rgb(src: &Source<'_>, palette: &[u8], dst: &mut [u8]) -> Result<(), TransformError> {
+    if src.channels() != 1 {
+        return Err(invalid("image", "palette indices (1 byte each)", src.channels()));
+    }
+    if palette.len() != 768 {
+        return Err(invalid(
+            "palette",
+            "768 values, the RGB of each index",
+            palette.len(),
+        ));
+    }
+    let (h, w) = src.size();
+    if dst.len() != checked_len("image", &[h, w, 3])? {
+        return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
+    }
+    let (colours, _) = palette.as_chunks::<3>();
+    #[cfg(target_arch = "x86_64")]
+    if avx512::detected() {
+        let planes: [[u8; 256]; 3] = std::array::from_fn(|c| std::array::from_fn(|i| colours[i][c]));
+        for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+            // SAFETY: AVX-512F, BW and VBMI were detected.
+            unsafe { avx512::palette_rgb(&src.row(y)[..w], &planes, out) };
+        }
+        return Ok(());
+    }
+    let words: [[u8; 4]; 256] = std::array::from_fn(|i| {
+        let [r, g, b] = colours[i];
+        [r, g, b, 0]
+    });
+    for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+        palette_row(&src.row(y)[..w], &words, out);
+    }
+    Ok(())
+}
+
+/// [`palette_rgb`] of one row of indices into its packed RGB `out` (three bytes an index),
+/// by the colours as 4-byte words: each pixel one 4-byte store that the next pixel's
+/// overwrites past its three bytes.
+fn palette_row(row: &[u8], words: &[[u8; 4]; 256], out: &mut [u8]) {
+    let Some((&last, row)) = row.split_last() else {
+        return;
+    };
+    for (x, &i) in row.iter().enumerate() {
+        out[3 * x..3 * x + 4].copy_from_slice(&words[usize::from(i)]);
+    }
+    out[3 * row.len()..].copy_from_slice(&words[usize::from(last)][..3]);
+}
+
 /// Colour value `c` over alpha `a` composited onto opaque white by Pillow's
 /// `alpha_composite` (`AlphaComposite.c`, 7 fractional bits): over white its `coef1` is
 /// `128 * a`, so the value is `SHIFTFORDIV255(128 * u) >> 7` = `(257 * u) >> 16` for
@@ -518,8 +573,9 @@ mod avx2 {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::{
-        __m512i, _mm512_add_epi16, _mm512_mask_cmpneq_epu8_mask, _mm512_mask_storeu_epi8,
-        _mm512_maskz_loadu_epi8, _mm512_mulhi_epu16, _mm512_mullo_epi16, _mm512_packus_epi16,
+        __m512i, _mm512_add_epi16, _mm512_loadu_si512, _mm512_mask_blend_epi8, _mm512_mask_cmpneq_epu8_mask,
+        _mm512_mask_permutexvar_epi8, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_movepi8_mask,
+        _mm512_mulhi_epu16, _mm512_mullo_epi16, _mm512_packus_epi16, _mm512_permutex2var_epi8,
         _mm512_permutexvar_epi8, _mm512_set1_epi16, _mm512_set1_epi8, _mm512_setzero_si512,
         _mm512_shuffle_epi8, _mm512_sub_epi16, _mm512_unpackhi_epi8, _mm512_unpacklo_epi8,
     };
@@ -586,6 +642,71 @@ mod avx512 {
                 }
                 let rgb = _mm512_permutexvar_epi8(PACK, v);
                 _mm512_mask_storeu_epi8(out.as_mut_ptr().add(3 * x).cast(), written, rgb);
+            }
+        }
+    }
+
+    /// For output vector `j` of 64 packed RGB bytes from three 64-byte planes: the byte
+    /// each lane takes from red (0..64) or green (64..128), the byte it takes from blue,
+    /// and the lanes that take blue.
+    const fn interleave(j: usize) -> ([u8; 64], [u8; 64], u64) {
+        let (mut red_green, mut blue, mut lanes) = ([0u8; 64], [0u8; 64], 0u64);
+        let mut i = 0;
+        while i < 64 {
+            let (pixel, channel) = ((64 * j + i) / 3, (64 * j + i) % 3);
+            #[allow(clippy::cast_possible_truncation)] // pixels below 64
+            match channel {
+                0 => red_green[i] = pixel as u8,
+                1 => red_green[i] = 64 + pixel as u8,
+                _ => {
+                    blue[i] = pixel as u8;
+                    lanes |= 1 << i;
+                }
+            }
+            i += 1;
+        }
+        (red_green, blue, lanes)
+    }
+
+    /// [`super::palette_rgb`] of the indices `row` into packed RGB `out`, sixty-four a step:
+    /// each channel's 256 colours held in four registers and looked up by two two-source
+    /// byte permutes (indices below 128, then the rest) and a blend, then the three planes
+    /// interleaved by two permutes for each 64 bytes written.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn palette_rgb(row: &[u8], planes: &[[u8; 256]; 3], out: &mut [u8]) {
+        const INTERLEAVE: [([u8; 64], [u8; 64], u64); 3] = [interleave(0), interleave(1), interleave(2)];
+        // SAFETY: each plane holds 256 bytes, four loads of 64.
+        let tables = planes.map(|plane| {
+            [0, 64, 128, 192].map(|at| unsafe { _mm512_loadu_si512(plane.as_ptr().add(at).cast()) })
+        });
+        // SAFETY: 64 bytes are a valid `__m512i`.
+        let index = |bytes: [u8; 64]| unsafe { std::mem::transmute::<[u8; 64], __m512i>(bytes) };
+        let interleave = INTERLEAVE.map(|(red_green, blue, lanes)| (index(red_green), index(blue), lanes));
+        let pixels = row.len().min(out.len() / 3);
+        for x in (0..pixels).step_by(64) {
+            let n = (pixels - x).min(64);
+            // SAFETY: the masks read the n indices from `row` and write their 3n bytes into
+            // `out`, both inside as `pixels` bounds them.
+            unsafe {
+                let indices = _mm512_maskz_loadu_epi8(u64::MAX >> (64 - n), row.as_ptr().add(x).cast());
+                let high = _mm512_movepi8_mask(indices);
+                let [r, g, b] = tables.map(|t| {
+                    let low = _mm512_permutex2var_epi8(t[0], indices, t[1]);
+                    _mm512_mask_blend_epi8(high, low, _mm512_permutex2var_epi8(t[2], indices, t[3]))
+                });
+                for (j, &(red_green, blue, lanes)) in interleave.iter().enumerate() {
+                    let written = (3 * n).saturating_sub(64 * j).min(64);
+                    if written == 0 {
+                        break;
+                    }
+                    let v = _mm512_permutex2var_epi8(r, red_green, g);
+                    let v = _mm512_mask_permutexvar_epi8(v, lanes, blue, b);
+                    let to = out.as_mut_ptr().add(3 * x + 64 * j);
+                    _mm512_mask_storeu_epi8(to.cast(), u64::MAX >> (64 - written), v);
+                }
             }
         }
     }
@@ -711,6 +832,33 @@ mod tests {
         )
         .unwrap();
         assert!(got.iter().all(|&v| v == 100));
+    }
+
+    #[test]
+    fn palette_indices_become_their_colours() {
+        let palette: Vec<u8> = (0..768).map(|v| (v * 7 % 251) as u8).collect();
+        let words: [[u8; 4]; 256] =
+            std::array::from_fn(|i| [palette[3 * i], palette[3 * i + 1], palette[3 * i + 2], 0]);
+        // Widths around the 64 indices of a vector step; every index, the high half's too.
+        for w in [1, 2, 63, 64, 65, 128, 200] {
+            let h = 3;
+            let indices: Vec<u8> = (0..h * w).map(|i| (i * 37 + i / w) as u8).collect();
+            let want: Vec<u8> = indices
+                .iter()
+                .flat_map(|&i| palette[3 * usize::from(i)..][..3].to_vec())
+                .collect();
+            let mut got = vec![0; h * w * 3];
+            palette_rgb(&Source::packed(&indices, 1, (h, w)).unwrap(), &palette, &mut got).unwrap();
+            assert_eq!(got, want, "width {w}");
+            let mut scalar = vec![9; w * 3];
+            palette_row(&indices[..w], &words, &mut scalar);
+            assert_eq!(scalar, want[..w * 3], "width {w}, scalar");
+        }
+        let indices = Source::packed(&[0; 4], 1, (2, 2)).unwrap();
+        assert!(palette_rgb(&indices, &palette[..767], &mut [0; 12]).is_err());
+        assert!(palette_rgb(&indices, &palette, &mut [0; 11]).is_err());
+        let rgb = Source::packed(&[0; 12], 3, (2, 2)).unwrap();
+        assert!(palette_rgb(&rgb, &palette, &mut [0; 12]).is_err());
     }
 
     #[test]

@@ -49,7 +49,7 @@ mod _native {
     use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
 
     use crate::alloc;
-    use crate::error::invalid;
+    use crate::error::{invalid, TransformError};
     use crate::image::{self, Orientation, Rect};
     use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
     use crate::resize::{Filter, Source};
@@ -499,18 +499,41 @@ mod _native {
         linesize: i32,
     }
 
-    /// The rows of an RGB, RGBA or L Pillow image read in place through ``Image.getim()``,
-    /// each slice running to the end of the memory block holding it, bytes per pixel, and
-    /// whether the fourth byte is alpha (RGBA) rather than padding (RGB).
+    /// The modes whose rows [`pillow_rows`] reads.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Mode {
+        Rgb,
+        Rgba,
+        L,
+        /// Palette indices, one byte each as L's values.
+        P,
+    }
+
+    impl Mode {
+        /// What an image of this mode is, for messages.
+        fn describe(self) -> &'static str {
+            match self {
+                Mode::Rgb => "an RGB image",
+                Mode::Rgba => "an RGBA image",
+                Mode::L => "an L image",
+                Mode::P => "a P image",
+            }
+        }
+    }
+
+    /// The rows of an RGB, RGBA, L or P Pillow image read in place through
+    /// ``Image.getim()``, each slice running to the end of the memory block holding it, bytes
+    /// per pixel, and the mode (whether an RGBA image's fourth byte is alpha rather than an
+    /// RGB image's padding, a P image's byte an index rather than an L image's value).
     ///
     /// `core` is the image's core object (``image.im``): the capsule must be its struct
-    /// (``core.ptr``), and its mode, RGB, RGBA or L, tells alpha from padding (CMYK, RGBX
-    /// or YCbCr have the same pixel layout). The struct layout is Pillow's; every field
-    /// read is checked against what the image must hold (its size, uint8 type, a pixel size
-    /// and band count of its mode, the line size, and the 8- or 32-bit row table equal to
-    /// the raw one) before a row pointer is followed, and Python enables this path only
-    /// after a probe image read back equal (`mmfast.image`), so a Pillow with another
-    /// layout falls back to a copy.
+    /// (``core.ptr``), and its mode, RGB, RGBA, L or P, tells alpha from padding (CMYK, RGBX
+    /// or YCbCr have the same pixel layout) and indices from values. The struct layout is
+    /// Pillow's; every field read is checked against what the image must hold (its size,
+    /// uint8 type, a pixel size and band count of its mode, the line size, and the 8- or
+    /// 32-bit row table equal to the raw one) before a row pointer is followed, and Python
+    /// enables this path only after a probe image read back equal (`mmfast.image`), so a
+    /// Pillow with another layout falls back to a copy.
     ///
     /// # Safety
     /// `capsule` must belong to a Pillow image core that outlives the returned slices and
@@ -519,8 +542,8 @@ mod _native {
         capsule: &Bound<'_, PyCapsule>,
         (h, w): (usize, usize),
         core: &Bound<'_, PyAny>,
-    ) -> PyResult<(Vec<&'a [u8]>, usize, bool)> {
-        let bad = |why: &str| fail("image", "an RGB, RGBA or L Pillow image (Image.getim())", why);
+    ) -> PyResult<(Vec<&'a [u8]>, usize, Mode)> {
+        let bad = |why: &str| fail("image", "an RGB, RGBA, L or P Pillow image (Image.getim())", why);
         let ptr = capsule.pointer_checked(Some(c"Pillow Imaging"))?;
         let own = core
             .getattr("ptr")
@@ -534,10 +557,11 @@ mod _native {
             .getattr("mode")
             .and_then(|m| m.extract::<String>())
             .map_err(|_| bad("a core without a mode"))?;
-        let bands = match mode.as_str() {
-            "RGB" => 3,
-            "RGBA" => 4,
-            "L" => 1,
+        let (kind, bands) = match mode.as_str() {
+            "RGB" => (Mode::Rgb, 3),
+            "RGBA" => (Mode::Rgba, 4),
+            "L" => (Mode::L, 1),
+            "P" => (Mode::P, 1),
             other => return Err(bad(&format!("mode {other}"))),
         };
         let ptr = ptr.cast::<ImagingHead>();
@@ -547,7 +571,7 @@ mod _native {
         let (channels, rows) = match (head.pixelsize, head.bands) {
             (4, 3 | 4) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
             (1, 1) if head.image8 == head.image => (1, head.image),
-            _ => return Err(bad("a pixel layout other than RGB's, RGBA's or L's")),
+            _ => return Err(bad("a pixel layout other than RGB's, RGBA's, L's or P's")),
         };
         if head.bands != bands {
             return Err(bad(&format!("{} bands in a {mode} image", head.bands)));
@@ -585,7 +609,7 @@ mod _native {
                 .map(|(&p, end)| unsafe { std::slice::from_raw_parts(p.cast_const(), end - p as usize) })
                 .collect(),
             channels,
-            bands == 4,
+            kind,
         ))
     }
 
@@ -621,19 +645,8 @@ mod _native {
         table: &Bound<'py, PyAny>,
         orientation: i64,
     ) -> PyResult<Bound<'py, PyArray3<u8>>> {
-        let table = table
-            .cast::<PyArray1<u8>>()
-            .map_err(|_| {
-                fail(
-                    "table",
-                    "a numpy.ndarray of dtype uint8 and shape (65536,)",
-                    describe(table),
-                )
-            })?
-            .readonly();
-        let table = table
-            .as_slice()
-            .map_err(|_| fail("table", "a contiguous array", "a strided one"))?;
+        let table = contiguous_u8("table", table, 65536)?;
+        let table = table.as_slice().expect("contiguous");
         let rows;
         let array;
         let source = if let Ok((capsule, size, core)) =
@@ -641,10 +654,10 @@ mod _native {
         {
             // SAFETY: the tuple `image`, alive for this call, holds the image core that owns
             // the rows, which must not change during the call.
-            let alpha;
-            (rows, _, alpha) = unsafe { pillow_rows(&capsule, size, &core)? };
-            if !alpha {
-                return Err(fail("image", "an RGBA Pillow image", "an RGB or L one"));
+            let mode;
+            (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
+            if mode != Mode::Rgba {
+                return Err(fail("image", "an RGBA Pillow image", mode.describe()));
             }
             Source::rows(&rows, 4, size)?
         } else {
@@ -662,6 +675,65 @@ mod _native {
             let (h, w) = (array.shape()[0], array.shape()[1]);
             Source::packed(array.as_slice().expect("standard layout"), 4, (h, w))?
         };
+        oriented_rgb(py, &source, orientation, |out| {
+            image::composite_rgba(&source, table, out)
+        })
+    }
+
+    /// Oriented (H, W, 3) uint8 RGB of a P Pillow image (``image`` as for
+    /// ``rgb_from_pillow``): its indices read in place and looked up in ``palette`` (768
+    /// uint8 values, the RGB of each index; see ``image::palette_rgb``), oriented as
+    /// ``rgb_composited`` orients.
+    #[pyfunction]
+    fn rgb_from_palette<'py>(
+        py: Python<'py>,
+        image: &Bound<'py, PyAny>,
+        palette: &Bound<'py, PyAny>,
+        orientation: i64,
+    ) -> PyResult<Bound<'py, PyArray3<u8>>> {
+        let palette = contiguous_u8("palette", palette, 768)?;
+        let palette = palette.as_slice().expect("contiguous");
+        let (capsule, size, core) = image
+            .extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
+            .map_err(|_| fail("image", "a P Pillow image's rows", describe(image)))?;
+        // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
+        let (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
+        if mode != Mode::P {
+            return Err(fail("image", "a P Pillow image", mode.describe()));
+        }
+        let source = Source::rows(&rows, 1, size)?;
+        oriented_rgb(py, &source, orientation, |out| {
+            image::palette_rgb(&source, palette, out)
+        })
+    }
+
+    /// `values` as a contiguous 1-D uint8 array, `arg` named if it is not one (its length,
+    /// `len` expected, is the kernel's to check).
+    fn contiguous_u8<'py>(
+        arg: &'static str,
+        values: &Bound<'py, PyAny>,
+        len: usize,
+    ) -> PyResult<numpy::PyReadonlyArray1<'py, u8>> {
+        let expected = format!("a numpy.ndarray of dtype uint8 and shape ({len},)");
+        let array = values
+            .cast::<PyArray1<u8>>()
+            .map_err(|_| fail(arg, expected, describe(values)))?
+            .readonly();
+        if array.as_slice().is_err() {
+            return Err(fail(arg, "a contiguous array", "a strided one"));
+        }
+        Ok(array)
+    }
+
+    /// (H, W, 3) uint8 RGB that `write` makes of `source`'s pixels, upright, into
+    /// `orientation`'s (an EXIF orientation, 1..8, others upright) with a second pass where
+    /// it is not upright; the GIL released throughout.
+    fn oriented_rgb<'py>(
+        py: Python<'py>,
+        source: &Source<'_>,
+        orientation: i64,
+        write: impl Fn(&mut [u8]) -> Result<(), TransformError> + Sync,
+    ) -> PyResult<Bound<'py, PyArray3<u8>>> {
         let (h, w) = source.size();
         let orientation = Orientation::from_exif(orientation);
         let (oh, ow) = orientation.oriented_size((h, w));
@@ -675,9 +747,9 @@ mod _native {
         };
         detach(py, || {
             if upright.is_empty() {
-                return image::composite_rgba(&source, table, &mut out);
+                return write(&mut out);
             }
-            image::composite_rgba(&source, table, &mut upright)?;
+            write(&mut upright)?;
             image::to_rgb_oriented(&upright, 3, (h, w), orientation, &mut out)
         })??;
         alloc::recycle(alloc::Buffer::U8(upright));
@@ -694,9 +766,9 @@ mod _native {
             .extract::<(Bound<'_, PyCapsule>, (usize, usize), Bound<'_, PyAny>)>()
             .map_err(|_| fail("image", "an RGBA Pillow image's rows", describe(image)))?;
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, _, alpha) = unsafe { pillow_rows(&capsule, size, &core)? };
-        if !alpha {
-            return Err(fail("image", "an RGBA Pillow image", "an RGB or L one"));
+        let (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
+        if mode != Mode::Rgba {
+            return Err(fail("image", "an RGBA Pillow image", mode.describe()));
         }
         let source = Source::rows(&rows, 4, size)?;
         detach(py, || image::opaque(&source))
@@ -800,7 +872,10 @@ mod _native {
             {
                 // SAFETY: the tuple `image`, borrowed for 'py, holds the image core that owns
                 // the rows; like arrays, images must not change during the call.
-                let (rows, channels, _) = unsafe { pillow_rows(&capsule, size, &core)? };
+                let (rows, channels, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
+                if mode == Mode::P {
+                    return Err(fail("image", "an RGB, RGBA or L Pillow image", mode.describe()));
+                }
                 return Ok(Self::Rows(rows, channels, size));
             }
             Ok(Self::Array(rgb_image(image)?))

@@ -160,6 +160,95 @@ def test_pil_rows_are_read_in_place_in_one_block_or_several():
                     assert np.array_equal(got, ref), (h, w, im.mode, backend)
 
 
+def palette_images() -> dict[str, Image.Image]:
+    """P images of at least ``PALETTE_MIN_PIXELS``: an adaptive palette, the web palette, 60
+    colours with pixels whose indices lie past them, and an adaptive palette with one
+    transparent index or an alpha for each entry."""
+    adaptive = gradient(260, 261).convert("P", palette=Image.Palette.ADAPTIVE, colors=200)
+    short = Image.fromarray(np.arange(260 * 261).reshape(260, 261).astype(np.uint8) % 80, "P")
+    short.putpalette(list(range(180)))
+    keyed, alphas = adaptive.copy(), adaptive.copy()
+    keyed.info["transparency"] = 3
+    alphas.info["transparency"] = bytes(range(0, 250, 5)) * 4
+    return {
+        "adaptive": adaptive,
+        "web": gradient(260, 261).convert("P"),
+        "short": short,
+        "keyed": keyed,
+        "alphas": alphas,
+    }
+
+
+@pytest.mark.parametrize("name", ["adaptive", "web", "short", "keyed", "alphas"])
+def test_palette_images_are_looked_up_as_pillow_converts(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A P image's indices are read in place and looked up in its 256 colours as Pillow's
+    chain converts them (``convert("RGB")``, or transformers' composite onto white of one
+    with transparency): equal in every orientation, as a PIL image and as PNG and GIF bytes
+    (``load_image``'s ``convert("RGB")``, and a PIL class's composite of the colour key it
+    keeps)."""
+    from mmfast.image import decode_source, plain_source
+
+    looked_up = []
+    real = mmfast._native.rgb_from_palette
+
+    def count(*args: object) -> np.ndarray:
+        looked_up.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(mmfast._native, "rgb_from_palette", count)
+    image = palette_images()[name]
+    assert image.width * image.height >= mmfast.image.PALETTE_MIN_PIXELS
+    with warnings.catch_warnings():
+        # Pillow's about a palette's alpha given as bytes.
+        warnings.simplefilter("ignore", UserWarning)
+        plain = np.asarray(image.convert("RGB"))
+        assert np.array_equal(plain_source(image), plain)
+        for orientation in range(1, 9):
+            oriented = image.copy()
+            oriented.getexif()[0x0112] = orientation
+            want = convert_to_rgb(ImageOps.exif_transpose(oriented), return_numpy=True)
+            got = mmfast.image.convert_to_rgb(image, orientation)
+            assert np.array_equal(got, want), orientation
+        for fmt in ("PNG", "GIF") if name != "alphas" else ("PNG",):
+            data = encode(image, fmt)
+            assert np.array_equal(decode_image(data), hf_decode(data)), fmt
+            loaded = Image.open(io.BytesIO(data)).convert("RGB")
+            assert np.array_equal(decode_source(data)[0], np.asarray(loaded)), fmt
+            keyed = convert_to_rgb(loaded, return_numpy=True)
+            assert np.array_equal(decode_source(data, composite_key=True)[0], keyed), fmt
+    assert len(looked_up) >= 10
+
+
+def test_palette_rows_in_several_blocks_and_small_images() -> None:
+    """Indices over Pillow's 16 MiB block are read block by block; an image under
+    ``PALETTE_MIN_PIXELS`` is converted by Pillow (looking up its colours first costs more);
+    the core refuses a P image where RGB, RGBA or L rows are read, and others as indices."""
+    big = Image.fromarray(
+        (np.arange(4100 * 4200, dtype=np.uint32).reshape(4100, 4200) * 7 % 251).astype(np.uint8),
+        "P",
+    )
+    big.putpalette([v * 3 % 256 for v in range(768)])
+    assert np.array_equal(
+        mmfast.image.convert_to_rgb(big, 6),
+        np.asarray(big.transpose(Image.Transpose.ROTATE_270).convert("RGB")),
+    )
+    small = gradient(20, 30).convert("P")
+    assert np.array_equal(mmfast.image.convert_to_rgb(small), np.asarray(small.convert("RGB")))
+    rows = (small.getim(), (20, 30), small.im)
+    with pytest.raises(mmfast.MmfastError, match="image: expected an RGB, RGBA or L Pillow"):
+        mmfast._native.rgb_from_pillow(rows)
+    palette = np.zeros(768, np.uint8)
+    rgb = gradient(20, 30)
+    with pytest.raises(mmfast.MmfastError, match="image: expected a P Pillow image, got an RGB"):
+        mmfast._native.rgb_from_palette((rgb.getim(), (20, 30), rgb.im), palette, 1)
+    with pytest.raises(mmfast.MmfastError, match="palette: expected 768 values"):
+        mmfast._native.rgb_from_palette(rows, palette[:765], 1)
+    with pytest.raises(mmfast.MmfastError, match="palette: expected a contiguous array"):
+        mmfast._native.rgb_from_palette(rows, np.zeros(1536, np.uint8)[::2], 1)
+
+
 def png_chunk(kind: bytes, data: bytes) -> bytes:
     body = kind + data
     return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))

@@ -17,6 +17,7 @@ __all__ = [
     "resize_float",
     "rgb_composited",
     "rgb_from_arrow",
+    "rgb_from_palette",
     "rgb_from_pillow",
     "run_batch",
     "serialize_pixel_values",
@@ -53,6 +54,11 @@ def opaque(image: tuple[object, tuple[int, int], object]) -> bool: ...
 def rgb_composited(
     image: tuple[object, tuple[int, int], object] | NDArray[np.uint8],
     table: NDArray[np.uint8],
+    orientation: int,
+) -> NDArray[np.uint8]: ...
+def rgb_from_palette(
+    image: tuple[object, tuple[int, int], object],
+    palette: NDArray[np.uint8],
     orientation: int,
 ) -> NDArray[np.uint8]: ...
 def rgb_from_pillow(image: tuple[object, tuple[int, int], object]) -> NDArray[np.uint8]: ...
