@@ -249,6 +249,28 @@ def test_palette_rows_in_several_blocks_and_small_images() -> None:
         mmfast._native.rgb_from_palette(rows, np.zeros(1536, np.uint8)[::2], 1)
 
 
+def test_upright_rgba_files_are_read_where_decoded() -> None:
+    """An upright RGBA file (PNG, lossless WebP) is decoded into one block and its rows go
+    to the batch, the alpha ignored as ``load_image``'s ``convert("RGB")`` drops it (a PIL
+    class then has no colour key to composite); a rotated one is converted to RGB."""
+    from mmfast.image import decode_source
+
+    image = gradient(61, 83, "RGBA")
+    for data in (encode(image, "PNG"), encode(image, "WEBP", lossless=True)):
+        # WebP keeps no colour under alpha 0.
+        want = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        for composite_key in (False, True):
+            source, size = decode_source(data, composite_key=composite_key)
+            assert isinstance(source, tuple) and size == (61, 83)
+            assert np.array_equal(mmfast._native.rgb_from_pillow(source), want)
+    rotated = with_orientation(image, "PNG", 6)
+    got, size = decode_source(rotated)
+    assert isinstance(got, np.ndarray) and size == (83, 61)
+    assert np.array_equal(
+        got, np.asarray(image.transpose(Image.Transpose.ROTATE_270).convert("RGB"))
+    )
+
+
 def png_chunk(kind: bytes, data: bytes) -> bytes:
     body = kind + data
     return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
