@@ -154,11 +154,13 @@ fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
 /// composited into packed HWC RGB in `dst`: colour value `c` over alpha `a` becomes
 /// `table[(a << 8) | c]`, the table a composite such as transformers' `convert_to_rgb` (each
 /// output value a function of one colour value and its alpha, as every composite onto one
-/// opaque colour is).
+/// opaque colour is). Pillow's CMYK to RGB has the same shape, each value a function of its
+/// own and the pixel's K (its fourth byte), and runs here too.
 ///
-/// Where the table is [`ONTO_WHITE`] (Pillow's composite onto white, which the table of
-/// transformers' PIL class is), sixteen pixels at a time are computed in 16-bit lanes with
-/// AVX-512, eight with AVX2, instead of looked up one value at a time: LLaVA-1.5 on a 12 MP
+/// Where the table is a [`Formula`]'s (Pillow's composite onto white, which the table of
+/// transformers' PIL class is, or Pillow's CMYK conversion), sixteen pixels at a time are
+/// computed in 16-bit lanes with AVX-512, eight with AVX2, instead of looked up one value
+/// at a time: LLaVA-1.5 on a 12 MP
 /// PIL image with its top third translucent took 16.6-17.1 -> 8.3-8.7 ms (AVX2: 9.1-9.2
 /// ms) on one thread of a 2-vCPU Zen 4 EPYC (an RGB one: 7.1-8.0 ms), on the same pixels as
 /// an opaque array 13.1-13.4 -> 7.9-8.5 ms (AVX2: 8.6-8.7 ms). Elsewhere, where the table
@@ -181,20 +183,23 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
         return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
     }
     #[cfg(target_arch = "x86_64")]
-    if table == &ONTO_WHITE {
+    if let Some(formula) = [Formula::OntoWhite, Formula::Cmyk]
+        .into_iter()
+        .find(|f| table == f.table())
+    {
         // RGBA pixels to packed RGB, on a CPU with the kernel's features.
-        type Row = unsafe fn(&[u8], &mut [u8]);
+        type Row = unsafe fn(&[u8], &mut [u8], Formula);
         let kernel: Option<Row> = if avx512::detected() {
-            Some(avx512::onto_white)
+            Some(avx512::computed)
         } else if avx2::detected() {
-            Some(avx2::onto_white)
+            Some(avx2::computed)
         } else {
             None
         };
         if let Some(kernel) = kernel {
             for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
                 // SAFETY: the kernel's CPU features were detected.
-                unsafe { kernel(src.row(y), out) };
+                unsafe { kernel(src.row(y), out, formula) };
             }
             return Ok(());
         }
@@ -294,17 +299,61 @@ const fn onto_white(c: u8, a: u8) -> u8 {
     (((c * a + 255 * (255 - a) + 128) * 257) >> 16) as u8
 }
 
-/// [`onto_white`] of every pair, at `(a << 8) | c`.
+/// Value `c` of a CMYK pixel whose K is `k`, converted to RGB by Pillow (`cmyk2rgb` in
+/// `Convert.c`): `nk - MULDIV255(c, nk)` for `nk = 255 - k`, where `MULDIV255(c, nk)` is
+/// `(t + (t >> 8)) >> 8` for `t = c * nk + 128` (at most 65,153, so a 16-bit lane holds
+/// it, and `t + (t >> 8)` too).
+#[allow(clippy::cast_possible_truncation)] // at most 255
+const fn cmyk_rgb(c: u8, k: u8) -> u8 {
+    let nk = 255 - k as u32;
+    let t = c as u32 * nk + 128;
+    (nk - ((t + (t >> 8)) >> 8)) as u8
+}
+
+/// A conversion of 4-byte pixels whose every output value is a function of one value and
+/// the pixel's fourth byte, which the vector kernels compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Formula {
+    /// [`onto_white`]: RGBA composited onto white.
+    OntoWhite,
+    /// [`cmyk_rgb`]: CMYK converted to RGB.
+    Cmyk,
+}
+
+impl Formula {
+    /// The output for `value` of a pixel whose fourth byte is `fourth`.
+    const fn value(self, value: u8, fourth: u8) -> u8 {
+        match self {
+            Formula::OntoWhite => onto_white(value, fourth),
+            Formula::Cmyk => cmyk_rgb(value, fourth),
+        }
+    }
+
+    /// The formula's value of every pair, at `(fourth << 8) | value`.
+    fn table(self) -> &'static [u8; 1 << 16] {
+        match self {
+            Formula::OntoWhite => &ONTO_WHITE,
+            Formula::Cmyk => &CMYK_RGB,
+        }
+    }
+}
+
+/// `formula` of every pair, at `(fourth << 8) | value` (for the statics below: evaluated
+/// when compiling, never on a stack).
 #[allow(clippy::cast_possible_truncation)] // bytes of an index below 65,536
-static ONTO_WHITE: [u8; 1 << 16] = {
+#[allow(clippy::large_stack_arrays)]
+const fn pairs(formula: Formula) -> [u8; 1 << 16] {
     let mut table = [0; 1 << 16];
     let mut i = 0;
     while i < table.len() {
-        table[i] = onto_white(i as u8, (i >> 8) as u8);
+        table[i] = formula.value(i as u8, (i >> 8) as u8);
         i += 1;
     }
     table
-};
+}
+
+static ONTO_WHITE: [u8; 1 << 16] = pairs(Formula::OntoWhite);
+static CMYK_RGB: [u8; 1 << 16] = pairs(Formula::Cmyk);
 
 /// Whether every pixel of `src` (RGBA, 4 bytes each) has alpha 255, read up to the end of
 /// the first row with one that does not: the AND of each row's words (alpha is the high
@@ -493,24 +542,24 @@ mod avx2 {
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi16, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
         _mm256_movemask_epi8, _mm256_mulhi_epu16, _mm256_mullo_epi16, _mm256_packus_epi16, _mm256_set1_epi16,
-        _mm256_set1_epi32, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_storeu_si256, _mm256_sub_epi16,
-        _mm256_unpackhi_epi8, _mm256_unpacklo_epi8,
+        _mm256_set1_epi32, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16, _mm256_storeu_si256,
+        _mm256_sub_epi16, _mm256_unpackhi_epi8, _mm256_unpacklo_epi8,
     };
 
-    use super::pack_rgbx;
+    use super::{pack_rgbx, Formula};
 
     pub(super) fn detected() -> bool {
         is_x86_feature_detected!("avx2")
     }
 
-    /// [`super::onto_white`] of RGBA pixels `row` into packed RGB `out`: eight pixels a
-    /// vector as the AVX-512 kernel computes sixteen, into RGBX words sixty-four pixels at
-    /// a time, then packed by [`pack_rgbx`]; the last pixels under eight by the formula.
+    /// `formula` of 4-byte pixels `row` into packed RGB `out`: eight pixels a vector as the
+    /// AVX-512 kernel computes sixteen, into RGBX words sixty-four pixels at a time, then
+    /// packed by [`pack_rgbx`]; the last pixels under eight by the scalar formula.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn onto_white(row: &[u8], out: &mut [u8]) {
+    pub(super) unsafe fn computed(row: &[u8], out: &mut [u8], formula: Formula) {
         // Byte 3 of each pixel to its four bytes (`_mm256_shuffle_epi8` reads within each
         // 16-byte lane).
         const ALPHA: [u8; 32] = {
@@ -541,15 +590,24 @@ mod avx2 {
                 // and `to` is 32 bytes.
                 unsafe {
                     let mut v = _mm256_loadu_si256(row.as_ptr().add(4 * (start + 8 * i)).cast());
-                    let a = _mm256_and_si256(v, alphas);
-                    if _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, alphas)) != -1 {
+                    let opaque =
+                        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(v, alphas), alphas)) == -1;
+                    if !(opaque && formula == Formula::OntoWhite) {
                         let a = _mm256_shuffle_epi8(v, alpha_at);
-                        let value = |c, a| {
-                            let u = _mm256_add_epi16(
-                                _mm256_mullo_epi16(c, a),
-                                _mm256_mullo_epi16(_mm256_sub_epi16(k255, a), k255),
-                            );
-                            _mm256_mulhi_epu16(_mm256_add_epi16(u, k128), k257)
+                        let value = |c, a| match formula {
+                            Formula::OntoWhite => {
+                                let u = _mm256_add_epi16(
+                                    _mm256_mullo_epi16(c, a),
+                                    _mm256_mullo_epi16(_mm256_sub_epi16(k255, a), k255),
+                                );
+                                _mm256_mulhi_epu16(_mm256_add_epi16(u, k128), k257)
+                            }
+                            Formula::Cmyk => {
+                                let nk = _mm256_sub_epi16(k255, a);
+                                let t = _mm256_add_epi16(_mm256_mullo_epi16(c, nk), k128);
+                                let t = _mm256_add_epi16(t, _mm256_srli_epi16::<8>(t));
+                                _mm256_sub_epi16(nk, _mm256_srli_epi16::<8>(t))
+                            }
                         };
                         v = _mm256_packus_epi16(
                             value(_mm256_unpacklo_epi8(v, zero), _mm256_unpacklo_epi8(a, zero)),
@@ -565,7 +623,7 @@ mod avx2 {
             .chunks_exact(4)
             .zip(out[3 * whole..].chunks_exact_mut(3))
         {
-            o.copy_from_slice(&[0, 1, 2].map(|c| super::onto_white(p[c], p[3])));
+            o.copy_from_slice(&[0, 1, 2].map(|c| formula.value(p[c], p[3])));
         }
     }
 }
@@ -577,8 +635,10 @@ mod avx512 {
         _mm512_mask_permutexvar_epi8, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_movepi8_mask,
         _mm512_mulhi_epu16, _mm512_mullo_epi16, _mm512_packus_epi16, _mm512_permutex2var_epi8,
         _mm512_permutexvar_epi8, _mm512_set1_epi16, _mm512_set1_epi8, _mm512_setzero_si512,
-        _mm512_shuffle_epi8, _mm512_sub_epi16, _mm512_unpackhi_epi8, _mm512_unpacklo_epi8,
+        _mm512_shuffle_epi8, _mm512_srli_epi16, _mm512_sub_epi16, _mm512_unpackhi_epi8, _mm512_unpacklo_epi8,
     };
+
+    use super::Formula;
 
     pub(super) fn detected() -> bool {
         is_x86_feature_detected!("avx512f")
@@ -600,15 +660,15 @@ mod avx512 {
         unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
     }
 
-    /// [`super::onto_white`] of RGBA pixels `row` into packed RGB `out`, sixteen a step:
-    /// each byte's alpha spread over its pixel, both widened to 16-bit lanes, the formula
-    /// computed there and narrowed back, then the RGB bytes permuted together. A block whose
-    /// alphas are all 255 is only permuted (over white an opaque colour stays).
+    /// `formula` of 4-byte pixels `row` into packed RGB `out`, sixteen a step: each pixel's
+    /// fourth byte spread over it, both widened to 16-bit lanes, the formula computed there
+    /// and narrowed back, then the RGB bytes permuted together. Onto white, a block whose
+    /// alphas are all 255 is only permuted (an opaque colour stays).
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) unsafe fn onto_white(row: &[u8], out: &mut [u8]) {
+    pub(super) unsafe fn computed(row: &[u8], out: &mut [u8], formula: Formula) {
         const ALPHA: __m512i = indices(false);
         const PACK: __m512i = indices(true);
         const ALPHAS: u64 = 0x8888_8888_8888_8888;
@@ -626,14 +686,23 @@ mod avx512 {
             // their 3n bytes into `out`, both inside as `pixels` bounds them.
             unsafe {
                 let mut v = _mm512_maskz_loadu_epi8(read, row.as_ptr().add(4 * x).cast());
-                if _mm512_mask_cmpneq_epu8_mask(read & ALPHAS, v, _mm512_set1_epi8(-1)) != 0 {
+                let opaque = _mm512_mask_cmpneq_epu8_mask(read & ALPHAS, v, _mm512_set1_epi8(-1)) == 0;
+                if !(opaque && formula == Formula::OntoWhite) {
                     let a = _mm512_shuffle_epi8(v, ALPHA);
-                    let value = |c, a| {
-                        let u = _mm512_add_epi16(
-                            _mm512_mullo_epi16(c, a),
-                            _mm512_mullo_epi16(_mm512_sub_epi16(k255, a), k255),
-                        );
-                        _mm512_mulhi_epu16(_mm512_add_epi16(u, k128), k257)
+                    let value = |c, a| match formula {
+                        Formula::OntoWhite => {
+                            let u = _mm512_add_epi16(
+                                _mm512_mullo_epi16(c, a),
+                                _mm512_mullo_epi16(_mm512_sub_epi16(k255, a), k255),
+                            );
+                            _mm512_mulhi_epu16(_mm512_add_epi16(u, k128), k257)
+                        }
+                        Formula::Cmyk => {
+                            let nk = _mm512_sub_epi16(k255, a);
+                            let t = _mm512_add_epi16(_mm512_mullo_epi16(c, nk), k128);
+                            let t = _mm512_add_epi16(t, _mm512_srli_epi16::<8>(t));
+                            _mm512_sub_epi16(nk, _mm512_srli_epi16::<8>(t))
+                        }
                     };
                     v = _mm512_packus_epi16(
                         value(_mm512_unpacklo_epi8(v, zero), _mm512_unpacklo_epi8(a, zero)),
@@ -741,19 +810,31 @@ mod tests {
         (shift_div_255(c * coef1 + 255 * coef2 + (0x80 << 7)) >> 7) as u8
     }
 
+    /// Pillow's CMYK to RGB (`cmyk2rgb`, `Convert.c`), in its integers.
+    fn cmyk(c: u32, k: u32) -> u8 {
+        let muldiv255 = |a: u32, b: u32| {
+            let t = a * b + 128;
+            ((t >> 8) + t) >> 8
+        };
+        let nk = 255 - k;
+        (nk - muldiv255(c, nk)).clamp(0, 255) as u8
+    }
+
     #[test]
-    fn onto_white_is_pillows_composite_in_its_own_integers() {
+    fn formulas_are_pillows_in_its_own_integers() {
         let pillow: Vec<u8> = (0..1u32 << 16).map(|i| onto_white(i & 255, i >> 8)).collect();
         assert_eq!(pillow, ONTO_WHITE);
+        let pillow: Vec<u8> = (0..1u32 << 16).map(|i| cmyk(i & 255, i >> 8)).collect();
+        assert_eq!(pillow, CMYK_RGB);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn vector_kernels_composite_onto_white() {
-        type Row = unsafe fn(&[u8], &mut [u8]);
+    fn vector_kernels_compute_each_formula() {
+        type Row = unsafe fn(&[u8], &mut [u8], Formula);
         let kernels: [(bool, Row); 2] = [
-            (avx2::detected(), avx2::onto_white),
-            (avx512::detected(), avx512::onto_white),
+            (avx2::detected(), avx2::computed),
+            (avx512::detected(), avx512::computed),
         ];
         // Widths around blocks of 8, 16 and 64 pixels; alternating runs of opaque and
         // translucent pixels, every alpha among them.
@@ -764,18 +845,23 @@ mod tests {
                     [(x * 7) as u8, (x * 31 + 5) as u8, (x * x) as u8, alpha]
                 })
                 .collect();
-            let want: Vec<u8> = rgba
-                .chunks_exact(4)
-                .flat_map(|p| (0..3).map(move |c| onto_white(p[c].into(), p[3].into())))
-                .collect();
-            for (i, &(detected, kernel)) in kernels.iter().enumerate() {
-                if detected {
-                    // Bytes past the output are left alone.
-                    let mut got = vec![9; 3 * w + 5];
-                    // SAFETY: the kernel's features were detected.
-                    unsafe { kernel(&rgba, &mut got[..3 * w]) };
-                    assert_eq!(got[..3 * w], want, "kernel {i}, width {w}");
-                    assert!(got[3 * w..].iter().all(|&v| v == 9));
+            for (formula, pillow) in [
+                (Formula::OntoWhite, onto_white as fn(u32, u32) -> u8),
+                (Formula::Cmyk, cmyk),
+            ] {
+                let want: Vec<u8> = rgba
+                    .chunks_exact(4)
+                    .flat_map(|p| (0..3).map(move |c| pillow(p[c].into(), p[3].into())))
+                    .collect();
+                for (i, &(detected, kernel)) in kernels.iter().enumerate() {
+                    if detected {
+                        // Bytes past the output are left alone.
+                        let mut got = vec![9; 3 * w + 5];
+                        // SAFETY: the kernel's features were detected.
+                        unsafe { kernel(&rgba, &mut got[..3 * w], formula) };
+                        assert_eq!(got[..3 * w], want, "{formula:?}, kernel {i}, width {w}");
+                        assert!(got[3 * w..].iter().all(|&v| v == 9));
+                    }
                 }
             }
         }
@@ -783,11 +869,12 @@ mod tests {
 
     #[test]
     fn composites_rgba_by_its_table_with_opaque_runs_packed() {
-        // Onto white, computed in vectors where the CPU has AVX-512 VBMI; the same table
-        // but for one value (colour 0 over alpha 0), looked up.
+        // Onto white and CMYK, computed in vectors where the CPU has AVX2; the same white
+        // table but for one value (colour 0 over alpha 0), looked up.
         let white = ONTO_WHITE.to_vec();
         let mut other = white.clone();
         other[0] = 254;
+        let cmyk = CMYK_RGB.to_vec();
         // Widths around the 16-pixel blocks; rows opaque, opaque but for one pixel, of
         // every alpha in turn, transparent and nearly opaque; packed and as rows with bytes
         // after.
@@ -807,7 +894,7 @@ mod tests {
                     rgba.extend(c.into_iter().chain([alpha]));
                 }
             }
-            for table in [&white, &other] {
+            for table in [&white, &other, &cmyk] {
                 let want: Vec<u8> = rgba
                     .chunks_exact(4)
                     .flat_map(|p| (0..3).map(move |c| table[usize::from(p[3]) << 8 | usize::from(p[c])]))

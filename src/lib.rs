@@ -507,6 +507,8 @@ mod _native {
         L,
         /// Palette indices, one byte each as L's values.
         P,
+        /// Four bytes as RGBA's, the fourth K.
+        Cmyk,
     }
 
     impl Mode {
@@ -517,17 +519,18 @@ mod _native {
                 Mode::Rgba => "an RGBA image",
                 Mode::L => "an L image",
                 Mode::P => "a P image",
+                Mode::Cmyk => "a CMYK image",
             }
         }
     }
 
-    /// The rows of an RGB, RGBA, L or P Pillow image read in place through
+    /// The rows of an RGB, RGBA, L, P or CMYK Pillow image read in place through
     /// ``Image.getim()``, each slice running to the end of the memory block holding it, bytes
     /// per pixel, and the mode (whether an RGBA image's fourth byte is alpha rather than an
     /// RGB image's padding, a P image's byte an index rather than an L image's value).
     ///
     /// `core` is the image's core object (``image.im``): the capsule must be its struct
-    /// (``core.ptr``), and its mode, RGB, RGBA, L or P, tells alpha from padding (CMYK, RGBX
+    /// (``core.ptr``), and its mode, RGB, RGBA, L, P or CMYK, tells alpha from padding (RGBX
     /// or YCbCr have the same pixel layout) and indices from values. The struct layout is
     /// Pillow's; every field read is checked against what the image must hold (its size,
     /// uint8 type, a pixel size and band count of its mode, the line size, and the 8- or
@@ -543,7 +546,13 @@ mod _native {
         (h, w): (usize, usize),
         core: &Bound<'_, PyAny>,
     ) -> PyResult<(Vec<&'a [u8]>, usize, Mode)> {
-        let bad = |why: &str| fail("image", "an RGB, RGBA, L or P Pillow image (Image.getim())", why);
+        let bad = |why: &str| {
+            fail(
+                "image",
+                "an RGB, RGBA, L, P or CMYK Pillow image (Image.getim())",
+                why,
+            )
+        };
         let ptr = capsule.pointer_checked(Some(c"Pillow Imaging"))?;
         let own = core
             .getattr("ptr")
@@ -562,6 +571,7 @@ mod _native {
             "RGBA" => (Mode::Rgba, 4),
             "L" => (Mode::L, 1),
             "P" => (Mode::P, 1),
+            "CMYK" => (Mode::Cmyk, 4),
             other => return Err(bad(&format!("mode {other}"))),
         };
         let ptr = ptr.cast::<ImagingHead>();
@@ -571,7 +581,7 @@ mod _native {
         let (channels, rows) = match (head.pixelsize, head.bands) {
             (4, 3 | 4) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
             (1, 1) if head.image8 == head.image => (1, head.image),
-            _ => return Err(bad("a pixel layout other than RGB's, RGBA's, L's or P's")),
+            _ => return Err(bad("a pixel layout other than RGB's, RGBA's, L's, P's or CMYK's")),
         };
         if head.bands != bands {
             return Err(bad(&format!("{} bands in a {mode} image", head.bands)));
@@ -636,8 +646,9 @@ mod _native {
     /// Oriented (H, W, 3) uint8 RGB of RGBA pixels composited by ``table`` (65,536 uint8
     /// values, at ``(alpha << 8) | colour``; see ``image::composite_rgba``): an RGBA Pillow
     /// image's rows read in place (``image`` as for ``rgb_from_pillow``), or an (H, W, 4)
-    /// uint8 array. One pass with the GIL released, and a second to orient (``orientation``
-    /// an EXIF orientation, 1..8, others upright).
+    /// uint8 array; or a CMYK image's rows converted by a table at ``(k << 8) | value``.
+    /// One pass with the GIL released, and a second to orient (``orientation`` an EXIF
+    /// orientation, 1..8, others upright).
     #[pyfunction]
     fn rgb_composited<'py>(
         py: Python<'py>,
@@ -656,8 +667,8 @@ mod _native {
             // the rows, which must not change during the call.
             let mode;
             (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
-            if mode != Mode::Rgba {
-                return Err(fail("image", "an RGBA Pillow image", mode.describe()));
+            if !matches!(mode, Mode::Rgba | Mode::Cmyk) {
+                return Err(fail("image", "an RGBA or CMYK Pillow image", mode.describe()));
             }
             Source::rows(&rows, 4, size)?
         } else {
@@ -873,7 +884,7 @@ mod _native {
                 // SAFETY: the tuple `image`, borrowed for 'py, holds the image core that owns
                 // the rows; like arrays, images must not change during the call.
                 let (rows, channels, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
-                if mode == Mode::P {
+                if !matches!(mode, Mode::Rgb | Mode::Rgba | Mode::L) {
                     return Err(fail("image", "an RGB, RGBA or L Pillow image", mode.describe()));
                 }
                 return Ok(Self::Rows(rows, channels, size));

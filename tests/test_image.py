@@ -161,11 +161,11 @@ def test_pil_rows_are_read_in_place_in_one_block_or_several():
 
 
 def palette_images() -> dict[str, Image.Image]:
-    """P images of at least ``PALETTE_MIN_PIXELS``: an adaptive palette, the web palette, 60
+    """P images of at least ``LOOKUP_MIN_PIXELS``: an adaptive palette, the web palette, 60
     colours with pixels whose indices lie past them, and an adaptive palette with one
     transparent index or an alpha for each entry."""
     adaptive = gradient(260, 261).convert("P", palette=Image.Palette.ADAPTIVE, colors=200)
-    short = Image.fromarray(np.arange(260 * 261).reshape(260, 261).astype(np.uint8) % 80, "P")
+    short = Image.frombytes("P", (261, 260), (np.arange(260 * 261) % 80).astype(np.uint8).tobytes())
     short.putpalette(list(range(180)))
     keyed, alphas = adaptive.copy(), adaptive.copy()
     keyed.info["transparency"] = 3
@@ -199,7 +199,7 @@ def test_palette_images_are_looked_up_as_pillow_converts(
 
     monkeypatch.setattr(mmfast._native, "rgb_from_palette", count)
     image = palette_images()[name]
-    assert image.width * image.height >= mmfast.image.PALETTE_MIN_PIXELS
+    assert image.width * image.height >= mmfast.image.LOOKUP_MIN_PIXELS
     with warnings.catch_warnings():
         # Pillow's about a palette's alpha given as bytes.
         warnings.simplefilter("ignore", UserWarning)
@@ -223,12 +223,10 @@ def test_palette_images_are_looked_up_as_pillow_converts(
 
 def test_palette_rows_in_several_blocks_and_small_images() -> None:
     """Indices over Pillow's 16 MiB block are read block by block; an image under
-    ``PALETTE_MIN_PIXELS`` is converted by Pillow (looking up its colours first costs more);
+    ``LOOKUP_MIN_PIXELS`` is converted by Pillow (looking up its colours first costs more);
     the core refuses a P image where RGB, RGBA or L rows are read, and others as indices."""
-    big = Image.fromarray(
-        (np.arange(4100 * 4200, dtype=np.uint32).reshape(4100, 4200) * 7 % 251).astype(np.uint8),
-        "P",
-    )
+    indices = (np.arange(4100 * 4200, dtype=np.uint32) * 7 % 251).astype(np.uint8)
+    big = Image.frombytes("P", (4200, 4100), indices.tobytes())
     big.putpalette([v * 3 % 256 for v in range(768)])
     assert np.array_equal(
         mmfast.image.convert_to_rgb(big, 6),
@@ -247,6 +245,40 @@ def test_palette_rows_in_several_blocks_and_small_images() -> None:
         mmfast._native.rgb_from_palette(rows, palette[:765], 1)
     with pytest.raises(mmfast.MmfastError, match="palette: expected a contiguous array"):
         mmfast._native.rgb_from_palette(rows, np.zeros(1536, np.uint8)[::2], 1)
+
+
+def rgb_of(source: object) -> np.ndarray:
+    """A batch's source as (H, W, 3) RGB: an array as it is, Pillow's rows read by the core."""
+    return source if isinstance(source, np.ndarray) else mmfast._native.rgb_from_pillow(source)
+
+
+def test_cmyk_images_are_converted_as_pillow_converts() -> None:
+    """A CMYK image of at least ``LOOKUP_MIN_PIXELS`` (a PIL image, or a JPEG made for print)
+    is converted to RGB by one pass of the core, each value the one Pillow's own
+    ``convert("RGB")`` gives its value and K: equal to it in every orientation, through a
+    processor, and as JPEG bytes to transformers' chain; a smaller one by Pillow."""
+    from mmfast.image import decode_source, plain_source
+
+    rng = np.random.default_rng(5)
+    for h, w in ((260, 261), (20, 30)):
+        image = Image.frombytes("CMYK", (w, h), rng.integers(0, 256, (h, w, 4), np.uint8).tobytes())
+        rgb = np.asarray(image.convert("RGB"))
+        source = plain_source(image)
+        assert isinstance(source, np.ndarray) == (h * w >= mmfast.image.LOOKUP_MIN_PIXELS)
+        assert np.array_equal(rgb_of(source), rgb)
+        for orientation in range(1, 9):
+            oriented = image.copy()
+            oriented.getexif()[0x0112] = orientation
+            want = convert_to_rgb(ImageOps.exif_transpose(oriented), return_numpy=True)
+            assert np.array_equal(mmfast.image.convert_to_rgb(image, orientation), want)
+        llava = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+        for backend in ("pil", "torchvision"):
+            got = llava(image, backend=backend)["pixel_values"]
+            assert np.array_equal(got, llava(rgb, backend=backend)["pixel_values"]), backend
+        data = encode(image, "JPEG", quality=95)
+        assert np.array_equal(decode_image(data), hf_decode(data))
+        loaded = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        assert np.array_equal(rgb_of(decode_source(data)[0]), loaded)
 
 
 def test_upright_rgba_files_are_read_where_decoded() -> None:

@@ -43,10 +43,11 @@ if _PILLOW_MAJOR < 12:  # Pillow 11's Arrow export of some L images crashes the 
 # Resizes equal the installed Pillow's, which transformers' PIL classes call: Pillow 13 changed
 # the order of a resize's two passes.
 _native.follow_pillow(_PILLOW_MAJOR)
-# Smaller palette images are converted by Pillow: finding their 256 colours first costs
-# 15-18 us, more than the lookup saves under about 50,000 pixels (LLaVA-1.5 on one thread:
-# 64x48 141 against 123 us, 200x160 179 against 172 us, 320x240 208 against 219 us).
-PALETTE_MIN_PIXELS = 1 << 16
+# Smaller palette and CMYK images are converted by Pillow: finding a palette's 256 colours
+# first costs 15-18 us, more than the lookup saves under about 50,000 pixels (LLaVA-1.5 on
+# one thread: 64x48 141 against 123 us, 200x160 179 against 172 us, 320x240 208 against
+# 219 us).
+LOOKUP_MIN_PIXELS = 1 << 16
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
@@ -327,39 +328,60 @@ def hf_source(im: Image.Image) -> PillowRows | ArrowSource | NDArray[np.uint8]:
 
 def plain_source(im: Image.Image) -> PillowRows | ArrowSource | NDArray[np.uint8]:
     """``im.convert("RGB")`` as a batch reads it: an RGBA image's rows in place, whose alpha
-    the batch ignores as ``convert("RGB")`` drops it, a palette image's colours looked up
-    (:func:`_through_palette`), others :func:`plain_rgb_or_gray`'s image through
+    the batch ignores as ``convert("RGB")`` drops it, a palette or CMYK image converted by
+    lookups (:func:`_looked_up`), others :func:`plain_rgb_or_gray`'s image through
     :func:`pil_source`."""
     rows = _rgba_rows(im)
     if rows is not None:
         return rows
-    rgb = _through_palette(im, _loaded_rgb)
+    rgb = _looked_up(im, _loaded_rgb)
     return pil_source(plain_rgb_or_gray(im)) if rgb is None else rgb
 
 
-def _through_palette(
+def _looked_up(
     im: Image.Image,
     convert: Callable[[Image.Image], NDArray[np.uint8]],
     orientation: int = 1,
 ) -> NDArray[np.uint8] | None:
-    """``convert(im)``, then oriented, for a P image ``im`` of at least
-    ``PALETTE_MIN_PIXELS``: ``convert`` (one colour for each pixel, from that pixel alone,
-    as ``convert("RGB")`` and every composite give it) runs on the image's 256 palette
-    indices (a 256x1 crop of it, which keeps its palette and ``info``, holding 0..255),
-    then one Rust pass with the GIL released reads the indices in place and looks each up
-    in those 256 colours. Equal to ``convert(im)`` by construction. Pillow's
-    ``convert("RGB")`` writes a 4-byte pixel for each index, and a composite converts to
-    RGBA first: LLaVA-1.5's call on a 12 MP P image took 12.9-13.7 ms so (19-20 ms with a
-    transparent index), 7.7-9.2 ms looked up (6.4-7.3 ms for its RGB image), on one thread
-    of a 2-vCPU Zen 4 EPYC. ``None`` for other images, or where the core does not read this
-    Pillow's rows (:func:`pillow_rows_readable`)."""
-    if im.mode != "P" or im.width * im.height < PALETTE_MIN_PIXELS or not pillow_rows_readable():
+    """``convert(im)``, then oriented, by one Rust pass with the GIL released that reads
+    ``im``'s rows in place, for images of at least ``LOOKUP_MIN_PIXELS``:
+
+    - a P image: ``convert`` (one colour for each pixel, from that pixel alone, as
+      ``convert("RGB")`` and every composite give it) runs on its 256 palette indices (a
+      256x1 crop of it, which keeps its palette and ``info``, holding 0..255), and each
+      index is looked up in those 256 colours. Equal to ``convert(im)`` by construction.
+      Pillow's ``convert("RGB")`` writes a 4-byte pixel for each index, and a composite
+      converts to RGBA first: LLaVA-1.5's call on a 12 MP P image took 12.9-13.7 ms so
+      (19-20 ms with a transparent index), 7.7-9.2 ms looked up (6.4-7.3 ms for its RGB
+      image), on one thread of a 2-vCPU Zen 4 EPYC.
+    - a CMYK image without a transparency key, whose ``convert`` is ``convert("RGB")``:
+      each value is that of its own and the pixel's K in :func:`_pillow_cmyk`. LLaVA-1.5's
+      call on a 12 MP CMYK image took 46 ms through Pillow's conversion, 9.2 ms so.
+
+    ``None`` for other images, or where the core does not read this Pillow's rows
+    (:func:`pillow_rows_readable`)."""
+    if im.width * im.height < LOOKUP_MIN_PIXELS or not pillow_rows_readable():
+        return None
+    rows = (im.getim(), (im.height, im.width), im.im)
+    if im.mode == "CMYK" and "transparency" not in im.info:
+        return _native.rgb_composited(rows, _pillow_cmyk(), orientation)
+    if im.mode != "P":
         return None
     indices = im.crop((0, 0, 256, 1))
     indices.frombytes(bytes(range(256)))
     colours = np.ascontiguousarray(convert(indices).reshape(768))
-    rows = (im.getim(), (im.height, im.width), im.im)
     return _native.rgb_from_palette(rows, colours, orientation)
+
+
+@functools.cache
+def _pillow_cmyk() -> NDArray[np.uint8]:
+    """(65536,) uint8: value ``v`` of a CMYK pixel whose K is ``k``, at ``(k << 8) | v``, as
+    the installed Pillow's ``convert("RGB")`` gives it (each value depends on its own and
+    K alone), on all 65,536 pairs at once."""
+    k, v = np.divmod(np.arange(65536), 256)
+    pairs = np.stack([v, v, v, k], axis=-1).astype(np.uint8)
+    rgb = np.asarray(Image.frombytes("CMYK", (256, 256), pairs.tobytes()).convert("RGB"))
+    return np.ascontiguousarray(rgb[..., 0].reshape(-1))
 
 
 def _rgba_rows(im: Image.Image) -> PillowRows | None:
@@ -389,7 +411,7 @@ def composite_onto_white(im: Image.Image, orientation: int = 1) -> NDArray[np.ui
     on a 12 MP RGBA PIL image took 163 ms with it, 8.6 ms (opaque) and 8.3-8.7 ms (a third
     translucent) now, on one thread of a 2-vCPU Zen 4 EPYC (``mmfast bench --only rgba``).
     """
-    rgb = _through_palette(im, _composite_upright, orientation)
+    rgb = _looked_up(im, _composite_upright, orientation)
     if rgb is not None:
         return rgb
     rgba = im if im.mode == "RGBA" else im.convert("RGBA")
@@ -400,7 +422,7 @@ def composite_onto_white(im: Image.Image, orientation: int = 1) -> NDArray[np.ui
 
 def _composite_upright(im: Image.Image) -> NDArray[np.uint8]:
     """:func:`composite_onto_white` of a palette image, through its RGBA conversion (which
-    :func:`_through_palette` does not take in turn)."""
+    :func:`_looked_up` does not take in turn)."""
     return composite_onto_white(im.convert("RGBA"))
 
 
@@ -433,7 +455,7 @@ def convert_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
     oriented (compositing is per pixel, so this equals orienting first)."""
     if has_transparency(im):
         return composite_onto_white(im, orientation)
-    rgb = _through_palette(im, _loaded_rgb, orientation)
+    rgb = _looked_up(im, _loaded_rgb, orientation)
     return pil_to_rgb(plain_rgb_or_gray(im), orientation) if rgb is None else rgb
 
 
@@ -601,7 +623,7 @@ def decode_source(
     # Pillow warns converting a palette whose transparency is per entry (a palette's alpha).
     with _quiet() if im.mode not in ("RGB", "L") else contextlib.nullcontext():
         loaded = functools.partial(_loaded_rgb, composite_key=composite_key)
-        rgb = _through_palette(im, loaded, orientation)
+        rgb = _looked_up(im, loaded, orientation)
         if rgb is not None:
             return rgb, (rgb.shape[0], rgb.shape[1])
         converted = plain_rgb_or_gray(im)
@@ -631,11 +653,12 @@ def _decode(
         raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
     with _open(source) as im:
         _check_size(im, max_pixels)
-        in_place = im.mode in ("RGB", "L", "RGBA") and "transparency" not in im.info
+        in_place = im.mode in ("RGB", "L", "RGBA", "CMYK") and "transparency" not in im.info
         if in_place and _loads_in_place(im):
             # Decode into one block so the pixels can be read in place (see module doc),
             # backed by huge pages where Linux gives them: eight JPEGs of 0.1 to 12 MP
-            # decoded in 131 ms with 20,000 page faults, 102 ms with 1,000.
+            # decoded in 131 ms with 20,000 page faults, 102 ms with 1,000 (a 12 MP CMYK
+            # JPEG through LLaVA-1.5: 153 -> 133 ms).
             im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
             if pillow_rows_readable():
                 _native.advise_huge_pages((im.im.ptr, (im.height, im.width), im.im))
