@@ -623,6 +623,34 @@ mod _native {
         ))
     }
 
+    /// A Pillow image's rows (see [`pillow_rows`]) and its (height, width).
+    type PillowRows<'a> = (Vec<&'a [u8]>, (usize, usize));
+
+    /// The rows of a Pillow image given as ``(getim() capsule, (height, width), image.im)``
+    /// (see [`pillow_rows`]) and its size, where its mode is one of `modes` (`what` names
+    /// them for the message, "an RGBA Pillow image"); `None` where `image` is no such tuple.
+    ///
+    /// # Safety
+    /// As [`pillow_rows`]'s: the tuple holds the image core that owns the rows, which must
+    /// outlive them unchanged.
+    unsafe fn rows_in<'a>(
+        image: &Bound<'_, PyAny>,
+        modes: &[Mode],
+        what: &str,
+    ) -> PyResult<Option<PillowRows<'a>>> {
+        let Ok((capsule, size, core)) =
+            image.extract::<(Bound<'_, PyCapsule>, (usize, usize), Bound<'_, PyAny>)>()
+        else {
+            return Ok(None);
+        };
+        // SAFETY: as the caller guarantees.
+        let (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
+        if !modes.contains(&mode) {
+            return Err(fail("image", what, mode.describe()));
+        }
+        Ok(Some((rows, size)))
+    }
+
     /// (H, W, 3) uint8 RGB of an RGB or L Pillow image (or an RGBA one, its alpha dropped
     /// as ``convert("RGB")`` drops it) read in place through its ``getim()`` capsule
     /// (``image`` is ``(capsule, (height, width), image.im)``); the probe ``mmfast.image``
@@ -660,16 +688,11 @@ mod _native {
         let table = table.as_slice().expect("contiguous");
         let rows;
         let array;
-        let source = if let Ok((capsule, size, core)) =
-            image.extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
-        {
-            // SAFETY: the tuple `image`, alive for this call, holds the image core that owns
-            // the rows, which must not change during the call.
-            let mode;
-            (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
-            if !matches!(mode, Mode::Rgba | Mode::Cmyk) {
-                return Err(fail("image", "an RGBA or CMYK Pillow image", mode.describe()));
-            }
+        // SAFETY: the tuple `image`, alive for this call, holds the image core that owns the
+        // rows, which must not change during the call.
+        let pillow = unsafe { rows_in(image, &[Mode::Rgba, Mode::Cmyk], "an RGBA or CMYK Pillow image")? };
+        let source = if let Some((pillow_rows, size)) = pillow {
+            rows = pillow_rows;
             Source::rows(&rows, 4, size)?
         } else {
             let expected =
@@ -704,14 +727,9 @@ mod _native {
     ) -> PyResult<Bound<'py, PyArray3<u8>>> {
         let palette = contiguous_u8("palette", palette, 768)?;
         let palette = palette.as_slice().expect("contiguous");
-        let (capsule, size, core) = image
-            .extract::<(Bound<'py, PyCapsule>, (usize, usize), Bound<'py, PyAny>)>()
-            .map_err(|_| fail("image", "a P Pillow image's rows", describe(image)))?;
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
-        if mode != Mode::P {
-            return Err(fail("image", "a P Pillow image", mode.describe()));
-        }
+        let (rows, size) = unsafe { rows_in(image, &[Mode::P], "a P Pillow image")? }
+            .ok_or_else(|| fail("image", "a P Pillow image's rows", describe(image)))?;
         let source = Source::rows(&rows, 1, size)?;
         oriented_rgb(py, &source, orientation, |out| {
             image::palette_rgb(&source, palette, out)
@@ -773,14 +791,9 @@ mod _native {
     /// row with one that is not.
     #[pyfunction]
     fn opaque(py: Python<'_>, image: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let (capsule, size, core) = image
-            .extract::<(Bound<'_, PyCapsule>, (usize, usize), Bound<'_, PyAny>)>()
-            .map_err(|_| fail("image", "an RGBA Pillow image's rows", describe(image)))?;
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, _, mode) = unsafe { pillow_rows(&capsule, size, &core)? };
-        if mode != Mode::Rgba {
-            return Err(fail("image", "an RGBA Pillow image", mode.describe()));
-        }
+        let (rows, size) = unsafe { rows_in(image, &[Mode::Rgba], "an RGBA Pillow image")? }
+            .ok_or_else(|| fail("image", "an RGBA Pillow image's rows", describe(image)))?;
         let source = Source::rows(&rows, 4, size)?;
         detach(py, || image::opaque(&source))
     }
