@@ -175,9 +175,13 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
     if src.channels() != 4 {
         return Err(invalid("image", "RGBA pixels (4 bytes each)", src.channels()));
     }
-    let table: &[u8; 1 << 16] = table
-        .try_into()
-        .map_err(|_| invalid("table", "65536 values, at (alpha << 8) | colour", table.len()))?;
+    let table: &[u8; 1 << 16] = table.try_into().map_err(|_| {
+        invalid(
+            "table",
+            "65536 values, at (fourth byte << 8) | value",
+            table.len(),
+        )
+    })?;
     let (h, w) = src.size();
     if dst.len() != checked_len("image", &[h, w, 3])? {
         return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));

@@ -281,6 +281,26 @@ def test_cmyk_images_are_converted_as_pillow_converts() -> None:
         assert np.array_equal(rgb_of(decode_source(data)[0]), loaded)
 
 
+@pytest.mark.parametrize("transparency", [None, 3])
+def test_gifs_opened_as_rgb_decode_as_transformers_chain(
+    transparency: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under Pillow's GIF loading strategy RGB_ALWAYS a GIF opens as RGB (RGBA with a
+    transparent index) and keeps its palette, which loading would push into a block of its
+    own: it is decoded as Pillow decodes it (both failed with "unrecognized image mode")."""
+    from PIL import GifImagePlugin
+
+    from mmfast.image import decode_source
+
+    always = GifImagePlugin.LoadingStrategy.RGB_ALWAYS
+    monkeypatch.setattr(GifImagePlugin, "LOADING_STRATEGY", always)
+    params = {} if transparency is None else {"transparency": transparency}
+    data = encode(gradient(300, 301).quantize(200), "GIF", **params)
+    assert np.array_equal(decode_image(data), hf_decode(data))
+    loaded = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    assert np.array_equal(rgb_of(decode_source(data)[0]), loaded)
+
+
 def test_upright_rgba_files_are_read_where_decoded() -> None:
     """An upright RGBA file (PNG, lossless WebP) is decoded into one block and its rows go
     to the batch, the alpha ignored as ``load_image``'s ``convert("RGB")`` drops it (a PIL

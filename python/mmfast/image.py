@@ -195,6 +195,10 @@ def _loads_in_place(im: Image.Image) -> bool:
     WebP and TIFF loaders end in it. Other loaders (ICO, ICNS, ...) would take such a block
     for pixels already loaded, and a file without pixel data would decode to black.
     """
+    if im.palette is not None and im.mode != "P":
+        # A GIF opened as RGB or RGBA (``GifImagePlugin.LOADING_STRATEGY`` RGB_ALWAYS) keeps
+        # a palette, which loading would push into the block and fail.
+        return False
     load = type(im).load
     if isinstance(im, ImageFile.ImageFile) and load is ImageFile.ImageFile.load:
         return bool(im.tile)
@@ -620,12 +624,16 @@ def decode_source(
         # MP photo took 304 -> 268 ms (the decode alone: 261 ms), of a 1920x1080 one 50.8
         # -> 48.5 ms.
         return rows, (im.height, im.width)
-    # Pillow warns converting a palette whose transparency is per entry (a palette's alpha).
+
+    def loaded(image: Image.Image) -> NDArray[np.uint8]:
+        # Pillow warns converting a palette whose transparency is per entry (its alpha).
+        with _quiet():
+            return _loaded_rgb(image, composite_key)
+
+    rgb = _looked_up(im, loaded, orientation)
+    if rgb is not None:
+        return rgb, (rgb.shape[0], rgb.shape[1])
     with _quiet() if im.mode not in ("RGB", "L") else contextlib.nullcontext():
-        loaded = functools.partial(_loaded_rgb, composite_key=composite_key)
-        rgb = _looked_up(im, loaded, orientation)
-        if rgb is not None:
-            return rgb, (rgb.shape[0], rgb.shape[1])
         converted = plain_rgb_or_gray(im)
     if composite_key and has_transparency(converted):
         rgb = composite_onto_white(converted, orientation)
