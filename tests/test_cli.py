@@ -869,17 +869,14 @@ def test_bench_quick_only(capsys):
     assert "transformers" in out.splitlines()[1]
 
 
-def test_bench_rgba_section_times_both_images_on_both_backends(capsys):
-    assert main(["bench", "--quick", "--only", "rgba"]) == 0
+def test_bench_modes_section_times_each_mode_on_both_backends(capsys):
+    assert main(["bench", "--quick", "--only", "modes"]) == 0
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line.startswith("RGBA ")]
-    assert "mmfast/RGB" in out and len(lines) == 8, out
-    assert {line.split("  ")[0].strip() for line in lines} == {
-        "RGBA opaque",
-        "RGBA opaque tv",
-        "RGBA 1/3 translucent",
-        "RGBA 1/3 translucent tv",
-    }
+    modes = {"RGBA opaque", "RGBA 1/3 translucent", "P", "P transparent index", "CMYK"}
+    labels = [line.split("  ")[0].strip() for line in out.splitlines()]
+    rows = [label for label in labels if label.removesuffix(" tv") in modes]
+    assert "mmfast/RGB" in out and len(rows) == 2 * 2 * len(modes), out
+    assert set(rows) == modes | {f"{mode} tv" for mode in modes}
 
 
 def test_bench_video_section_runs_in_quick_mode(tmp_path, monkeypatch, capsys):

@@ -22,9 +22,11 @@ otherwise. The alternatives are what a user would otherwise run:
   size of its outputs (``mmfast/floor``: the work no processor of that cell can skip). These
   are timed interleaved, call by call, so that a busy machine slows all of them alike.
 * ``fixed``: the fixed cost of a call, on small images through LLaVA-1.5 and SigLIP.
-* ``rgba``: RGBA PIL images (a screenshot's PNG) through LLaVA-1.5, against transformers'
-  classes on the same images, which composite them onto white, and against mmfast given
-  the composite as an RGB PIL image (``mmfast/RGB``).
+* ``modes``: PIL images of modes a server gets besides RGB (RGBA as from a screenshot's PNG,
+  palette as from a GIF or a PNG8, CMYK as from a JPEG made for print) through LLaVA-1.5,
+  against transformers' classes on the same images, which convert them (compositing
+  transparency onto white), and against mmfast given the conversion as an RGB PIL image
+  (``mmfast/RGB``).
 * ``scaling``: a 16-image batch of mixed PIL images and JPEG bytes on 2 threads against 1,
   as the median and spread of interleaved runs, beside how far the machine's memory
   bandwidth grows with a second thread (:func:`memory_line`).
@@ -64,7 +66,7 @@ from PIL import Image, ImageOps
 from mmfast import _native, models, reference
 from mmfast.cli import BENCH_SECTIONS as SECTIONS
 from mmfast.errors import MmfastError
-from mmfast.image import composite_onto_white, decode_image, pil_to_rgb, resize
+from mmfast.image import convert_to_rgb, decode_image, pil_to_rgb, resize
 from mmfast.models.base import View
 from mmfast.processors import DEFAULT_POOL_MB, ImageProcessor, set_buffer_pool
 
@@ -687,19 +689,35 @@ def fixed_rows(budget: float = 0.5) -> Iterator[Item]:
         yield Row(f"{short_name(model_id)[:16]} goal {goal} ms", size, ours, {}, relative)
 
 
-RGBA_MODEL = "llava-hf/llava-1.5-7b-hf"
+MODES_MODEL = "llava-hf/llava-1.5-7b-hf"
 
 
-def rgba_rows(
+def mode_images(size: tuple[int, int]) -> Iterator[tuple[str, Image.Image]]:
+    """The photo of ``size`` in the modes :func:`mode_rows` times, labelled: RGBA opaque
+    (alpha 255 throughout, as in most screenshots) and with its top third fading through
+    every alpha, a palette of 256 colours, the same with one index transparent, and CMYK."""
+    photo = synthetic_photo(*size)
+    alpha = np.full((*size, 1), 255, np.uint8)
+    yield "RGBA opaque", Image.fromarray(np.concatenate([photo, alpha], axis=2))
+    alpha[: size[0] // 3] = (np.arange(size[1]) % 256)[None, :, None]
+    yield "RGBA 1/3 translucent", Image.fromarray(np.concatenate([photo, alpha], axis=2))
+    palette = Image.fromarray(photo).convert("P", palette=Image.Palette.ADAPTIVE)
+    yield "P", palette
+    keyed = palette.copy()
+    keyed.info["transparency"] = 3
+    yield "P transparent index", keyed
+    yield "CMYK", Image.fromarray(photo).convert("CMYK")
+
+
+def mode_rows(
     backends: Backends,
     sizes: tuple[tuple[int, int], ...] = SIZES,
-    model_id: str = RGBA_MODEL,
+    model_id: str = MODES_MODEL,
     budget: float = 0.5,
 ) -> Iterator[Row]:
-    """RGBA PIL images through one processor, one thread, on both backends against
-    transformers' (as :func:`model_rows`): an opaque one (alpha 255 throughout, as in most
-    screenshots) and one whose top third fades through every alpha; each interleaved with
-    mmfast on its composite onto white as an RGB PIL image."""
+    """PIL images of other modes (:func:`mode_images`) through one processor, one thread,
+    on both backends against transformers' (as :func:`model_rows`); each interleaved with
+    mmfast on its conversion (transformers' ``convert_to_rgb``) as an RGB PIL image."""
     proc = ImageProcessor.from_pretrained(model_id)
     hf = {
         "HF PIL": (hf_processor(model_id, "pil") if backends.transformers else None, "np"),
@@ -708,27 +726,23 @@ def rgba_rows(
     with _torch_threads(backends, 1):
         for size in sizes:
             min_runs = 2 if size[0] * size[1] > 4_000_000 else 3
-            alpha = np.full((*size, 1), 255, np.uint8)
-            for label, fade in (("opaque", False), ("1/3 translucent", True)):
-                if fade:
-                    alpha[: size[0] // 3] = (np.arange(size[1]) % 256)[None, :, None]
-                rgba = Image.fromarray(np.concatenate([synthetic_photo(*size), alpha], axis=2))
-                rgb = Image.fromarray(composite_onto_white(rgba))
+            for label, image in mode_images(size):
+                rgb = Image.fromarray(convert_to_rgb(image))
                 for backend, column in ((None, "HF PIL"), ("torchvision", "HF torchvision")):
                     others = {}
                     other, tensors = hf[column]
                     if other is not None:
-                        call = _bind(other, rgba, tensors)
+                        call = _bind(other, image, tensors)
                         others[column] = median_seconds(call, budget, min_runs=min_runs)
                     ours, on_rgb = interleaved_medians(
                         [
-                            partial(proc, rgba, threads=1, backend=backend),
+                            partial(proc, image, threads=1, backend=backend),
                             partial(proc, rgb, threads=1, backend=backend),
                         ],
                         budget,
                     )
                     tv = " tv" if backend else ""
-                    yield Row(f"RGBA {label}{tv}", size, ours, others, {"RGB": on_rgb})
+                    yield Row(f"{label}{tv}", size, ours, others, {"RGB": on_rgb})
 
 
 def scaling_rows(
@@ -1259,13 +1273,14 @@ def run(
                 fixed_rows(budget),
                 RELATIVE_COLUMNS,
             )
-        elif name == "rgba":
+        elif name == "modes":
             section(
-                f"rgba: proc(rgba_pil_image, threads=1) ({short_name(RGBA_MODEL)}) vs "
-                "transformers' processors on the same image, one thread; mmfast/RGB: against "
-                "its composite onto white as an RGB PIL image (interleaved)",
+                f"modes: proc(pil_image, threads=1) ({short_name(MODES_MODEL)}) on PIL images of "
+                "other modes vs transformers' processors on the same image, one thread; "
+                "mmfast/RGB: against its conversion (onto white) as an RGB PIL image "
+                "(interleaved)",
                 MODEL_COLUMNS,
-                rgba_rows(backends, sizes, budget=budget),
+                mode_rows(backends, sizes, budget=budget),
                 ["RGB"],
             )
         elif name == "scaling":

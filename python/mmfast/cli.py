@@ -29,7 +29,7 @@ BENCH_SECTIONS = (
     "pil",
     "models",
     "fixed",
-    "rgba",
+    "modes",
     "jpeg",
     "batch",
     "scaling",

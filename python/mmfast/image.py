@@ -413,7 +413,7 @@ def composite_onto_white(im: Image.Image, orientation: int = 1) -> NDArray[np.ui
     13's integers, ``AlphaComposite.c``), else looked up. Pillow's chain (a white image,
     the composite, ``convert("RGB")``) held the GIL through the composite: LLaVA-1.5's call
     on a 12 MP RGBA PIL image took 163 ms with it, 8.6 ms (opaque) and 8.3-8.7 ms (a third
-    translucent) now, on one thread of a 2-vCPU Zen 4 EPYC (``mmfast bench --only rgba``).
+    translucent) now, on one thread of a 2-vCPU Zen 4 EPYC (``mmfast bench --only modes``).
     """
     rgb = _looked_up(im, _composite_upright, orientation)
     if rgb is not None:
