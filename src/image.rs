@@ -155,23 +155,30 @@ fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
 /// `table[(a << 8) | c]`, the table a composite such as transformers' `convert_to_rgb` (each
 /// output value a function of one colour value and its alpha, as every composite onto one
 /// opaque colour is). Pillow's CMYK to RGB has the same shape, each value a function of its
-/// own and the pixel's K (its fourth byte), and runs here too.
+/// own and the pixel's K (its fourth byte), and runs here too. With `gray`, a pixel's first
+/// byte stands for its three colour values: Pillow's LA pixels (L in byte 0, alpha in byte
+/// 3, bytes 1 and 2 not read), whose `convert("RGBA")` repeats L.
 ///
 /// Where the table is a [`Formula`]'s (Pillow's composite onto white, which the table of
-/// transformers' PIL class is, or Pillow's CMYK conversion), sixteen pixels at a time are
-/// computed in 16-bit lanes with AVX-512, eight with AVX2, instead of looked up one value
-/// at a time: LLaVA-1.5 on a 12 MP
-/// PIL image with its top third translucent took 16.6-17.1 -> 8.3-8.7 ms (AVX2: 9.1-9.2
-/// ms) on one thread of a 2-vCPU Zen 4 EPYC (an RGB one: 7.1-8.0 ms), on the same pixels as
-/// an opaque array 13.1-13.4 -> 7.9-8.5 ms (AVX2: 8.6-8.7 ms). Elsewhere, where the table
-/// keeps every opaque colour as it is (onto white, every composite mmfast is given does),
-/// runs of sixteen opaque pixels are packed as Pillow's RGB rows are, by vector permutes: a
-/// screenshot's alpha band is mostly opaque.
+/// transformers' PIL class is, Pillow's CMYK conversion, or alpha dropped), sixteen pixels
+/// at a time are computed in 16-bit lanes with AVX-512, eight with AVX2, instead of looked
+/// up one value at a time: LLaVA-1.5 on a 12 MP PIL image with its top third translucent
+/// took 16.6-17.1 -> 8.3-8.7 ms (AVX2: 9.1-9.2 ms) on one thread of a 2-vCPU Zen 4 EPYC
+/// (an RGB one: 7.1-8.0 ms), on the same pixels as an opaque array 13.1-13.4 -> 7.9-8.5 ms
+/// (AVX2: 8.6-8.7 ms). Elsewhere, where the table keeps every opaque colour as it is (onto
+/// white, every composite mmfast is given does), runs of sixteen opaque RGBA pixels are
+/// packed as Pillow's RGB rows are, by vector permutes: a screenshot's alpha band is mostly
+/// opaque.
 ///
 /// # Errors
 /// Pixels that are not 4 bytes each, a table that is not 65,536 values, or a `dst` that is
 /// not `3 * height * width` bytes.
-pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<(), TransformError> {
+pub fn composite_rgba(
+    src: &Source<'_>,
+    table: &[u8],
+    gray: bool,
+    dst: &mut [u8],
+) -> Result<(), TransformError> {
     if src.channels() != 4 {
         return Err(invalid("image", "RGBA pixels (4 bytes each)", src.channels()));
     }
@@ -187,12 +194,12 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
         return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(formula) = [Formula::OntoWhite, Formula::Cmyk]
+    if let Some(formula) = [Formula::OntoWhite, Formula::Cmyk, Formula::Plain]
         .into_iter()
         .find(|f| table == f.table())
     {
         // RGBA pixels to packed RGB, on a CPU with the kernel's features.
-        type Row = unsafe fn(&[u8], &mut [u8], Formula);
+        type Row = unsafe fn(&[u8], &mut [u8], Formula, bool);
         let kernel: Option<Row> = if avx512::detected() {
             Some(avx512::computed)
         } else if avx2::detected() {
@@ -203,13 +210,13 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
         if let Some(kernel) = kernel {
             for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
                 // SAFETY: the kernel's CPU features were detected.
-                unsafe { kernel(src.row(y), out, formula) };
+                unsafe { kernel(src.row(y), out, formula, gray) };
             }
             return Ok(());
         }
     }
     let (alphas, _) = table.as_chunks::<256>();
-    let keeps_opaque = (0..=255u8).all(|c| alphas[255][usize::from(c)] == c);
+    let keeps_opaque = !gray && (0..=255u8).all(|c| alphas[255][usize::from(c)] == c);
     for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
         let row = src.row(y);
         // Pixels `opaque..x` are a run of whole opaque blocks, packed when it ends.
@@ -226,11 +233,8 @@ pub fn composite_rgba(src: &Source<'_>, table: &[u8], dst: &mut [u8]) -> Result<
             for (p, o) in pixels.chunks_exact(4).zip(out[3 * x..].chunks_exact_mut(3)) {
                 // The 256 values of the pixel's alpha, indexed by bytes (no bounds checks).
                 let values = &alphas[usize::from(p[3])];
-                o.copy_from_slice(&[
-                    values[usize::from(p[0])],
-                    values[usize::from(p[1])],
-                    values[usize::from(p[2])],
-                ]);
+                let colour = if gray { [p[0]; 3] } else { [p[0], p[1], p[2]] };
+                o.copy_from_slice(&colour.map(|c| values[usize::from(c)]));
             }
             opaque = block.end;
         }
@@ -322,6 +326,8 @@ enum Formula {
     OntoWhite,
     /// [`cmyk_rgb`]: CMYK converted to RGB.
     Cmyk,
+    /// The value as it is, the fourth byte dropped (`convert("RGB")` of RGBA or LA).
+    Plain,
 }
 
 impl Formula {
@@ -330,6 +336,7 @@ impl Formula {
         match self {
             Formula::OntoWhite => onto_white(value, fourth),
             Formula::Cmyk => cmyk_rgb(value, fourth),
+            Formula::Plain => value,
         }
     }
 
@@ -338,6 +345,7 @@ impl Formula {
         match self {
             Formula::OntoWhite => &ONTO_WHITE,
             Formula::Cmyk => &CMYK_RGB,
+            Formula::Plain => &PLAIN,
         }
     }
 }
@@ -358,6 +366,7 @@ const fn pairs(formula: Formula) -> [u8; 1 << 16] {
 
 static ONTO_WHITE: [u8; 1 << 16] = pairs(Formula::OntoWhite);
 static CMYK_RGB: [u8; 1 << 16] = pairs(Formula::Cmyk);
+static PLAIN: [u8; 1 << 16] = pairs(Formula::Plain);
 
 /// Whether every pixel of `src` (RGBA, 4 bytes each) has alpha 255, read up to the end of
 /// the first row with one that does not: the AND of each row's words (alpha is the high
@@ -556,21 +565,23 @@ mod avx2 {
         is_x86_feature_detected!("avx2")
     }
 
-    /// `formula` of 4-byte pixels `row` into packed RGB `out`: eight pixels a vector as the
-    /// AVX-512 kernel computes sixteen, into RGBX words sixty-four pixels at a time, then
-    /// packed by [`pack_rgbx`]; the last pixels under eight by the scalar formula.
+    /// `formula` of 4-byte pixels `row` into packed RGB `out` (with `gray`, each pixel's
+    /// first byte for its three values): eight pixels a vector as the AVX-512 kernel
+    /// computes sixteen, into RGBX words sixty-four pixels at a time, then packed by
+    /// [`pack_rgbx`]; the last pixels under eight by the scalar formula.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn computed(row: &[u8], out: &mut [u8], formula: Formula) {
-        // Byte 3 of each pixel to its four bytes (`_mm256_shuffle_epi8` reads within each
-        // 16-byte lane).
-        const ALPHA: [u8; 32] = {
-            let mut index = [0u8; 32];
+    pub(super) unsafe fn computed(row: &[u8], out: &mut [u8], formula: Formula, gray: bool) {
+        // Byte 3 of each pixel to its four bytes, and byte 0 to its first three
+        // (`_mm256_shuffle_epi8` reads within each 16-byte lane).
+        const SPREAD: [[u8; 32]; 2] = {
+            let mut index = [[0u8; 32]; 2];
             let mut i = 0;
             while i < 32 {
-                index[i] = (i & 0b1100) as u8 | 3;
+                index[0][i] = (i & 0b1100) as u8 | 3;
+                index[1][i] = (i & 0b1100) as u8 | if i % 4 == 3 { 3 } else { 0 };
                 i += 1;
             }
             index
@@ -578,7 +589,8 @@ mod avx2 {
         let pixels = (row.len() / 4).min(out.len() / 3);
         let whole = pixels / 8 * 8;
         // SAFETY: 32 bytes are a valid `__m256i`.
-        let alpha_at = unsafe { std::mem::transmute::<[u8; 32], __m256i>(ALPHA) };
+        let [alpha_at, gray_at] =
+            SPREAD.map(|index| unsafe { std::mem::transmute::<[u8; 32], __m256i>(index) });
         let zero = _mm256_setzero_si256();
         let alphas = _mm256_set1_epi32(0xff00_0000_u32.cast_signed());
         let (k128, k255, k257) = (
@@ -594,9 +606,12 @@ mod avx2 {
                 // and `to` is 32 bytes.
                 unsafe {
                     let mut v = _mm256_loadu_si256(row.as_ptr().add(4 * (start + 8 * i)).cast());
+                    if gray {
+                        v = _mm256_shuffle_epi8(v, gray_at);
+                    }
                     let opaque =
                         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(v, alphas), alphas)) == -1;
-                    if !(opaque && formula == Formula::OntoWhite) {
+                    if !(formula == Formula::Plain || opaque && formula == Formula::OntoWhite) {
                         let a = _mm256_shuffle_epi8(v, alpha_at);
                         let value = |c, a| match formula {
                             Formula::OntoWhite => {
@@ -612,6 +627,7 @@ mod avx2 {
                                 let t = _mm256_add_epi16(t, _mm256_srli_epi16::<8>(t));
                                 _mm256_sub_epi16(nk, _mm256_srli_epi16::<8>(t))
                             }
+                            Formula::Plain => c,
                         };
                         v = _mm256_packus_epi16(
                             value(_mm256_unpacklo_epi8(v, zero), _mm256_unpacklo_epi8(a, zero)),
@@ -627,7 +643,7 @@ mod avx2 {
             .chunks_exact(4)
             .zip(out[3 * whole..].chunks_exact_mut(3))
         {
-            o.copy_from_slice(&[0, 1, 2].map(|c| formula.value(p[c], p[3])));
+            o.copy_from_slice(&[0, 1, 2].map(|c| formula.value(p[if gray { 0 } else { c }], p[3])));
         }
     }
 }
@@ -650,31 +666,46 @@ mod avx512 {
             && is_x86_feature_detected!("avx512vbmi")
     }
 
-    /// The byte each of 64 lanes takes: for `pack`, byte `i % 3` of pixel `i / 3` (RGBX
-    /// pixels packed to RGB); else byte 3 of lane `i`'s pixel within its 16-byte lane (a
-    /// pixel's alpha spread over its four bytes).
-    const fn indices(pack: bool) -> __m512i {
+    /// The byte each of 64 lanes takes: for `Pack`, byte `i % 3` of pixel `i / 3` (RGBX
+    /// pixels packed to RGB); else within its 16-byte lane, byte 3 of lane `i`'s pixel for
+    /// `Alpha` (a pixel's alpha spread over its four bytes), byte 0 for `Gray` but byte 3
+    /// for the fourth (an LA pixel's L over its three colour bytes).
+    const fn indices(kind: Index) -> __m512i {
         let mut index = [0u8; 64];
         let mut i = 0;
         while i < 64 {
-            index[i] = if pack { i / 3 * 4 + i % 3 } else { (i & 0b1100) | 3 } as u8;
+            index[i] = match kind {
+                Index::Pack => i / 3 * 4 + i % 3,
+                Index::Alpha => (i & 0b1100) | 3,
+                Index::Gray => (i & 0b1100) | if i % 4 == 3 { 3 } else { 0 },
+            } as u8;
             i += 1;
         }
         // SAFETY: 64 bytes are a valid `__m512i`.
         unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
     }
 
-    /// `formula` of 4-byte pixels `row` into packed RGB `out`, sixteen a step: each pixel's
-    /// fourth byte spread over it, both widened to 16-bit lanes, the formula computed there
-    /// and narrowed back, then the RGB bytes permuted together. Onto white, a block whose
-    /// alphas are all 255 is only permuted (an opaque colour stays).
+    /// What [`indices`] gives.
+    #[derive(Clone, Copy)]
+    enum Index {
+        Pack,
+        Alpha,
+        Gray,
+    }
+
+    /// `formula` of 4-byte pixels `row` into packed RGB `out` (with `gray`, each pixel's
+    /// first byte for its three values), sixteen a step: each pixel's fourth byte spread
+    /// over it, both widened to 16-bit lanes, the formula computed there and narrowed back,
+    /// then the RGB bytes permuted together. Onto white, a block whose alphas are all 255
+    /// is only permuted (an opaque colour stays), as is every block of `Formula::Plain`.
     ///
     /// # Safety
     /// The CPU must support AVX-512F, BW and VBMI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) unsafe fn computed(row: &[u8], out: &mut [u8], formula: Formula) {
-        const ALPHA: __m512i = indices(false);
-        const PACK: __m512i = indices(true);
+    pub(super) unsafe fn computed(row: &[u8], out: &mut [u8], formula: Formula, gray: bool) {
+        const ALPHA: __m512i = indices(Index::Alpha);
+        const GRAY: __m512i = indices(Index::Gray);
+        const PACK: __m512i = indices(Index::Pack);
         const ALPHAS: u64 = 0x8888_8888_8888_8888;
         let pixels = (row.len() / 4).min(out.len() / 3);
         let zero = _mm512_setzero_si512();
@@ -690,8 +721,11 @@ mod avx512 {
             // their 3n bytes into `out`, both inside as `pixels` bounds them.
             unsafe {
                 let mut v = _mm512_maskz_loadu_epi8(read, row.as_ptr().add(4 * x).cast());
+                if gray {
+                    v = _mm512_shuffle_epi8(v, GRAY);
+                }
                 let opaque = _mm512_mask_cmpneq_epu8_mask(read & ALPHAS, v, _mm512_set1_epi8(-1)) == 0;
-                if !(opaque && formula == Formula::OntoWhite) {
+                if !(formula == Formula::Plain || opaque && formula == Formula::OntoWhite) {
                     let a = _mm512_shuffle_epi8(v, ALPHA);
                     let value = |c, a| match formula {
                         Formula::OntoWhite => {
@@ -707,6 +741,7 @@ mod avx512 {
                             let t = _mm512_add_epi16(t, _mm512_srli_epi16::<8>(t));
                             _mm512_sub_epi16(nk, _mm512_srli_epi16::<8>(t))
                         }
+                        Formula::Plain => c,
                     };
                     v = _mm512_packus_epi16(
                         value(_mm512_unpacklo_epi8(v, zero), _mm512_unpacklo_epi8(a, zero)),
@@ -835,7 +870,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn vector_kernels_compute_each_formula() {
-        type Row = unsafe fn(&[u8], &mut [u8], Formula);
+        type Row = unsafe fn(&[u8], &mut [u8], Formula, bool);
         let kernels: [(bool, Row); 2] = [
             (avx2::detected(), avx2::computed),
             (avx512::detected(), avx512::computed),
@@ -849,21 +884,30 @@ mod tests {
                     [(x * 7) as u8, (x * 31 + 5) as u8, (x * x) as u8, alpha]
                 })
                 .collect();
-            for (formula, pillow) in [
+            let formulas = [
                 (Formula::OntoWhite, onto_white as fn(u32, u32) -> u8),
                 (Formula::Cmyk, cmyk),
-            ] {
+                (Formula::Plain, |v, _| v as u8),
+            ];
+            // With `gray`, bytes 1 and 2 (here unlike byte 0) are not read.
+            for ((formula, pillow), gray) in formulas.into_iter().flat_map(|f| [(f, false), (f, true)]) {
                 let want: Vec<u8> = rgba
                     .chunks_exact(4)
-                    .flat_map(|p| (0..3).map(move |c| pillow(p[c].into(), p[3].into())))
+                    .flat_map(|p| {
+                        (0..3).map(move |c| pillow(p[if gray { 0 } else { c }].into(), p[3].into()))
+                    })
                     .collect();
                 for (i, &(detected, kernel)) in kernels.iter().enumerate() {
                     if detected {
                         // Bytes past the output are left alone.
                         let mut got = vec![9; 3 * w + 5];
                         // SAFETY: the kernel's features were detected.
-                        unsafe { kernel(&rgba, &mut got[..3 * w], formula) };
-                        assert_eq!(got[..3 * w], want, "{formula:?}, kernel {i}, width {w}");
+                        unsafe { kernel(&rgba, &mut got[..3 * w], formula, gray) };
+                        assert_eq!(
+                            got[..3 * w],
+                            want,
+                            "{formula:?}, gray {gray}, kernel {i}, width {w}"
+                        );
                         assert!(got[3 * w..].iter().all(|&v| v == 9));
                     }
                 }
@@ -878,7 +922,7 @@ mod tests {
         let white = ONTO_WHITE.to_vec();
         let mut other = white.clone();
         other[0] = 254;
-        let cmyk = CMYK_RGB.to_vec();
+        let (cmyk, plain) = (CMYK_RGB.to_vec(), PLAIN.to_vec());
         // Widths around the 16-pixel blocks; rows opaque, opaque but for one pixel, of
         // every alpha in turn, transparent and nearly opaque; packed and as rows with bytes
         // after.
@@ -898,19 +942,26 @@ mod tests {
                     rgba.extend(c.into_iter().chain([alpha]));
                 }
             }
-            for table in [&white, &other, &cmyk] {
+            for (table, gray) in [&white, &other, &cmyk, &plain]
+                .into_iter()
+                .flat_map(|t| [(t, false), (t, true)])
+            {
                 let want: Vec<u8> = rgba
                     .chunks_exact(4)
-                    .flat_map(|p| (0..3).map(move |c| table[usize::from(p[3]) << 8 | usize::from(p[c])]))
+                    .flat_map(|p| {
+                        (0..3).map(move |c| {
+                            table[usize::from(p[3]) << 8 | usize::from(p[if gray { 0 } else { c }])]
+                        })
+                    })
                     .collect();
                 let mut got = vec![0; h * w * 3];
                 let packed = Source::packed(&rgba, 4, (h, w)).unwrap();
-                composite_rgba(&packed, table, &mut got).unwrap();
-                assert_eq!(got, want, "width {w}, packed");
+                composite_rgba(&packed, table, gray, &mut got).unwrap();
+                assert_eq!(got, want, "width {w}, gray {gray}, packed");
                 let rows: Vec<&[u8]> = (0..h).map(|y| &rgba[y * w * 4..]).collect();
                 got.fill(0);
-                composite_rgba(&Source::rows(&rows, 4, (h, w)).unwrap(), table, &mut got).unwrap();
-                assert_eq!(got, want, "width {w}, rows");
+                composite_rgba(&Source::rows(&rows, 4, (h, w)).unwrap(), table, gray, &mut got).unwrap();
+                assert_eq!(got, want, "width {w}, gray {gray}, rows");
             }
         }
         // A table that changes opaque colours is read for opaque pixels too.
@@ -919,6 +970,7 @@ mod tests {
         composite_rgba(
             &Source::packed(&[200, 200, 200, 255].repeat(20), 4, (1, 20)).unwrap(),
             &dark,
+            false,
             &mut got,
         )
         .unwrap();
@@ -978,10 +1030,10 @@ mod tests {
     fn composite_refuses_other_pixels_tables_and_outputs() {
         let table = vec![0; 1 << 16];
         let rgb = Source::packed(&[0; 12], 3, (2, 2)).unwrap();
-        assert!(composite_rgba(&rgb, &table, &mut [0; 12]).is_err());
+        assert!(composite_rgba(&rgb, &table, false, &mut [0; 12]).is_err());
         let rgba = Source::packed(&[0; 16], 4, (2, 2)).unwrap();
-        assert!(composite_rgba(&rgba, &table[..256], &mut [0; 12]).is_err());
-        assert!(composite_rgba(&rgba, &table, &mut [0; 11]).is_err());
+        assert!(composite_rgba(&rgba, &table[..256], false, &mut [0; 12]).is_err());
+        assert!(composite_rgba(&rgba, &table, false, &mut [0; 11]).is_err());
     }
 
     #[test]

@@ -509,6 +509,8 @@ mod _native {
         P,
         /// Four bytes as RGBA's, the fourth K.
         Cmyk,
+        /// Four bytes: L first, alpha fourth (the two between are not read).
+        La,
     }
 
     impl Mode {
@@ -520,18 +522,19 @@ mod _native {
                 Mode::L => "an L image",
                 Mode::P => "a P image",
                 Mode::Cmyk => "a CMYK image",
+                Mode::La => "an LA image",
             }
         }
     }
 
-    /// The rows of an RGB, RGBA, L, P or CMYK Pillow image read in place through
+    /// The rows of an RGB, RGBA, L, P, CMYK or LA Pillow image read in place through
     /// ``Image.getim()``, each slice running to the end of the memory block holding it, bytes
     /// per pixel, and the mode (whether an RGBA image's fourth byte is alpha rather than an
     /// RGB image's padding, a P image's byte an index rather than an L image's value).
     ///
     /// `core` is the image's core object (``image.im``): the capsule must be its struct
-    /// (``core.ptr``), and its mode, RGB, RGBA, L, P or CMYK, tells alpha from padding (RGBX
-    /// or YCbCr have the same pixel layout) and indices from values. The struct layout is
+    /// (``core.ptr``), and its mode, RGB, RGBA, L, P, CMYK or LA, tells alpha from padding
+    /// (RGBX or YCbCr have the same pixel layout) and indices from values. The struct layout is
     /// Pillow's; every field read is checked against what the image must hold (its size,
     /// uint8 type, a pixel size and band count of its mode, the line size, and the 8- or
     /// 32-bit row table equal to the raw one) before a row pointer is followed, and Python
@@ -549,7 +552,7 @@ mod _native {
         let bad = |why: &str| {
             fail(
                 "image",
-                "an RGB, RGBA, L, P or CMYK Pillow image (Image.getim())",
+                "an RGB, RGBA, L, P, CMYK or LA Pillow image (Image.getim())",
                 why,
             )
         };
@@ -572,6 +575,7 @@ mod _native {
             "L" => (Mode::L, 1),
             "P" => (Mode::P, 1),
             "CMYK" => (Mode::Cmyk, 4),
+            "LA" => (Mode::La, 2),
             other => return Err(bad(&format!("mode {other}"))),
         };
         let ptr = ptr.cast::<ImagingHead>();
@@ -579,9 +583,13 @@ mod _native {
         // head, which every Pillow 12 or 13 image has, is read.
         let head = unsafe { ptr.as_ref() };
         let (channels, rows) = match (head.pixelsize, head.bands) {
-            (4, 3 | 4) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
+            (4, 2..=4) if head.image32.cast::<*mut u8>() == head.image => (4, head.image),
             (1, 1) if head.image8 == head.image => (1, head.image),
-            _ => return Err(bad("a pixel layout other than RGB's, RGBA's, L's, P's or CMYK's")),
+            _ => {
+                return Err(bad(
+                    "a pixel layout other than RGB's, RGBA's, L's, P's, CMYK's or LA's",
+                ))
+            }
         };
         if head.bands != bands {
             return Err(bad(&format!("{} bands in a {mode} image", head.bands)));
@@ -623,8 +631,8 @@ mod _native {
         ))
     }
 
-    /// A Pillow image's rows (see [`pillow_rows`]) and its (height, width).
-    type PillowRows<'a> = (Vec<&'a [u8]>, (usize, usize));
+    /// A Pillow image's rows (see [`pillow_rows`]), its (height, width) and its mode.
+    type PillowRows<'a> = (Vec<&'a [u8]>, (usize, usize), Mode);
 
     /// The rows of a Pillow image given as ``(getim() capsule, (height, width), image.im)``
     /// (see [`pillow_rows`]) and its size, where its mode is one of `modes` (`what` names
@@ -648,7 +656,7 @@ mod _native {
         if !modes.contains(&mode) {
             return Err(fail("image", what, mode.describe()));
         }
-        Ok(Some((rows, size)))
+        Ok(Some((rows, size, mode)))
     }
 
     /// (H, W, 3) uint8 RGB of an RGB or L Pillow image (or an RGBA one, its alpha dropped
@@ -674,8 +682,9 @@ mod _native {
     /// Oriented (H, W, 3) uint8 RGB of RGBA pixels composited by ``table`` (65,536 uint8
     /// values, at ``(alpha << 8) | colour``; see ``image::composite_rgba``): an RGBA Pillow
     /// image's rows read in place (``image`` as for ``rgb_from_pillow``), or an (H, W, 4)
-    /// uint8 array; or a CMYK image's rows converted by a table at ``(k << 8) | value``.
-    /// One pass with the GIL released, and a second to orient (``orientation`` an EXIF
+    /// uint8 array; an LA image's rows as the RGBA pixels its ``convert("RGBA")`` gives (L
+    /// repeated); or a CMYK image's rows converted by a table at ``(k << 8) | value``. One
+    /// pass with the GIL released, and a second to orient (``orientation`` an EXIF
     /// orientation, 1..8, others upright).
     #[pyfunction]
     fn rgb_composited<'py>(
@@ -690,8 +699,10 @@ mod _native {
         let array;
         // SAFETY: the tuple `image`, alive for this call, holds the image core that owns the
         // rows, which must not change during the call.
-        let pillow = unsafe { rows_in(image, &[Mode::Rgba, Mode::Cmyk], "an RGBA or CMYK Pillow image")? };
-        let source = if let Some((pillow_rows, size)) = pillow {
+        let modes = [Mode::Rgba, Mode::Cmyk, Mode::La];
+        let pillow = unsafe { rows_in(image, &modes, "an RGBA, CMYK or LA Pillow image")? };
+        let gray = pillow.as_ref().is_some_and(|(_, _, mode)| *mode == Mode::La);
+        let source = if let Some((pillow_rows, size, _)) = pillow {
             rows = pillow_rows;
             Source::rows(&rows, 4, size)?
         } else {
@@ -710,7 +721,7 @@ mod _native {
             Source::packed(array.as_slice().expect("standard layout"), 4, (h, w))?
         };
         oriented_rgb(py, &source, orientation, |out| {
-            image::composite_rgba(&source, table, out)
+            image::composite_rgba(&source, table, gray, out)
         })
     }
 
@@ -728,7 +739,7 @@ mod _native {
         let palette = contiguous_u8("palette", palette, 768)?;
         let palette = palette.as_slice().expect("contiguous");
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, size) = unsafe { rows_in(image, &[Mode::P], "a P Pillow image")? }
+        let (rows, size, _) = unsafe { rows_in(image, &[Mode::P], "a P Pillow image")? }
             .ok_or_else(|| fail("image", "a P Pillow image's rows", describe(image)))?;
         let source = Source::rows(&rows, 1, size)?;
         oriented_rgb(py, &source, orientation, |out| {
@@ -792,7 +803,7 @@ mod _native {
     #[pyfunction]
     fn opaque(py: Python<'_>, image: &Bound<'_, PyAny>) -> PyResult<bool> {
         // SAFETY: the tuple holds the image core that owns the rows, alive for this call.
-        let (rows, size) = unsafe { rows_in(image, &[Mode::Rgba], "an RGBA Pillow image")? }
+        let (rows, size, _) = unsafe { rows_in(image, &[Mode::Rgba], "an RGBA Pillow image")? }
             .ok_or_else(|| fail("image", "an RGBA Pillow image's rows", describe(image)))?;
         let source = Source::rows(&rows, 4, size)?;
         detach(py, || image::opaque(&source))

@@ -872,7 +872,14 @@ def test_bench_quick_only(capsys):
 def test_bench_modes_section_times_each_mode_on_both_backends(capsys):
     assert main(["bench", "--quick", "--only", "modes"]) == 0
     out = capsys.readouterr().out
-    modes = {"RGBA opaque", "RGBA 1/3 translucent", "P", "P transparent index", "CMYK"}
+    modes = {
+        "RGBA opaque",
+        "RGBA 1/3 translucent",
+        "LA 1/3 translucent",
+        "P",
+        "P transparent index",
+        "CMYK",
+    }
     labels = [line.split("  ")[0].strip() for line in out.splitlines()]
     rows = [label for label in labels if label.removesuffix(" tv") in modes]
     assert "mmfast/RGB" in out and len(rows) == 2 * 2 * len(modes), out

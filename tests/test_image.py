@@ -281,6 +281,36 @@ def test_cmyk_images_are_converted_as_pillow_converts() -> None:
         assert np.array_equal(rgb_of(decode_source(data)[0]), loaded)
 
 
+def test_la_images_are_read_as_pillow_converts_them() -> None:
+    """An LA image (grey with alpha, as a PNG of text on a transparent background) is read
+    in place, its L for all three colours: composited onto white as transformers'
+    ``convert_to_rgb`` composites it in every orientation, its alpha dropped as
+    ``convert("RGB")`` drops it (from ``LOOKUP_MIN_PIXELS``), through a processor, and as
+    PNG bytes to transformers' chain and ``load_image``'s ``convert("RGB")``."""
+    from mmfast.image import decode_source, plain_source
+
+    rng = np.random.default_rng(6)
+    llava = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+    for h, w in ((260, 261), (20, 30)):
+        pairs = rng.integers(0, 256, (h, w, 2), np.uint8)
+        pairs[: h // 2, :, 1] = 255
+        image = Image.frombytes("LA", (w, h), pairs.tobytes())
+        assert np.array_equal(rgb_of(plain_source(image)), np.asarray(image.convert("RGB")))
+        for orientation in range(1, 9):
+            oriented = image.copy()
+            oriented.getexif()[0x0112] = orientation
+            want = convert_to_rgb(ImageOps.exif_transpose(oriented), return_numpy=True)
+            assert np.array_equal(mmfast.image.convert_to_rgb(image, orientation), want)
+        composite = convert_to_rgb(image, return_numpy=True)
+        for backend in ("pil", "torchvision"):
+            got = llava(image, backend=backend)["pixel_values"]
+            assert np.array_equal(got, llava(composite, backend=backend)["pixel_values"]), backend
+        data = encode(image, "PNG")
+        assert np.array_equal(decode_image(data), hf_decode(data))
+        loaded = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        assert np.array_equal(rgb_of(decode_source(data)[0]), loaded)
+
+
 @pytest.mark.parametrize("transparency", [None, 3])
 def test_gifs_opened_as_rgb_decode_as_transformers_chain(
     transparency: int | None, monkeypatch: pytest.MonkeyPatch

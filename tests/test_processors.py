@@ -765,7 +765,7 @@ def test_decode_blocks_are_offered_huge_pages(monkeypatch: pytest.MonkeyPatch) -
     assert len(advised) == 3
     small = Image.new("RGB", (7, 5))
     with pytest.raises(
-        MmfastError, match="image: expected an RGB, RGBA, L, P or CMYK Pillow image"
+        MmfastError, match="image: expected an RGB, RGBA, L, P, CMYK or LA Pillow image"
     ):
         real((small.im.ptr, (5, 5), small.im))
     with pytest.raises(MmfastError, match=r"image: expected \(capsule"):
@@ -887,7 +887,7 @@ def test_composite_refuses_other_pixels_and_tables() -> None:
     rgb = Image.new("RGB", (3, 2))
     rows = (rgb.getim(), (2, 3), rgb.im)
     with pytest.raises(
-        MmfastError, match="image: expected an RGBA or CMYK Pillow image, got an RGB"
+        MmfastError, match="image: expected an RGBA, CMYK or LA Pillow image, got an RGB"
     ):
         _native.rgb_composited(rows, table, 1)
     with pytest.raises(MmfastError, match="image: expected an RGBA Pillow image, got an RGB image"):
@@ -940,19 +940,26 @@ def test_rgba_rows_are_read_in_place_as_convert_rgb_reads_them() -> None:
 
 def test_rows_of_other_modes_or_of_another_core_are_refused() -> None:
     """The core reads a Pillow image's rows only with the core they belong to, and only for
-    RGB, RGBA, L, P and CMYK, each where its bytes mean what the call reads: RGBX and YCbCr
-    have RGBA's pixel layout, and CMYK's fourth byte is K, not alpha."""
+    RGB, RGBA, L, P, CMYK and LA, each where its bytes mean what the call reads: RGBX and
+    YCbCr have RGBA's pixel layout, CMYK's fourth byte is K, not alpha, and LA's L is in its
+    first byte only."""
     table = np.zeros(65536, np.uint8)
     rgba, other = Image.new("RGBA", (3, 2)), Image.new("RGBA", (3, 2))
     for mode in ("RGBX", "YCbCr"):
         image = Image.new(mode, (3, 2))
-        with pytest.raises(MmfastError, match=f"image: expected an RGB, .* or CMYK .* mode {mode}"):
+        with pytest.raises(MmfastError, match=f"image: expected an RGB, .* or LA .* mode {mode}"):
             _native.opaque((image.getim(), (2, 3), image.im))
     cmyk = Image.new("CMYK", (3, 2))
     rows = (cmyk.getim(), (2, 3), cmyk.im)
     with pytest.raises(MmfastError, match="image: expected an RGBA Pillow image, got a CMYK"):
         _native.opaque(rows)
     with pytest.raises(MmfastError, match="image: expected an RGB, RGBA or L Pillow image, got a"):
+        _native.rgb_from_pillow(rows)
+    la = Image.new("LA", (3, 2))
+    rows = (la.getim(), (2, 3), la.im)
+    with pytest.raises(MmfastError, match="image: expected an RGBA Pillow image, got an LA"):
+        _native.opaque(rows)
+    with pytest.raises(MmfastError, match="image: expected an RGB, RGBA or L Pillow image, got an"):
         _native.rgb_from_pillow(rows)
     with pytest.raises(MmfastError, match="a capsule that is not its core's"):
         _native.rgb_composited((rgba.getim(), (2, 3), other.im), table, 1)

@@ -23,7 +23,8 @@ otherwise. The alternatives are what a user would otherwise run:
   are timed interleaved, call by call, so that a busy machine slows all of them alike.
 * ``fixed``: the fixed cost of a call, on small images through LLaVA-1.5 and SigLIP.
 * ``modes``: PIL images of modes a server gets besides RGB (RGBA as from a screenshot's PNG,
-  palette as from a GIF or a PNG8, CMYK as from a JPEG made for print) through LLaVA-1.5,
+  LA as from a PNG of grey text, palette as from a GIF or a PNG8, CMYK as from a JPEG made
+  for print) through LLaVA-1.5,
   against transformers' classes on the same images, which convert them (compositing
   transparency onto white), and against mmfast given the conversion as an RGB PIL image
   (``mmfast/RGB``).
@@ -695,12 +696,15 @@ MODES_MODEL = "llava-hf/llava-1.5-7b-hf"
 def mode_images(size: tuple[int, int]) -> Iterator[tuple[str, Image.Image]]:
     """The photo of ``size`` in the modes :func:`mode_rows` times, labelled: RGBA opaque
     (alpha 255 throughout, as in most screenshots) and with its top third fading through
-    every alpha, a palette of 256 colours, the same with one index transparent, and CMYK."""
+    every alpha, its green band as L with that alpha, a palette of 256 colours, the same
+    with one index transparent, and CMYK."""
     photo = synthetic_photo(*size)
     alpha = np.full((*size, 1), 255, np.uint8)
     yield "RGBA opaque", Image.fromarray(np.concatenate([photo, alpha], axis=2))
     alpha[: size[0] // 3] = (np.arange(size[1]) % 256)[None, :, None]
     yield "RGBA 1/3 translucent", Image.fromarray(np.concatenate([photo, alpha], axis=2))
+    grey_alpha = np.concatenate([photo[..., 1:2], alpha], axis=2)
+    yield "LA 1/3 translucent", Image.frombytes("LA", size[::-1], grey_alpha.tobytes())
     palette = Image.fromarray(photo).convert("P", palette=Image.Palette.ADAPTIVE)
     yield "P", palette
     keyed = palette.copy()

@@ -361,6 +361,9 @@ def _looked_up(
     - a CMYK image without a transparency key, whose ``convert`` is ``convert("RGB")``:
       each value is that of its own and the pixel's K in :func:`_pillow_cmyk`. LLaVA-1.5's
       call on a 12 MP CMYK image took 46 ms through Pillow's conversion, 9.2 ms so.
+    - an LA image read as :func:`_la_rows` reads it, whose ``convert`` is ``convert("RGB")``
+      (:func:`composite_onto_white` composites such an image before calling this): its L
+      repeated, the alpha dropped.
 
     ``None`` for other images, or where the core does not read this Pillow's rows
     (:func:`pillow_rows_readable`)."""
@@ -369,12 +372,43 @@ def _looked_up(
     rows = (im.getim(), (im.height, im.width), im.im)
     if im.mode == "CMYK" and "transparency" not in im.info:
         return _native.rgb_composited(rows, _pillow_cmyk(), orientation)
+    if _la_rows(im) is not None:
+        return _native.rgb_composited(rows, _DROP_FOURTH, orientation)
     if im.mode != "P":
         return None
     indices = im.crop((0, 0, 256, 1))
     indices.frombytes(bytes(range(256)))
     colours = np.ascontiguousarray(convert(indices).reshape(768))
     return _native.rgb_from_palette(rows, colours, orientation)
+
+
+def _la_rows(im: Image.Image) -> PillowRows | None:
+    """An LA image's rows as the core reads them in place, where it reads this Pillow's rows
+    and the installed Pillow converts every LA pixel as the core reads it
+    (:func:`_la_repeats_l`): the image has no transparency key either."""
+    if im.mode != "LA" or "transparency" in im.info:
+        return None
+    if not pillow_rows_readable() or not _la_repeats_l():
+        return None
+    return im.getim(), (im.height, im.width), im.im
+
+
+@functools.cache
+def _la_repeats_l() -> bool:
+    """Whether the installed Pillow's ``convert("RGBA")`` of every LA pixel ``(l, a)`` gives
+    ``(l, l, l, a)`` and its ``convert("RGB")`` ``(l, l, l)``: then the core reads an LA
+    image's rows (byte 0 L, byte 3 alpha) as those conversions, and an LA image composited
+    onto white is its RGBA conversion's composite by construction."""
+    alpha, grey = np.divmod(np.arange(65536), 256)
+    pairs = np.stack([grey, alpha], axis=-1).astype(np.uint8)
+    la = Image.frombytes("LA", (256, 256), pairs.tobytes())
+    want = np.stack([grey, grey, grey, alpha], axis=-1).reshape(256, 256, 4)
+    rgba, rgb = np.asarray(la.convert("RGBA")), np.asarray(la.convert("RGB"))
+    return np.array_equal(rgba, want) and np.array_equal(rgb, want[..., :3])
+
+
+# (65536,) uint8: value ``v`` of a pixel at ``(fourth << 8) | v``, its fourth byte dropped.
+_DROP_FOURTH = np.tile(np.arange(256, dtype=np.uint8), 256)
 
 
 @functools.cache
@@ -407,14 +441,18 @@ def composite_onto_white(im: Image.Image, orientation: int = 1) -> NDArray[np.ui
     opaque white, as transformers' ``convert_to_rgb`` composites it with Pillow's
     ``alpha_composite``, then oriented.
 
-    One Rust pass with the GIL released reads the RGBA rows in place and gives each value
-    of :func:`_pillow_onto_white`, the table of Pillow's own composite of every colour value
+    One Rust pass with the GIL released reads the RGBA rows (an LA image's, its L repeated
+    as ``convert("RGBA")`` repeats it) in place and gives each value of
+    :func:`_pillow_onto_white`, the table of Pillow's own composite of every colour value
     over every alpha: computed in vectors where the table is the one the core knows (Pillow
     13's integers, ``AlphaComposite.c``), else looked up. Pillow's chain (a white image,
     the composite, ``convert("RGB")``) held the GIL through the composite: LLaVA-1.5's call
     on a 12 MP RGBA PIL image took 163 ms with it, 8.6 ms (opaque) and 8.3-8.7 ms (a third
     translucent) now, on one thread of a 2-vCPU Zen 4 EPYC (``mmfast bench --only modes``).
     """
+    rows = _la_rows(im)
+    if rows is not None:
+        return _native.rgb_composited(rows, _pillow_onto_white(), orientation)
     rgb = _looked_up(im, _composite_upright, orientation)
     if rgb is not None:
         return rgb
