@@ -634,9 +634,10 @@ mod _native {
     /// A Pillow image's rows (see [`pillow_rows`]), its (height, width) and its mode.
     type PillowRows<'a> = (Vec<&'a [u8]>, (usize, usize), Mode);
 
-    /// The rows of a Pillow image given as ``(getim() capsule, (height, width), image.im)``
-    /// (see [`pillow_rows`]) and its size, where its mode is one of `modes` (`what` names
-    /// them for the message, "an RGBA Pillow image"); `None` where `image` is no such tuple.
+    /// The rows, size and mode of a Pillow image given as ``(getim() capsule, (height,
+    /// width), image.im)`` (see [`pillow_rows`]), where its mode is one of `modes` (`what`
+    /// names them for the message, "an RGBA Pillow image"); `None` where `image` is no such
+    /// tuple.
     ///
     /// # Safety
     /// As [`pillow_rows`]'s: the tuple holds the image core that owns the rows, which must
@@ -809,9 +810,10 @@ mod _native {
         detach(py, || image::opaque(&source))
     }
 
-    /// Asks for huge pages behind an RGB, RGBA or L Pillow image's memory blocks (``image``
-    /// as for ``rgb_from_pillow``, its core's ``ptr`` in place of ``getim()`` so nothing is
-    /// loaded), and returns the bytes asked for: for a block fresh from
+    /// Asks for huge pages behind the memory blocks of a Pillow image of a mode
+    /// [`pillow_rows`] reads (``image`` as for ``rgb_from_pillow``, its core's ``ptr`` in
+    /// place of ``getim()`` so nothing is loaded), and returns the bytes asked for: for a
+    /// block fresh from
     /// ``Image.core.new_block`` that a decoder is about to fill, where 4 KiB pages cost a
     /// page fault per 1,024 pixels.
     #[pyfunction]

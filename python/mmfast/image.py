@@ -8,9 +8,10 @@ The reference is what transformers does with an image file::
 mmfast decodes through Pillow itself (libjpeg-turbo, zlib, libwebp: the very
 decoders that chain uses, with the GIL released while they run), so the pixels are
 Pillow's by construction. What it saves is the copying around the decoder: an RGB or
-grayscale image is decoded into one contiguous block, read in place through Pillow's
-Arrow export, and oriented and packed into the output array by one Rust pass with
-the GIL released, instead of ``exif_transpose`` + ``np.array`` copies.
+grayscale image (RGBA and CMYK too) is decoded into one contiguous block, read in place
+through Pillow's Arrow export or its rows, and oriented and packed into the output array
+by one Rust pass with the GIL released, instead of ``exif_transpose`` + ``np.array``
+copies.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ if _PILLOW_MAJOR < 12:  # Pillow 11's Arrow export of some L images crashes the 
 # Resizes equal the installed Pillow's, which transformers' PIL classes call: Pillow 13 changed
 # the order of a resize's two passes.
 _native.follow_pillow(_PILLOW_MAJOR)
-# Smaller palette and CMYK images are converted by Pillow: finding a palette's 256 colours
-# first costs 15-18 us, more than the lookup saves under about 50,000 pixels (LLaVA-1.5 on
-# one thread: 64x48 141 against 123 us, 200x160 179 against 172 us, 320x240 208 against
-# 219 us).
+# Smaller palette, CMYK and LA images are converted by Pillow (an LA image composited onto
+# white is read in place at any size): finding a palette's 256 colours first costs 15-18 us,
+# more than the lookup saves under about 50,000 pixels (LLaVA-1.5 on one thread: 64x48 141
+# against 123 us, 200x160 179 against 172 us, 320x240 208 against 219 us).
 LOOKUP_MIN_PIXELS = 1 << 16
 
 __all__ = [
