@@ -278,8 +278,7 @@ def pil_source(im: Image.Image) -> PillowRows | ArrowSource | NDArray[np.uint8]:
     packs the rows to RGB with the GIL released).
     """
     if im.mode in ("RGB", "L") and pillow_rows_readable():
-        capsule = im.getim()  # loads the pixels first
-        return capsule, (im.height, im.width), im.im
+        return _rows(im)
     if im.mode == "RGB":
         exported = _arrow_export(im)
         return np.asarray(im) if exported is None else exported
@@ -299,7 +298,7 @@ def pillow_rows_readable() -> bool:
     try:
         for shape in ((5, 7, 3), (6, 3)):
             probe = Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8))
-            got = _native.rgb_from_pillow((probe.getim(), (probe.height, probe.width), probe.im))
+            got = _native.rgb_from_pillow(_rows(probe))
             if not np.array_equal(got, np.asarray(probe.convert("RGB"))):
                 return False
     except (MmfastError, AttributeError, TypeError, ValueError):
@@ -370,13 +369,14 @@ def _looked_up(
     (:func:`pillow_rows_readable`)."""
     if im.width * im.height < LOOKUP_MIN_PIXELS or not pillow_rows_readable():
         return None
-    rows = (im.getim(), (im.height, im.width), im.im)
+    la = _la_rows(im)
+    if la is not None:
+        return _native.rgb_composited(la, _DROP_FOURTH, orientation)
     if im.mode == "CMYK" and "transparency" not in im.info:
-        return _native.rgb_composited(rows, _pillow_cmyk(), orientation)
-    if _la_rows(im) is not None:
-        return _native.rgb_composited(rows, _DROP_FOURTH, orientation)
+        return _native.rgb_composited(_rows(im), _pillow_cmyk(), orientation)
     if im.mode != "P":
         return None
+    rows = _rows(im)
     indices = im.crop((0, 0, 256, 1))
     indices.frombytes(bytes(range(256)))
     colours = np.ascontiguousarray(convert(indices).reshape(768))
@@ -391,7 +391,7 @@ def _la_rows(im: Image.Image) -> PillowRows | None:
         return None
     if not pillow_rows_readable() or not _la_repeats_l():
         return None
-    return im.getim(), (im.height, im.width), im.im
+    return _rows(im)
 
 
 @functools.cache
@@ -427,8 +427,16 @@ def _rgba_rows(im: Image.Image) -> PillowRows | None:
     """An RGBA image's rows as the core reads them in place, where it reads this Pillow's
     rows (:func:`pillow_rows_readable`)."""
     if im.mode == "RGBA" and pillow_rows_readable():
-        return im.getim(), (im.height, im.width), im.im
+        return _rows(im)
     return None
+
+
+def _rows(im: Image.Image) -> PillowRows:
+    """``(capsule, (height, width), im.im)``: a Pillow image's rows as the core reads them
+    in place, the core object kept alive by the tuple (``getim()`` loads the pixels first,
+    so it comes before ``im.im``)."""
+    capsule = im.getim()
+    return capsule, (im.height, im.width), im.im
 
 
 def has_transparency(im: Image.Image) -> bool:
