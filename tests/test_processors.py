@@ -772,6 +772,62 @@ def test_decode_blocks_are_offered_huge_pages(monkeypatch: pytest.MonkeyPatch) -
         real((b"", (5, 7), small.im))
 
 
+def test_lazily_opened_images_load_into_blocks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A PIL image given before its pixels were loaded (``Image.open`` alone) is loaded as a
+    file is, into one block offered huge pages where its loader decodes into one, with the
+    outputs of the same image loaded by Pillow; an image already loaded, or a later frame
+    drawn onto an earlier one, is left to Pillow."""
+    advised: list[int] = []
+    real = _native.advise_huge_pages
+
+    def advise(image: Any) -> int:
+        advised.append(real(image))
+        return advised[-1]
+
+    monkeypatch.setattr(_native, "advise_huge_pages", advise)
+    rgb = Image.fromarray(smooth(1200, 1500, 3))
+    tiff = tmp_path / "plain.tif"
+    rgb.save(tiff)  # uncompressed: Pillow maps the file instead of decoding it
+    sources: list[tuple[Image.Image, str] | Path] = [
+        (rgb, "JPEG"),
+        (rgb.convert("L"), "PNG"),
+        (rgb.convert("RGBA"), "PNG"),
+        (rgb.convert("CMYK"), "JPEG"),
+        (rgb, "WEBP"),
+        (rgb.convert("P"), "GIF"),
+        tiff,
+    ]
+    proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+    for source in sources:
+        if isinstance(source, Path):
+            file: Path | io.BytesIO = source
+        else:
+            file = io.BytesIO()
+            source[0].save(file, source[1])
+        loaded = Image.open(file)
+        loaded.load()
+        before = len(advised)
+        assert_same_outputs(proc(loaded), proc(loaded.convert(loaded.mode)))
+        assert len(advised) == before, "an image already loaded is left alone"
+        lazy = Image.open(file)
+        assert_same_outputs(proc(lazy), proc(loaded))
+        assert not lazy.tile, "loaded"
+        assert len(advised) == before + (lazy.mode != "P"), lazy.format
+    # The second frame of an animated PNG is drawn onto the first: Pillow keeps its image.
+    frames = [rgb.convert("RGBA"), Image.new("RGBA", rgb.size, (9, 200, 40, 128))]
+    file = io.BytesIO()
+    frames[0].save(file, "PNG", save_all=True, append_images=frames[1:])
+    lazy, loaded = Image.open(file), Image.open(file)
+    lazy.seek(1)
+    loaded.seek(1)
+    loaded.load()
+    before = len(advised)
+    assert_same_outputs(proc(lazy), proc(loaded))
+    assert len(advised) == before
+
+
 @pytest.mark.parametrize("model_id", ALL_IDS)
 def test_grayscale_arrays_equal_repeated_rgb(model_id: str) -> None:
     proc = mmfast.ImageProcessor.from_pretrained(model_id)

@@ -66,6 +66,7 @@ __all__ = [
     "has_transparency",
     "hf_source",
     "image_size",
+    "load_lazy",
     "pil_source",
     "pil_to_rgb",
     "pillow_rows_readable",
@@ -708,17 +709,36 @@ def _decode(
         raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
     with _open(source) as im:
         _check_size(im, max_pixels)
-        in_place = im.mode in ("RGB", "L", "RGBA", "CMYK") and "transparency" not in im.info
-        if in_place and _loads_in_place(im):
-            # Decode into one block so the pixels can be read in place (see module doc),
-            # backed by huge pages where Linux gives them: eight JPEGs of 0.1 to 12 MP
-            # decoded in 131 ms with 20,000 page faults, 102 ms with 1,000 (a 12 MP CMYK
-            # JPEG through LLaVA-1.5: 153 -> 133 ms).
-            im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
-            if pillow_rows_readable():
-                _native.advise_huge_pages((im.im.ptr, (im.height, im.width), im.im))
+        _into_block(im)
         _load(im)
         return im, _orientation(im) if apply_exif_orientation else 1
+
+
+def _into_block(im: Image.Image) -> None:
+    """Before Pillow loads ``im`` (opened, not loaded), give it one block for its pixels,
+    offered huge pages where Linux gives them, where its loader decodes into such a block
+    (an RGB, L, RGBA or CMYK file without a colour key: :func:`_loads_in_place`), so that
+    its rows are read in place (see module doc). Pillow's own blocks take 4 KiB pages:
+    eight JPEGs of 0.1 to 12 MP decoded in 131 ms with 20,000 page faults, 102 ms with
+    1,000 (a 12 MP CMYK JPEG through LLaVA-1.5: 153 -> 133 ms)."""
+    in_place = im.mode in ("RGB", "L", "RGBA", "CMYK") and "transparency" not in im.info
+    if in_place and _loads_in_place(im):
+        im.im = Image.core.new_block(im.mode, im.size)  # type: ignore[attr-defined]
+        if pillow_rows_readable():
+            _native.advise_huge_pages((im.im.ptr, (im.height, im.width), im.im))
+
+
+def load_lazy(im: Image.Image) -> None:
+    """Load a PIL image given before its pixels were (``Image.open`` without ``load()``)
+    as a file is (:func:`_into_block`), rather than into Pillow's 4 KiB pages when it is
+    first read: Gemma 3's call on a lazily opened 12 MP JPEG took 60-63 -> 35-37 ms, what
+    its bytes take. Pillow's errors are left as they are. An image already loaded (its
+    pixels, or an earlier frame a later one is drawn onto) is left alone, as is every
+    image where Pillow does not keep an unloaded image's core as ``_im = None`` (Pillow 12
+    and 13 do)."""
+    if getattr(im, "_im", False) is None:
+        _into_block(im)
+        im.load()
 
 
 def image_size(source: ImageSource) -> tuple[int, int]:

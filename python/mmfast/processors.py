@@ -43,6 +43,7 @@ from mmfast.image import (
     decode_source,
     file_status,
     hf_source,
+    load_lazy,
     pil_source,
     plain_source,
     shown_path,
@@ -482,6 +483,7 @@ def prepare(
     """
     if isinstance(image, Image.Image):
         plan = plan_for(config, image.height, image.width, sample_size)
+        load_lazy(image)
         if not plan.do_convert_rgb:
             if image.mode in RAW_BAND_MODES:
                 # Its three bands as RGB, as transformers reads the image's array.
