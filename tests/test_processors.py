@@ -795,6 +795,7 @@ def test_lazily_opened_images_load_into_blocks(
         (rgb.convert("L"), "PNG"),
         (rgb.convert("RGBA"), "PNG"),
         (rgb.convert("CMYK"), "JPEG"),
+        (rgb.convert("LA"), "PNG"),
         (rgb, "WEBP"),
         (rgb.convert("P"), "GIF"),
         tiff,
