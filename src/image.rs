@@ -96,43 +96,92 @@ pub fn to_rgb_oriented(
     if dst.len() != h * w * 3 {
         return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
     }
-    let (oh, ow) = orientation.oriented_size(size);
-    // Source index of output pixel (y, x), as (row, column) in the stored image.
-    let source = |y: usize, x: usize| -> (usize, usize) {
-        match orientation {
-            Orientation::Identity => (y, x),
-            Orientation::MirrorX => (y, w - 1 - x),
-            Orientation::Rotate180 => (h - 1 - y, w - 1 - x),
-            Orientation::MirrorY => (h - 1 - y, x),
-            Orientation::Transpose => (x, y),
-            Orientation::Rotate270 => (h - 1 - x, y),
-            Orientation::Transverse => (h - 1 - x, w - 1 - y),
-            Orientation::Rotate90 => (x, w - 1 - y),
-        }
-    };
-    for (y, out_row) in dst.chunks_exact_mut(ow * 3).enumerate().take(oh) {
-        if orientation == Orientation::Identity || orientation == Orientation::MirrorY {
-            // Whole source rows in order: the common case, and a tight loop.
-            let (sy, _) = source(y, 0);
-            copy_row(
-                &src[sy * w * channels..(sy + 1) * w * channels],
-                channels,
-                out_row,
-            );
-            continue;
-        }
-        for (x, px) in out_row.chunks_exact_mut(3).enumerate() {
-            let (sy, sx) = source(y, x);
-            let at = (sy * w + sx) * channels;
-            if channels == 1 {
-                px.fill(src[at]);
+    if !orientation.swaps_axes() {
+        // Each output row is a source row, in order or reversed.
+        let flipped = matches!(orientation, Orientation::Rotate180 | Orientation::MirrorY);
+        let mirrored = matches!(orientation, Orientation::MirrorX | Orientation::Rotate180);
+        let reverse = match channels {
+            1 => reversed::<1>,
+            3 => reversed::<3>,
+            _ => reversed::<4>,
+        };
+        for (y, out_row) in dst.chunks_exact_mut(w * 3).enumerate() {
+            let sy = if flipped { h - 1 - y } else { y };
+            let row = &src[sy * w * channels..(sy + 1) * w * channels];
+            if mirrored {
+                reverse(row, out_row, !flipped);
             } else {
-                px.copy_from_slice(&src[at..at + 3]);
+                copy_row(row, channels, out_row);
+            }
+        }
+        return Ok(());
+    }
+    // Output row y is source column `w - 1 - y` (Transverse, Rotate90) or `y`, read from
+    // source row `h - 1 - x` (Rotate270, Transverse) or `x` for output column x.
+    let mirrored = matches!(orientation, Orientation::Transverse | Orientation::Rotate90);
+    let upward = matches!(orientation, Orientation::Rotate270 | Orientation::Transverse);
+    let swap = match channels {
+        1 => swapped::<1>,
+        3 => swapped::<3>,
+        _ => swapped::<4>,
+    };
+    swap(src, size, mirrored, upward, dst);
+    Ok(())
+}
+
+/// The RGB of the `C`-byte pixel at byte `at` of `src` (a grey value repeated).
+#[inline(always)]
+#[allow(clippy::inline_always)] // Inlined into the copy loops, whose codegen it decides.
+fn rgb<const C: usize>(src: &[u8], at: usize) -> [u8; 3] {
+    let pixel: &[u8; C] = src[at..at + C].try_into().expect("C bytes");
+    std::array::from_fn(|i| pixel[if C == 1 { 0 } else { i }])
+}
+
+/// `row`'s pixels of `C` bytes reversed into `out` as RGB, read from its first byte to its
+/// last when `forward`, else from its last to its first, as the caller goes through the
+/// rows: memory read one way took 11.5 ms for a 12 MP image in one Pillow block (RGBX)
+/// rotated 180 degrees, 13.4-14.6 ms turning back at each row (10.4 ms upright, 22-28 ms
+/// through the orientation's index arithmetic pixel by pixel), on a 2-vCPU Zen 4 EPYC.
+fn reversed<const C: usize>(row: &[u8], out: &mut [u8], forward: bool) {
+    let w = out.len() / 3;
+    let mut copy = |x: usize| {
+        let px: &mut [u8; 3] = (&mut out[3 * x..3 * x + 3]).try_into().expect("3 bytes");
+        *px = rgb::<C>(row, (w - 1 - x) * C);
+    };
+    if forward {
+        (0..w).rev().for_each(&mut copy);
+    } else {
+        (0..w).for_each(&mut copy);
+    }
+}
+
+/// [`to_rgb_oriented`] for the orientations that swap the axes, on pixels of `C` bytes:
+/// output row y is source column `w - 1 - y` when `mirrored`, else `y`, and output column
+/// x reads source row `h - 1 - x` when `upward`, else `x`. Copied in square tiles, which
+/// keep a tile's source rows and output rows in the cache: pixel by pixel along output
+/// rows, each read from another source row, took 40-42 ms for a 12 MP image in one
+/// Pillow block (RGBX) on a 2-vCPU Zen 4 EPYC, against 10.4 ms upright; tiles of 16, 32,
+/// 64, 128 and 256 pixels took 23.0-24.0, 21.5-22.3, 17.6-18.1, 19.4-20.2 and 18.4-19.1 ms
+/// (this loop, with its pixels' size a constant, 17.4-19.0 ms in tiles of 64).
+fn swapped<const C: usize>(src: &[u8], (h, w): (usize, usize), mirrored: bool, upward: bool, dst: &mut [u8]) {
+    let (oh, ow) = (w, h);
+    for y0 in (0..oh).step_by(TILE) {
+        for x0 in (0..ow).step_by(TILE) {
+            let x1 = (x0 + TILE).min(ow);
+            for y in y0..(y0 + TILE).min(oh) {
+                let c = if mirrored { w - 1 - y } else { y };
+                let out = &mut dst[(y * ow + x0) * 3..(y * ow + x1) * 3];
+                for (x, px) in (x0..x1).zip(out.chunks_exact_mut(3)) {
+                    let r = if upward { h - 1 - x } else { x };
+                    px.copy_from_slice(&rgb::<C>(src, (r * w + c) * C));
+                }
             }
         }
     }
-    Ok(())
 }
+
+/// Side, in pixels, of the tiles in which [`to_rgb_oriented`] rotates and transposes.
+const TILE: usize = 64;
 
 fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
     match channels {
@@ -1051,6 +1100,50 @@ mod tests {
         ];
         for (orientation, want) in cases {
             assert_eq!(red_plane(orientation), want, "{orientation:?}");
+        }
+    }
+
+    #[test]
+    fn orientations_cross_tiles_as_the_index_arithmetic_says() {
+        // Source (row, column) of output pixel (y, x), as `ImageOps.exif_transpose` maps it.
+        let source = |o: Orientation, (h, w): (usize, usize), y: usize, x: usize| match o {
+            Orientation::Identity => (y, x),
+            Orientation::MirrorX => (y, w - 1 - x),
+            Orientation::Rotate180 => (h - 1 - y, w - 1 - x),
+            Orientation::MirrorY => (h - 1 - y, x),
+            Orientation::Transpose => (x, y),
+            Orientation::Rotate270 => (h - 1 - x, y),
+            Orientation::Transverse => (h - 1 - x, w - 1 - y),
+            Orientation::Rotate90 => (x, w - 1 - y),
+        };
+        for (h, w) in [
+            (1, 1),
+            (1, 130),
+            (67, 130),
+            (130, 67),
+            (2 * TILE, TILE),
+            (TILE + 1, 3),
+        ] {
+            for channels in [1, 3, 4] {
+                #[allow(clippy::cast_possible_truncation)] // byte values, wrapping on purpose
+                let src: Vec<u8> = (0..h * w * channels).map(|i| (i * 7 + i / 251) as u8).collect();
+                for tag in 1..=8 {
+                    let o = Orientation::from_exif(tag);
+                    let (oh, ow) = o.oriented_size((h, w));
+                    let mut out = vec![0; h * w * 3];
+                    to_rgb_oriented(&src, channels, (h, w), o, &mut out).unwrap();
+                    for (i, px) in out.chunks_exact(3).enumerate() {
+                        let (sy, sx) = source(o, (h, w), i / ow, i % ow);
+                        let at = (sy * w + sx) * channels;
+                        let want: [u8; 3] =
+                            std::array::from_fn(|c| src[at + if channels == 1 { 0 } else { c }]);
+                        assert_eq!(
+                            px, want,
+                            "{o:?} {channels} bytes, ({h}, {w}) -> ({oh}, {ow}), pixel {i}"
+                        );
+                    }
+                }
+            }
         }
     }
 

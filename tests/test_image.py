@@ -116,8 +116,9 @@ def with_orientation(im: Image.Image, fmt: str, orientation: int) -> bytes:
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "TIFF"])
 @pytest.mark.parametrize("orientation", range(1, 9))
 @pytest.mark.parametrize("mode", ["RGB", "L"])
-def test_every_exif_orientation(fmt, orientation, mode):
-    data = with_orientation(gradient(13, 22, mode, seed=orientation), fmt, orientation)
+@pytest.mark.parametrize("size", [(13, 22), (150, 71)])  # across the core's 64-pixel tiles
+def test_every_exif_orientation(fmt, orientation, mode, size):
+    data = with_orientation(gradient(*size, mode, seed=orientation), fmt, orientation)
     want = hf_decode(data)
     assert np.array_equal(decode_image(data), want)
     assert np.array_equal(decode_image(data, apply_exif_orientation=False), hf_decode(data, False))
