@@ -858,13 +858,13 @@ mod _native {
         let (src, channels) = unsafe { arrow_pixels(&capsules.0, &capsules.1, pixels)? };
         let orientation = Orientation::from_exif(orientation);
         let (oh, ow) = orientation.oriented_size((h, w));
-        let mut out = alloc::zeroed::<u8>("size", pixels * 3)?;
+        // Every byte is written: a pooled buffer's old bytes do not show.
+        let (mut out, _) = alloc::output::<u8>("size", pixels * 3)?;
         detach(py, || {
             image::to_rgb_oriented(src, channels, (h, w), orientation, &mut out)
         })??;
-        Ok(Array::from_shape_vec((oh, ow, 3), out)
-            .expect("the kernel filled oh * ow * 3 bytes")
-            .into_pyarray(py))
+        let out = into_output(py, out, &[oh, ow, 3])?;
+        Ok(out.cast_into::<PyArray3<u8>>().expect("three dimensions"))
     }
 
     /// One job tuple from Python: `(image_index, source_job, crop, resize, pad, layout,

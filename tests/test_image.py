@@ -125,6 +125,24 @@ def test_every_exif_orientation(fmt, orientation, mode, size):
     assert image_size(data) == want.shape[:2]
 
 
+def test_decoded_arrays_reuse_freed_memory():
+    """A decoded image of 1 MiB or more is written into memory the pool hands back, as a
+    processor's output is: the same memory once the last array is freed, holding the new
+    image whole, in every orientation."""
+    upright = gradient(700, 600)
+    data = {o: with_orientation(upright, "PNG", o) for o in (1, 3, 6)}
+    first = decode_image(data[1])
+    assert first.nbytes >= 1 << 20 and type(first.base).__name__ == "PooledOutput"
+    address = first.ctypes.data
+    del first  # its memory goes back to the pool
+    for orientation, png in data.items():
+        got = decode_image(png)
+        assert got.ctypes.data == address, orientation
+        assert np.array_equal(got, hf_decode(png))
+        got[...] = 7  # writable, and its own memory
+        del got
+
+
 def test_multi_block_pil_image_falls_back_to_one_copy():
     """Over Pillow's 16 MiB block size its rows are not one block and Arrow cannot export them."""
     im = gradient(2100, 2100)  # 4.4 MP RGBX = 17.6 MB
