@@ -7,6 +7,7 @@
 mod affine;
 pub mod alloc;
 mod cache;
+pub mod decode;
 pub mod error;
 pub mod image;
 mod lookup;
@@ -49,6 +50,7 @@ mod _native {
     use pyo3::types::{PyBytes, PyCapsule, PyCapsuleMethods};
 
     use crate::alloc;
+    use crate::decode;
     use crate::error::{invalid, TransformError};
     use crate::image::{self, Orientation, Rect};
     use crate::pipeline::{self, Image, Job, Layout, Pad, Resize};
@@ -839,6 +841,71 @@ mod _native {
         }
         Ok(advised)
     }
+
+    /// Oriented (H, W, 3) uint8 RGB of the PNG file ``data`` (bytes), its alpha dropped as
+    /// ``convert("RGB")`` drops it and grey repeated, decoded in Rust with the GIL released
+    /// where that gives Pillow's pixels (see ``decode::decode_png``); None for a file of
+    /// more than ``max_pixels`` pixels or one to leave to Pillow. ``orientation`` as for
+    /// ``rgb_from_arrow``.
+    #[pyfunction]
+    fn rgb_from_png<'py>(
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        orientation: i64,
+        max_pixels: usize,
+    ) -> PyResult<Option<Bound<'py, PyArray3<u8>>>> {
+        let data = data
+            .cast::<PyBytes>()
+            .map_err(|_| fail("data", "bytes", describe(data)))?
+            .as_bytes();
+        let orientation = Orientation::from_exif(orientation);
+        let decoded = detach(py, || {
+            let (mut out, mut upright) = (Vec::new(), Vec::new());
+            let slots = (&mut out, &mut upright);
+            let shape = decode::decode_png(data, PNG_DECODER_BYTES, move |(h, w, c)| {
+                let len = transforms::checked_len("data", &[h, w, c]).ok()?;
+                if h.checked_mul(w)? > max_pixels {
+                    return None;
+                }
+                // Packed RGB upright is the output itself.
+                let slot = if c == 3 && orientation == Orientation::Identity {
+                    *slots.0 = alloc::output::<u8>("data", len).ok()?.0;
+                    slots.0
+                } else {
+                    *slots.1 = alloc::scratch("data", len).ok()?;
+                    slots.1
+                };
+                Some(slot.as_mut_slice())
+            });
+            let converted = shape.map(|(h, w, c)| {
+                if !upright.is_empty() {
+                    // Every byte is written: a pooled buffer's old bytes do not show.
+                    out = alloc::output::<u8>("data", h * w * 3)?.0;
+                    image::to_rgb_oriented(&upright, c, (h, w), orientation, &mut out)?;
+                }
+                Ok::<_, TransformError>(orientation.oriented_size((h, w)))
+            });
+            alloc::recycle(alloc::Buffer::U8(upright));
+            match converted {
+                Some(Ok(size)) => Ok(Some((out, size))),
+                Some(Err(err)) => Err(err),
+                None => {
+                    alloc::recycle(alloc::Buffer::U8(out));
+                    Ok(None)
+                }
+            }
+        })??;
+        decoded
+            .map(|(out, (h, w))| {
+                let out = into_output(py, out, &[h, w, 3])?;
+                Ok(out.cast_into::<PyArray3<u8>>().expect("three dimensions"))
+            })
+            .transpose()
+    }
+
+    /// What [`rgb_from_png`]'s decoder may allocate besides the pixels: Pillow's own limit
+    /// on a text chunk's decompressed size (``PngImagePlugin.MAX_TEXT_CHUNK``) is 1 MiB.
+    const PNG_DECODER_BYTES: usize = 64 << 20;
 
     /// Oriented (H, W, 3) uint8 RGB from a Pillow image's Arrow export (RGB or L mode).
     ///

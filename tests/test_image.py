@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED, shared_path
+from conftest import SHARED, assert_same_outputs, shared_path
 from PIL import Image, ImageOps
 
 import mmfast
+from mmfast import _native
 from mmfast.image import decode_image, image_size, pil_to_rgb
 
 convert_to_rgb = pytest.importorskip("transformers.image_transforms").convert_to_rgb
@@ -351,19 +352,21 @@ def test_gifs_opened_as_rgb_decode_as_transformers_chain(
 
 
 def test_upright_rgba_files_are_read_where_decoded() -> None:
-    """An upright RGBA file (PNG, lossless WebP) is decoded into one block and its rows go
-    to the batch, the alpha ignored as ``load_image``'s ``convert("RGB")`` drops it (a PIL
-    class then has no colour key to composite); a rotated one is converted to RGB."""
+    """An upright RGBA file (lossless WebP) is decoded into one block and its rows go to the
+    batch, the alpha ignored as ``load_image``'s ``convert("RGB")`` drops it (a PIL class
+    then has no colour key to composite); a rotated one is converted to RGB. (An 8-bit PNG
+    is decoded by the core into that RGB: ``test_png_files_decoded_by_the_core_are_pillows``.)"""
     from mmfast.image import decode_source
 
     image = gradient(61, 83, "RGBA")
-    for data in (encode(image, "PNG"), encode(image, "WEBP", lossless=True)):
+    for data, rows in ((encode(image, "WEBP", lossless=True), True), (encode(image, "PNG"), False)):
         # WebP keeps no colour under alpha 0.
         want = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
         for composite_key in (False, True):
             source, size = decode_source(data, composite_key=composite_key)
-            assert isinstance(source, tuple) and size == (61, 83)
-            assert np.array_equal(mmfast._native.rgb_from_pillow(source), want)
+            assert isinstance(source, tuple) == rows and size == (61, 83)
+            got = mmfast._native.rgb_from_pillow(source) if rows else source
+            assert np.array_equal(got, want)
     rotated = with_orientation(image, "PNG", 6)
     got, size = decode_source(rotated)
     assert isinstance(got, np.ndarray) and size == (83, 61)
@@ -502,3 +505,122 @@ def test_a_deadline_leaves_an_image_call_as_it_is(
     for call in (lambda: decode_image(path), lambda: proc([path])):
         with pytest.raises(TimeoutError, match="deadline"):
             call()
+
+
+def png_chunks(data: bytes) -> list[bytes]:
+    """A PNG file's chunks, each whole (length, type, body, CRC)."""
+    chunks, at = [], 8
+    while at < len(data):
+        end = at + 12 + int.from_bytes(data[at : at + 4], "big")
+        chunks.append(data[at:end])
+        at = end
+    return chunks
+
+
+def pil_arrow_rgb(source: tuple[object, object, tuple[int, int]]) -> np.ndarray:
+    schema, array, size = source
+    return _native.rgb_from_arrow((schema, array), size, 1)
+
+
+def load_image_rgb(data: bytes) -> np.ndarray:
+    """transformers' ``load_image`` chain, which ``decode_source`` follows: transparency
+    dropped by ``convert("RGB")``."""
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(ImageOps.exif_transpose(im).convert("RGB"))
+
+
+def test_png_files_decoded_by_the_core_are_pillows(monkeypatch, tmp_path):
+    """8-bit RGB, RGBA and grey PNGs are decoded by the core, equal to Pillow's pixels as
+    ``load_image`` orients and converts them; every other PNG (and any whose chunks after
+    the pixels could hold an orientation) is left to Pillow, with the same result."""
+    taken: list[bool] = []
+    real = _native.rgb_from_png
+
+    def spy(*args: object) -> object:
+        out = real(*args)  # type: ignore[arg-type]
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_native, "rgb_from_png", spy)
+    base = gradient(61, 97)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    plain = encode(base, "PNG")
+    parts = png_chunks(plain)
+    xmp = '<x:xmpmeta><rdf:Description tiff:Orientation="8"/></x:xmpmeta>'
+    itxt = png_chunk(b"iTXt", b"XML:com.adobe.xmp\0\0\0\0\0" + xmp.encode())
+    tail = [p for p in png_chunks(encode(base, "PNG", exif=exif.tobytes())) if p[4:8] == b"eXIf"]
+    frames = [base, base.transpose(Image.Transpose.ROTATE_180)]
+    cases: list[tuple[str, bytes, bool]] = [
+        *(
+            (f"{mode} {size}", encode(gradient(*size).convert(mode), "PNG"), True)
+            for mode in ("RGB", "RGBA", "L")
+            for size in ((61, 97), (1, 1), (1, 300), (300, 1))
+        ),
+        *((f"orientation {o}", with_orientation(base, "PNG", o), True) for o in range(1, 9)),
+        (
+            "XMP orientation before the pixels",
+            b"".join([plain[:8], parts[0], itxt, *parts[1:]]),
+            True,
+        ),
+        ("EXIF after the pixels", b"".join([plain[:8], *parts[:-1], *tail, parts[-1]]), False),
+        (
+            "text after the pixels",
+            b"".join([plain[:8], *parts[:-1], png_chunk(b"tEXt", b"k\0v"), parts[-1]]),
+            False,
+        ),
+        ("LA", encode(base.convert("LA"), "PNG"), False),
+        ("palette", encode(base.convert("P"), "PNG"), False),
+        ("16-bit", encode(base.convert("I;16"), "PNG"), False),
+        ("colour key", encode(base, "PNG", transparency=(0, 0, 0)), False),
+        ("APNG", encode(frames[0], "PNG", save_all=True, append_images=frames[1:]), False),
+    ]
+    for name, data, core in cases:
+        want = load_image_rgb(data)
+        for source in (data, bytearray(data), tmp_path / "image.png"):
+            if isinstance(source, Path):
+                source.write_bytes(data)
+            taken.clear()
+            got, size = mmfast.image.decode_source(source)
+            assert taken == [True] if core else taken in ([], [False]), (name, source)
+            if isinstance(got, tuple):  # Pillow's rows, or its Arrow export
+                rows = isinstance(got[1], tuple)
+                got = _native.rgb_from_pillow(got) if rows else pil_arrow_rgb(got)
+            assert size == want.shape[:2] and np.array_equal(got, want), name
+    proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+    data = encode(gradient(300, 451).convert("RGBA"), "PNG", exif=exif.tobytes())
+    taken.clear()
+    assert_same_outputs(proc(data), proc(load_image_rgb(data)))
+    assert taken == [True]
+    # A truncated file is left to Pillow, which says what is wrong with it.
+    with pytest.raises(mmfast.ImageDecodeError, match="cannot decode the PNG image"):
+        mmfast.image.decode_source(plain[: len(plain) // 2])
+
+
+def test_png_files_damaged_anywhere_decode_as_pillow_decodes_them(monkeypatch):
+    """Each byte of a PNG changed in turn: the result, or the error, is what Pillow alone
+    gives (the core's decoder leaves every file it finds a fault in to Pillow)."""
+    from mmfast.image import decode_source
+
+    data = encode(gradient(9, 13, "RGBA"), "PNG", exif=Image.Exif().tobytes())
+    rng = np.random.default_rng(5)
+
+    def outcome(source: bytes) -> object:
+        try:
+            got, _ = decode_source(source)
+        except (mmfast.MmfastError, OSError) as exc:
+            return type(exc)
+        return got if isinstance(got, np.ndarray) else _native.rgb_from_pillow(got)
+
+    real = _native.rgb_from_png
+    for at in range(8, len(data)):
+        damaged = bytearray(data)
+        damaged[at] ^= int(rng.integers(1, 256))
+        monkeypatch.setattr(_native, "rgb_from_png", real)
+        got = outcome(bytes(damaged))
+        monkeypatch.setattr(_native, "rgb_from_png", lambda *args: None)
+        want = outcome(bytes(damaged))
+        if isinstance(want, np.ndarray):
+            assert isinstance(got, np.ndarray) and np.array_equal(got, want), at
+        else:
+            assert got == want, at

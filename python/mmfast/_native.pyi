@@ -19,6 +19,7 @@ __all__ = [
     "rgb_from_arrow",
     "rgb_from_palette",
     "rgb_from_pillow",
+    "rgb_from_png",
     "run_batch",
     "serialize_pixel_values",
     "set_buffer_pool",
@@ -62,6 +63,7 @@ def rgb_from_palette(
     orientation: int,
 ) -> NDArray[np.uint8]: ...
 def rgb_from_pillow(image: tuple[object, tuple[int, int], object]) -> NDArray[np.uint8]: ...
+def rgb_from_png(data: bytes, orientation: int, max_pixels: int) -> NDArray[np.uint8] | None: ...
 def resize(
     image: NDArray[np.uint8],
     size: tuple[int, int],
