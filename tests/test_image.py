@@ -131,7 +131,7 @@ def test_decoded_arrays_reuse_freed_memory():
     processor's output is: the same memory once the last array is freed, holding the new
     image whole, in every orientation."""
     upright = gradient(700, 600)
-    data = {o: with_orientation(upright, "PNG", o) for o in (1, 3, 6)}
+    data = {o: with_orientation(upright, "JPEG", o) for o in (1, 3, 6)}
     first = decode_image(data[1])
     assert first.nbytes >= 1 << 20 and type(first.base).__name__ == "PooledOutput"
     address = first.ctypes.data
@@ -587,6 +587,16 @@ def test_png_files_decoded_by_the_core_are_pillows(monkeypatch, tmp_path):
                 rows = isinstance(got[1], tuple)
                 got = _native.rgb_from_pillow(got) if rows else pil_arrow_rgb(got)
             assert size == want.shape[:2] and np.array_equal(got, want), name
+    # decode_image takes those without alpha (it composites transparency onto white).
+    for name, data, core in cases:
+        for orient in (True, False):
+            taken.clear()
+            got = decode_image(data, apply_exif_orientation=orient)
+            assert np.array_equal(got, hf_decode(data, orient)), name
+            rgb_or_grey = core and Image.open(io.BytesIO(data)).mode != "RGBA"
+            assert taken == [True] if rgb_or_grey else taken in ([], [False]), name
+    with pytest.raises(mmfast.ImageTooLargeError, match="max_pixels=5000"):
+        decode_image(plain, max_pixels=5000)
     proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
     data = encode(gradient(300, 451).convert("RGBA"), "PNG", exif=exif.tobytes())
     taken.clear()

@@ -200,13 +200,18 @@ def _orientation(im: Image.Image, before_pixels: bool = False) -> int:
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _png_rgb(source: ImageSource) -> NDArray[np.uint8] | None:
-    """An 8-bit RGB, RGBA or grey PNG file as :func:`decode_source` gives it (oriented,
-    alpha dropped, grey repeated), decoded by the core where its pixels are Pillow's by
-    construction (``decode::decode_png``: the file is lossless, and every file it does not
-    take is left to Pillow); None for any other file. LLaVA-1.5's call on the PNG bytes of
-    a 12 MP photo took 225-226 -> 88.3-88.7 ms, of a 1920x1080 one 42.8-43.4 -> 18.3-18.4 ms
-    (RGBA: 50.6-51.0 -> 20.0-20.1 ms)."""
+def _png_rgb(
+    source: ImageSource,
+    modes: tuple[str, ...] = ("RGB", "RGBA", "L"),
+    apply_exif_orientation: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+) -> NDArray[np.uint8] | None:
+    """An 8-bit PNG file of one of ``modes`` (RGB, RGBA, L) as :func:`decode_source` gives
+    it (oriented, alpha dropped, grey repeated), decoded by the core where its pixels are
+    Pillow's by construction (``decode::decode_png``: the file is lossless, and every file
+    it does not take is left to Pillow); None for any other file. LLaVA-1.5's call on the
+    PNG bytes of a 12 MP photo took 225-226 -> 88.3-88.7 ms, of a 1920x1080 one 42.8-43.4
+    -> 18.3-18.4 ms (RGBA: 50.6-51.0 -> 20.0-20.1 ms)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         if bytes(source[:8]) != _PNG_SIGNATURE:
             return None
@@ -220,21 +225,21 @@ def _png_rgb(source: ImageSource) -> NDArray[np.uint8] | None:
     with _open(source) as im:
         plain = (
             isinstance(im, PngImageFile)
-            and im.mode in ("RGB", "RGBA", "L")
+            and im.mode in modes
             and "transparency" not in im.info
             and not im.is_animated
             and [tile.args for tile in im.tile] == [im.mode]  # 8 bits a sample
         )
         if not plain:
             return None
-        _check_size(im, DEFAULT_MAX_PIXELS)
-        orientation = _orientation(im, before_pixels=True)
+        _check_size(im, max_pixels)
+        orientation = _orientation(im, before_pixels=True) if apply_exif_orientation else 1
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as file:
             data = file.read()
     else:
         data = bytes(source)
-    return _native.rgb_from_png(data, orientation, DEFAULT_MAX_PIXELS)
+    return _native.rgb_from_png(data, orientation, max_pixels)
 
 
 def _loads_in_place(im: Image.Image) -> bool:
@@ -269,6 +274,11 @@ def _load(im: Image.Image) -> None:
         raise
     except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, struct.error, ...
         raise ImageDecodeError(f"source: cannot decode the {im.format} image: {exc}") from exc
+
+
+def _check_max_pixels(max_pixels: object) -> None:
+    if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels <= 0:
+        raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
 
 
 def _check_size(im: Image.Image, max_pixels: int) -> None:
@@ -695,6 +705,11 @@ def decode_image(
     twice its own ``Image.MAX_IMAGE_PIXELS``, and warns over it, whatever
     ``max_pixels`` says.)
     """
+    _check_max_pixels(max_pixels)
+    # An RGB or grey PNG (no transparency to composite) as a processor's is decoded.
+    rgb = _png_rgb(source, ("RGB", "L"), apply_exif_orientation, max_pixels)
+    if rgb is not None:
+        return rgb
     im, orientation = _decode(source, apply_exif_orientation, max_pixels)
     return convert_to_rgb(im, orientation)
 
@@ -755,8 +770,7 @@ def _decode(
     source: ImageSource, apply_exif_orientation: bool, max_pixels: int
 ) -> tuple[Image.Image, int]:
     """The decoded Pillow image of ``source`` and its EXIF orientation (1 when not applied)."""
-    if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels <= 0:
-        raise MmfastError(f"max_pixels: expected a positive integer, got {max_pixels!r}")
+    _check_max_pixels(max_pixels)
     with _open(source) as im:
         _check_size(im, max_pixels)
         _into_block(im)
