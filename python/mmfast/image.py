@@ -12,8 +12,9 @@ grayscale image (RGBA, CMYK and LA too) is decoded into one contiguous block, re
 through Pillow's Arrow export or its rows, and oriented and packed into the output array
 by one Rust pass with the GIL released, instead of ``exif_transpose`` + ``np.array``
 copies. One decoder is the core's own: an 8-bit RGB, RGBA or grey PNG given to a
-processor (:func:`decode_source`) is decoded by the ``png`` crate, whose samples are
-Pillow's by construction (the format is lossless), 2.4-2.6 times as fast (:func:`_png_rgb`).
+processor (:func:`decode_source`; RGB or grey to :func:`decode_image`) is decoded by the
+``png`` crate, whose samples are Pillow's by construction (the format is lossless), 2.4-2.7
+times as fast (:func:`_png_rgb`).
 """
 
 from __future__ import annotations
