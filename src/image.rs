@@ -96,37 +96,37 @@ pub fn to_rgb_oriented(
     if dst.len() != h * w * 3 {
         return Err(invalid("out", format!("{} bytes", h * w * 3), dst.len()));
     }
+    let orient = match channels {
+        1 => oriented::<1>,
+        3 => oriented::<3>,
+        _ => oriented::<4>,
+    };
+    orient(src, size, orientation, dst);
+    Ok(())
+}
+
+/// [`to_rgb_oriented`] on pixels of `C` bytes, its arguments checked.
+fn oriented<const C: usize>(src: &[u8], (h, w): (usize, usize), orientation: Orientation, dst: &mut [u8]) {
     if !orientation.swaps_axes() {
         // Each output row is a source row, in order or reversed.
         let flipped = matches!(orientation, Orientation::Rotate180 | Orientation::MirrorY);
         let mirrored = matches!(orientation, Orientation::MirrorX | Orientation::Rotate180);
-        let reverse = match channels {
-            1 => reversed::<1>,
-            3 => reversed::<3>,
-            _ => reversed::<4>,
-        };
         for (y, out_row) in dst.chunks_exact_mut(w * 3).enumerate() {
             let sy = if flipped { h - 1 - y } else { y };
-            let row = &src[sy * w * channels..(sy + 1) * w * channels];
+            let row = &src[sy * w * C..(sy + 1) * w * C];
             if mirrored {
-                reverse(row, out_row, !flipped);
+                reversed::<C>(row, out_row, !flipped);
             } else {
-                copy_row(row, channels, out_row);
+                copy_row(row, C, out_row);
             }
         }
-        return Ok(());
+        return;
     }
     // Output row y is source column `w - 1 - y` (Transverse, Rotate90) or `y`, read from
     // source row `h - 1 - x` (Rotate270, Transverse) or `x` for output column x.
     let mirrored = matches!(orientation, Orientation::Transverse | Orientation::Rotate90);
     let upward = matches!(orientation, Orientation::Rotate270 | Orientation::Transverse);
-    let swap = match channels {
-        1 => swapped::<1>,
-        3 => swapped::<3>,
-        _ => swapped::<4>,
-    };
-    swap(src, size, mirrored, upward, dst);
-    Ok(())
+    swapped::<C>(src, (h, w), mirrored, upward, dst);
 }
 
 /// The RGB of the `C`-byte pixel at byte `at` of `src` (a grey value repeated).

@@ -735,18 +735,24 @@ def test_encoded_images_equal_their_decoded_arrays(model_id: str) -> None:
 THP = Path("/sys/kernel/mm/transparent_hugepage")
 
 
-def test_decode_blocks_are_offered_huge_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each RGB or L file Pillow decodes is decoded into a fresh block offered huge pages
-    where the kernel has them (all of its whole 2 MiB pages), with Pillow's pixels; a block
-    under 2 MiB gets none."""
-    advised: list[int] = []
+@pytest.fixture
+def advised(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each call of ``_native.advise_huge_pages`` asked huge pages for."""
+    calls: list[int] = []
     real = _native.advise_huge_pages
 
     def advise(image: Any) -> int:
-        advised.append(real(image))
-        return advised[-1]
+        calls.append(real(image))
+        return calls[-1]
 
     monkeypatch.setattr(_native, "advise_huge_pages", advise)
+    return calls
+
+
+def test_decode_blocks_are_offered_huge_pages(advised: list[int]) -> None:
+    """Each RGB or L file Pillow decodes is decoded into a fresh block offered huge pages
+    where the kernel has them (all of its whole 2 MiB pages), with Pillow's pixels; a block
+    under 2 MiB gets none."""
     rgb = Image.fromarray(smooth(1200, 1500, 3))
     huge = 2 << 20
     for image, fmt, block in (
@@ -767,26 +773,17 @@ def test_decode_blocks_are_offered_huge_pages(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(
         MmfastError, match="image: expected an RGB, RGBA, L, P, CMYK or LA Pillow image"
     ):
-        real((small.im.ptr, (5, 5), small.im))
+        _native.advise_huge_pages((small.im.ptr, (5, 5), small.im))
     with pytest.raises(MmfastError, match=r"image: expected \(capsule"):
-        real((b"", (5, 7), small.im))
+        _native.advise_huge_pages((b"", (5, 7), small.im))
+    assert len(advised) == 3
 
 
-def test_lazily_opened_images_load_into_blocks(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_lazily_opened_images_load_into_blocks(advised: list[int], tmp_path: Path) -> None:
     """A PIL image given before its pixels were loaded (``Image.open`` alone) is loaded as a
     file is, into one block offered huge pages where its loader decodes into one, with the
     outputs of the same image loaded by Pillow; an image already loaded, or a later frame
     drawn onto an earlier one, is left to Pillow."""
-    advised: list[int] = []
-    real = _native.advise_huge_pages
-
-    def advise(image: Any) -> int:
-        advised.append(real(image))
-        return advised[-1]
-
-    monkeypatch.setattr(_native, "advise_huge_pages", advise)
     rgb = Image.fromarray(smooth(1200, 1500, 3))
     tiff = tmp_path / "plain.tif"
     rgb.save(tiff)  # uncompressed: Pillow maps the file instead of decoding it
