@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SHARED, assert_same_outputs, shared_path
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps
 
 import mmfast
 from mmfast import _native
@@ -605,6 +605,60 @@ def test_png_files_decoded_by_the_core_are_pillows(monkeypatch, tmp_path):
     # A truncated file is left to Pillow, which says what is wrong with it.
     with pytest.raises(mmfast.ImageDecodeError, match="cannot decode the PNG image"):
         mmfast.image.decode_source(plain[: len(plain) // 2])
+
+
+def test_png_chunks_after_the_pixels_and_bad_checksums_are_left_to_pillow(monkeypatch, tmp_path):
+    """Chunks between a PNG's pixel data and its end are read by Pillow when it loads the
+    file (an orientation, a transparency key, chunks it refuses), where the crate skips
+    some: such a file, and one whose zlib checksum is wrong (Pillow refuses it, or with
+    ``LOAD_TRUNCATED_IMAGES`` leaves its last row black), decode as Pillow alone decodes
+    them, by ``decode_source`` and ``decode_image``."""
+    from mmfast.image import decode_source
+
+    def exif(orientation: int) -> bytes:
+        return b"II*\0\x08\0\0\0\x01\0" + struct.pack("<HHII", 0x112, 3, 1, orientation) + bytes(4)
+
+    rows = gradient(5, 7, "L")
+    plain = encode(rows, "PNG")
+    head, idat, end = png_chunks(plain)[0], png_chunks(plain)[1:-1], png_chunks(plain)[-1]
+    body = b"".join(c[8:-4] for c in idat)
+    xmp = b"XML:com.adobe.xmp\0\0\0" + "fr-\u00e9".encode() + b'\0\0<x tiff:Orientation="6"/>'
+    after = {
+        "a second eXIf": [png_chunk(b"eXIf", exif(6))],
+        "XMP with a non-ASCII language": [png_chunk(b"iTXt", xmp)],
+        "tRNS": [png_chunk(b"tRNS", struct.pack(">H", int(np.asarray(rows)[0, 0])))],
+        "short gAMA": [png_chunk(b"gAMA", b"\0\0\1")],
+    }
+    files = {
+        name: b"".join([plain[:8], head, png_chunk(b"eXIf", exif(3)), *idat, *chunks, end])
+        for name, chunks in after.items()
+    }
+    files["bad Adler-32"] = b"".join(
+        [plain[:8], head, png_chunk(b"IDAT", body[:-4] + bytes(4)), end]
+    )
+    for truncated in (False, True):
+        monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", truncated)
+        for name, data in files.items():
+            (tmp_path / "f.png").write_bytes(data)
+            for decode in (decode_image, lambda s: decode_source(s, composite_key=True)[0]):
+                for source in (data, tmp_path / "f.png"):
+                    outcomes = []
+                    for core in (True, False):
+                        if not core:
+                            monkeypatch.setattr(_native, "rgb_from_png", lambda *args: None)
+                        try:
+                            got = decode(source)
+                        except (mmfast.MmfastError, OSError) as exc:
+                            outcomes.append(type(exc))
+                        else:
+                            outcomes.append(
+                                _native.rgb_from_pillow(got) if isinstance(got, tuple) else got
+                            )
+                        monkeypatch.undo()
+                        monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", truncated)
+                    a, b = outcomes
+                    same = np.array_equal(a, b) if isinstance(b, np.ndarray) else a == b
+                    assert same, (name, truncated, source)
 
 
 def test_png_files_damaged_anywhere_decode_as_pillow_decodes_them(monkeypatch):

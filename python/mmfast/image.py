@@ -25,6 +25,7 @@ import functools
 import io
 import os
 import stat
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -217,11 +218,17 @@ def _png_rgb(
         if bytes(source[:8]) != _PNG_SIGNATURE:
             return None
     elif isinstance(source, (str, os.PathLike)):
+        # A regular file only: a pipe's bytes, once read, are gone for Pillow.
+        status = file_status(source)
+        if status is None or not stat.S_ISREG(status.st_mode):
+            return None
         try:
             with open(source, "rb") as file:
                 if file.read(8) != _PNG_SIGNATURE:
                     return None
-        except OSError:
+        except TimeoutError:
+            raise
+        except (OSError, ValueError):
             return None  # Pillow says what is wrong with the path
     with _open(source) as im:
         plain = (
@@ -236,11 +243,16 @@ def _png_rgb(
         _check_size(im, max_pixels)
         orientation = _orientation(im, before_pixels=True) if apply_exif_orientation else 1
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as file:
-            data = file.read()
+        try:
+            with open(source, "rb") as file:
+                data = file.read()
+        except TimeoutError:
+            raise
+        except OSError:
+            return None  # gone since: Pillow says so
     else:
         data = bytes(source)
-    return _native.rgb_from_png(data, orientation, max_pixels)
+    return _native.rgb_from_png(data, orientation, min(max_pixels, sys.maxsize))
 
 
 def _loads_in_place(im: Image.Image) -> bool:
