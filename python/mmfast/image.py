@@ -212,8 +212,8 @@ def _png_rgb(
     it (oriented, alpha dropped, grey repeated), decoded by the core where its pixels are
     Pillow's by construction (``decode::decode_png``: the file is lossless, and every file
     it does not take is left to Pillow); None for any other file. LLaVA-1.5's call on the
-    PNG bytes of a 12 MP photo took 225-226 -> 88.3-88.7 ms, of a 1920x1080 one 42.8-43.4
-    -> 18.3-18.4 ms (RGBA: 50.6-51.0 -> 20.0-20.1 ms)."""
+    PNG bytes of a 12 MP photo took 224.8-225.1 -> 89.6-95.2 ms, of a 1920x1080 one 42.9
+    -> 18.3-18.5 ms (RGBA: 50.7-51.0 -> 20.2-20.3 ms)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         if bytes(source[:8]) != _PNG_SIGNATURE:
             return None
