@@ -903,8 +903,9 @@ mod _native {
             .transpose()
     }
 
-    /// What [`rgb_from_png`]'s decoder may allocate besides the pixels: Pillow's own limit
-    /// on a text chunk's decompressed size (``PngImagePlugin.MAX_TEXT_CHUNK``) is 1 MiB.
+    /// What [`rgb_from_png`]'s decoder may allocate besides the pixels: its window, and the
+    /// text chunks before the pixels, each of which Pillow has already read within its own
+    /// limit (``PngImagePlugin.MAX_TEXT_CHUNK``, 1 MiB).
     const PNG_DECODER_BYTES: usize = 64 << 20;
 
     /// Oriented (H, W, 3) uint8 RGB from a Pillow image's Arrow export (RGB or L mode).

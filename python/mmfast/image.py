@@ -13,7 +13,7 @@ through Pillow's Arrow export or its rows, and oriented and packed into the outp
 by one Rust pass with the GIL released, instead of ``exif_transpose`` + ``np.array``
 copies. One decoder is the core's own: an 8-bit RGB, RGBA or grey PNG given to a
 processor (:func:`decode_source`; RGB or grey to :func:`decode_image`) is decoded by the
-``png`` crate, whose samples are Pillow's by construction (the format is lossless), 2.4-2.7
+``png`` crate, whose samples are Pillow's by construction (the format is lossless), 2.3-2.7
 times as fast (:func:`_png_rgb`).
 """
 
@@ -191,7 +191,7 @@ def _orientation(im: Image.Image, before_pixels: bool = False) -> int:
     decodes it, and a service running with ``-W error`` gets the image, not a UserWarning.
     ``before_pixels``: from the metadata Pillow read when it opened the file alone, where
     a PNG's ``getexif`` would first load the whole file for chunks after the pixels (for
-    a file whose chunks there hold no metadata: :func:`_png_rgb`).
+    a file with no chunk between its pixels and its end: :func:`_png_rgb`).
     """
     with _quiet():
         exif = Image.Image.getexif(im) if before_pixels else im.getexif()
