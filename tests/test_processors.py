@@ -1309,6 +1309,21 @@ def test_a_pil_image_given_twice_is_prepared_on_one_thread(monkeypatch: pytest.M
         assert len(threads[id(image)]) == 1
 
 
+def test_lazily_opened_images_are_decoded_apart() -> None:
+    """A PIL image opened and not loaded is decoded by :func:`prepare`, so a batch prepares
+    it on its threads as it does bytes (by its pixels, about a file's bytes); loaded, or
+    small, it is read where it is."""
+    buffer = io.BytesIO()
+    Image.fromarray(smooth(300, 400, 1)).save(buffer, "JPEG")
+    lazy = Image.open(buffer)
+    assert processors.preparing_cost(lazy) == 300 * 400
+    lazy.load()
+    assert processors.preparing_cost(lazy) == 0
+    small = io.BytesIO()
+    Image.fromarray(smooth(64, 48, 1)).save(small, "JPEG")
+    assert processors.preparing_cost(Image.open(small)) == 0
+
+
 def test_window_boxes_convert_a_cached_tuple_once() -> None:
     windows = (CropBox(0, 0, 2, 3), CropBox(-1, 1, 4, 4))
     first = processors.window_boxes(windows)

@@ -78,6 +78,7 @@ __all__ = [
     "plain_rgb_or_gray",
     "plain_source",
     "resize",
+    "unloaded",
 ]
 
 _ORIENTATION = 0x0112
@@ -807,15 +808,21 @@ def _into_block(im: Image.Image) -> None:
             _native.advise_huge_pages((im.im.ptr, (im.height, im.width), im.im))
 
 
+def unloaded(im: Image.Image) -> bool:
+    """Whether ``im`` was opened and its pixels not yet loaded, where Pillow keeps such an
+    image's core as ``_im = None`` (Pillow 12 and 13 do; False elsewhere)."""
+    return getattr(im, "_im", False) is None
+
+
 def load_lazy(im: Image.Image) -> None:
     """Load a PIL image given before its pixels were (``Image.open`` without ``load()``)
     as a file is (:func:`_into_block`), rather than into Pillow's 4 KiB pages when it is
     first read: Gemma 3's call on a lazily opened 12 MP JPEG took 60-63 -> 35-37 ms, what
     its bytes take. Pillow's errors are left as they are. An image already loaded (its
     pixels, or an earlier frame a later one is drawn onto) is left alone, as is every
-    image where Pillow does not keep an unloaded image's core as ``_im = None`` (Pillow 12
-    and 13 do)."""
-    if getattr(im, "_im", False) is None:
+    image where Pillow does not keep an unloaded image's core as ``_im = None``
+    (:func:`unloaded`)."""
+    if unloaded(im):
         _into_block(im)
         im.load()
 
