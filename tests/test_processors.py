@@ -17,6 +17,7 @@ import threading
 import time
 import warnings
 import weakref
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -789,7 +790,7 @@ def test_lazily_opened_images_load_into_blocks(advised: list[int], tmp_path: Pat
     rgb.save(tiff)  # uncompressed: Pillow maps the file instead of decoding it
     sources: list[tuple[Image.Image, str] | Path] = [
         (rgb, "JPEG"),
-        (rgb.convert("L"), "PNG"),
+        (rgb.convert("L"), "TIFF"),  # an RGB or grey PNG is the core's
         (rgb.convert("RGBA"), "PNG"),
         (rgb.convert("CMYK"), "JPEG"),
         (rgb.convert("LA"), "PNG"),
@@ -824,6 +825,89 @@ def test_lazily_opened_images_load_into_blocks(advised: list[int], tmp_path: Pat
     before = len(advised)
     assert_same_outputs(proc(lazy), proc(loaded))
     assert len(advised) == before
+
+
+def test_lazily_opened_pngs_are_decoded_by_the_core(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A PIL image opened from an RGB or grey PNG and not loaded is decoded by the core from
+    the file Pillow holds open, with the outputs of the image loaded by Pillow, and is left
+    unloaded, its file where it was; grey stays Pillow's where the image is not converted
+    to RGB. Other PNGs, and a file whose handle cannot be read again, load as before."""
+    taken: list[bool] = []
+    real = _native.rgb_from_png
+
+    def spy(*args: Any) -> Any:
+        taken.append(real(*args) is not None)
+        return real(*args)
+
+    monkeypatch.setattr(_native, "rgb_from_png", spy)
+    rgb = Image.fromarray(smooth(61, 97, 3))
+    plain = io.BytesIO()
+    rgb.save(plain, "PNG")
+    text = b"tEXt" + b"k\0v"
+    chunk = len(text[4:]).to_bytes(4, "big") + text + zlib.crc32(text).to_bytes(4, "big")
+    with_text = io.BytesIO(plain.getvalue()[:-12] + chunk + plain.getvalue()[-12:])
+    cases: list[tuple[Image.Image | io.BytesIO, bool]] = [
+        (rgb, True),
+        (rgb.convert("L"), True),
+        (rgb.convert("RGBA"), False),
+        (rgb.convert("P"), False),
+        (with_text, False),  # a chunk after the pixels
+    ]
+    procs = [
+        mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf"),
+        mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0], backend="torchvision"),
+    ]
+    for image, core in cases:
+        if isinstance(image, io.BytesIO):
+            data = image.getvalue()
+        else:
+            file = io.BytesIO()
+            image.save(file, "PNG")
+            data = file.getvalue()
+        (tmp_path / "f.png").write_bytes(data)
+        for proc in procs:
+            for source in (io.BytesIO(data), tmp_path / "f.png"):
+                loaded = Image.open(io.BytesIO(data))
+                loaded.load()
+                lazy = Image.open(source)
+                at = lazy.fp.tell()
+                taken.clear()
+                assert_same_outputs(proc(lazy), proc(loaded))
+                assert taken == [True] if core else taken in ([], [False]), (lazy.mode, source)
+                assert bool(lazy.tile) == core, "left unloaded"
+                if core:
+                    assert lazy.fp.tell() == at
+                    assert np.array_equal(np.asarray(lazy), np.asarray(loaded))
+                lazy.close()
+    # A file longer than such a PNG can be (here with no room for other chunks) is left to
+    # Pillow, which reads it only to the pixels' end, and so is such a path.
+    monkeypatch.setattr(mmfast.image, "PNG_OTHER_BYTES", 0)
+    tail = plain.getvalue() + bytes(2 * 61 * (97 * 3 + 1))
+    (tmp_path / "f.png").write_bytes(tail)
+    for source in (io.BytesIO(tail), tmp_path / "f.png"):
+        lazy = Image.open(source)
+        taken.clear()
+        assert_same_outputs(procs[0](lazy), procs[0](rgb))
+        assert taken == []
+        lazy.close()
+    taken.clear()
+    assert_same_outputs(procs[0](tmp_path / "f.png"), procs[0](rgb))
+    assert taken == []
+    # Where grey is not converted (do_convert_rgb=False), the image is refused as before.
+    proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf", do_convert_rgb=False)
+    grey = io.BytesIO()
+    rgb.convert("L").save(grey, "PNG")
+    with pytest.raises(MmfastError, match="mode L"):
+        proc(Image.open(grey))
+    # A file closed since leaves the image to Pillow, which says so on loading.
+    lazy = Image.open(tmp_path / "f.png")
+    lazy.fp.close()
+    taken.clear()
+    with pytest.raises(ValueError, match="closed file"):
+        procs[0](lazy)
+    assert taken == []
 
 
 @pytest.mark.parametrize("model_id", ALL_IDS)

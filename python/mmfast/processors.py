@@ -43,6 +43,7 @@ from mmfast.image import (
     decode_source,
     file_status,
     hf_source,
+    lazy_png_rgb,
     load_lazy,
     pil_source,
     plain_source,
@@ -491,6 +492,10 @@ def prepare(
     """
     if isinstance(image, Image.Image):
         plan = plan_for(config, image.height, image.width, sample_size)
+        # Grey becomes RGB only where the image is converted.
+        rgb = lazy_png_rgb(image, ("RGB", "L") if plan.do_convert_rgb else ("RGB",))
+        if rgb is not None:
+            return rgb, plan
         load_lazy(image)
         if not plan.do_convert_rgb:
             if image.mode in RAW_BAND_MODES:
