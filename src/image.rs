@@ -117,7 +117,7 @@ fn oriented<const C: usize>(src: &[u8], (h, w): (usize, usize), orientation: Ori
             if mirrored {
                 reversed::<C>(row, out_row, !flipped);
             } else {
-                copy_row(row, C, out_row);
+                crate::resize::row_to_rgb(row, C, out_row);
             }
         }
         return;
@@ -182,22 +182,6 @@ fn swapped<const C: usize>(src: &[u8], (h, w): (usize, usize), mirrored: bool, u
 
 /// Side, in pixels, of the tiles in which [`to_rgb_oriented`] rotates and transposes.
 const TILE: usize = 64;
-
-fn copy_row(src: &[u8], channels: usize, dst: &mut [u8]) {
-    match channels {
-        4 => {
-            for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(4)) {
-                d.copy_from_slice(&s[..3]);
-            }
-        }
-        3 => dst.copy_from_slice(src),
-        _ => {
-            for (d, &s) in dst.chunks_exact_mut(3).zip(src) {
-                d.fill(s);
-            }
-        }
-    }
-}
 
 /// RGBA pixels (`src`, 4 bytes each: Pillow's RGBA rows read where they are, or an array)
 /// composited into packed HWC RGB in `dst`: colour value `c` over alpha `a` becomes
