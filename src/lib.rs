@@ -662,24 +662,25 @@ mod _native {
         Ok(Some((rows, size, mode)))
     }
 
-    /// (H, W, 3) uint8 RGB of an RGB or L Pillow image (or an RGBA one, its alpha dropped
-    /// as ``convert("RGB")`` drops it) read in place through its ``getim()`` capsule
-    /// (``image`` is ``(capsule, (height, width), image.im)``); the probe ``mmfast.image``
+    /// Oriented (H, W, 3) uint8 RGB of an RGB or L Pillow image (or an RGBA one, its alpha
+    /// dropped as ``convert("RGB")`` drops it) read in place through its ``getim()``
+    /// capsule (``image`` is ``(capsule, (height, width), image.im)``), its rows in one
+    /// block or several, oriented as ``rgb_composited`` orients; the probe ``mmfast.image``
     /// checks the layout with before batches read images this way.
     #[pyfunction]
+    #[pyo3(signature = (image, orientation = 1))]
     fn rgb_from_pillow<'py>(
         py: Python<'py>,
         image: &Bound<'py, PyAny>,
+        orientation: i64,
     ) -> PyResult<Bound<'py, PyArray3<u8>>> {
         let input = Input::new(image)?;
         let pixels = input.pixels()?;
         let source = pixels.source()?;
-        let (h, w) = source.size();
-        let mut out = alloc::zeroed::<u8>("image", transforms::checked_len("image", &[h, w, 3])?)?;
-        detach(py, || source.write_rgb(&mut out))?;
-        Ok(Array::from_shape_vec((h, w, 3), out)
-            .expect("h * w * 3 bytes")
-            .into_pyarray(py))
+        oriented_rgb(py, &source, orientation, |out| {
+            source.write_rgb(out);
+            Ok(())
+        })
     }
 
     /// Oriented (H, W, 3) uint8 RGB of RGBA pixels composited by ``table`` (65,536 uint8

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import resource
@@ -146,16 +147,46 @@ def test_decoded_arrays_reuse_freed_memory():
         del got
 
 
-def test_multi_block_pil_image_falls_back_to_one_copy():
-    """Over Pillow's 16 MiB block size its rows are not one block and Arrow cannot export them."""
+def test_multi_block_pil_images_are_read_in_place(monkeypatch):
+    """Over Pillow's 16 MiB block size an image's rows are not one block, and Arrow cannot
+    export them: ``pil_to_rgb`` reads them where they are, in every orientation, and copies
+    them into one block first where the core does not read this Pillow's rows."""
     im = gradient(2100, 2100)  # 4.4 MP RGBX = 17.6 MB
     with pytest.raises(ValueError):
         im.__arrow_c_array__()
-    assert np.array_equal(pil_to_rgb(im), np.asarray(im))
-    assert np.array_equal(pil_to_rgb(im, 6), np.asarray(im.transpose(Image.Transpose.ROTATE_270)))
-    gray = im.convert("L")
-    want = np.asarray(gray.transpose(Image.Transpose.ROTATE_90).convert("RGB"))
-    assert np.array_equal(pil_to_rgb(gray, 8), want)
+    transposes = [
+        None,
+        Image.Transpose.FLIP_LEFT_RIGHT,
+        Image.Transpose.ROTATE_180,
+        Image.Transpose.FLIP_TOP_BOTTOM,
+        Image.Transpose.TRANSPOSE,
+        Image.Transpose.ROTATE_270,
+        Image.Transpose.TRANSVERSE,
+        Image.Transpose.ROTATE_90,
+    ]
+    read: list[str] = []
+
+    def spy(name: str) -> Callable[..., object]:
+        real = getattr(_native, name)
+
+        def call(*args: object) -> object:
+            read.append(name)
+            return real(*args)
+
+        return call
+
+    for name in ("rgb_from_pillow", "rgb_from_arrow"):
+        monkeypatch.setattr(_native, name, spy(name))
+    for readable in (True, False):
+        monkeypatch.setattr(mmfast.image, "pillow_rows_readable", functools.partial(bool, readable))
+        for image in (im, im.convert("L")):
+            for orientation, transpose in enumerate(transposes, 1):
+                turned = image if transpose is None else image.transpose(transpose)
+                want = np.asarray(turned.convert("RGB"))
+                read.clear()
+                got = pil_to_rgb(image, orientation)
+                assert np.array_equal(got, want), (readable, image.mode, orientation)
+                assert read == ["rgb_from_pillow" if readable else "rgb_from_arrow"]
 
 
 def test_pil_rows_are_read_in_place_in_one_block_or_several():

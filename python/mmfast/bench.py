@@ -67,7 +67,7 @@ from PIL import Image, ImageOps
 from mmfast import _native, models, reference
 from mmfast.cli import BENCH_SECTIONS as SECTIONS
 from mmfast.errors import MmfastError
-from mmfast.image import convert_to_rgb, decode_image, pil_to_rgb, resize
+from mmfast.image import convert_to_rgb, decode_image, pil_to_rgb, pillow_rows_readable, resize
 from mmfast.models.base import View
 from mmfast.processors import DEFAULT_POOL_MB, ImageProcessor, set_buffer_pool
 
@@ -534,14 +534,14 @@ def decode_rows(data: bytes, label: str, backends: Backends, budget: float = 0.5
 def pil_export_rows(
     sizes: tuple[tuple[int, int], ...] = SIZES, budget: float = 0.5
 ) -> Iterator[Row]:
-    """:func:`pil_to_rgb` (Arrow, in place) against ``np.asarray`` of an RGB PIL image."""
+    """:func:`pil_to_rgb` (in place) against ``np.asarray`` of an RGB PIL image."""
     for size in sizes:
         pil = _pil(size)
         try:
             pil.__arrow_c_array__()
             how = "in place"
-        except ValueError:  # rows in several Pillow blocks: pil_to_rgb copies them once
-            how = "one block copy"
+        except ValueError:  # rows in several Pillow blocks: read where they are, or copied once
+            how = "in place" if pillow_rows_readable() else "one block copy"
         yield Row(
             f"pil_to_rgb ({how})",
             size,
