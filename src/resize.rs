@@ -245,11 +245,29 @@ pub(crate) fn row_to_rgb(row: &[u8], channels: usize, out: &mut [u8]) {
     match channels {
         3 => out.copy_from_slice(row),
         4 => pack_rgbx(row, out),
-        _ => {
-            for (o, &p) in out.chunks_exact_mut(3).zip(row) {
-                o.fill(p);
-            }
-        }
+        _ => grey_rgb(row, out),
+    }
+}
+
+/// Grey pixels → RGB, each value three times (`out` holds three bytes for each of `row`),
+/// sixty-four pixels three byte permutes where the CPU has AVX-512 VBMI, sixteen three
+/// shuffles where it has AVX2. Against a loop filling each pixel's three bytes (2-round
+/// A/B, one thread): Gemma 3's call on an L PIL image, whose rows are repeated to RGB for
+/// its resize, took 10.2-10.3 -> 7.6-8.4 ms at 12 MP and 2.2-2.4 -> 1.7-1.75 ms at
+/// 1920x1080, LLaVA-1.5's 9.8 -> 7.3-7.8 ms at 12 MP; `decode_image` of a grey 12 MP JPEG
+/// 20.7-20.9 -> 17.8-18.1 ms, `pil_to_rgb` of the L image 4.05 -> 1.4-1.5 ms.
+pub(crate) fn grey_rgb(row: &[u8], out: &mut [u8]) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    match Kernel::avx512().or_else(Kernel::avx2) {
+        // SAFETY: AVX-512 (F, BW, VL, VBMI, VNNI) was detected.
+        Some(Kernel::Avx512) => done = unsafe { avx512::grey_rgb(row, out) },
+        // SAFETY: AVX2 was detected.
+        Some(Kernel::Avx2) => done = unsafe { avx2::grey_rgb(row, out) },
+        _ => {}
+    }
+    for (o, &p) in out[3 * done..].chunks_exact_mut(3).zip(&row[done..]) {
+        o.fill(p);
     }
 }
 
@@ -2335,6 +2353,37 @@ mod avx2 {
         x
     }
 
+    /// [`super::grey_rgb`] for whole blocks of sixteen pixels; returns the pixels written.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn grey_rgb(row: &[u8], out: &mut [u8]) -> usize {
+        // Byte `i` of output vector `k` is pixel `(16k + i) / 3`.
+        let spread = [
+            _mm_setr_epi8(0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5),
+            _mm_setr_epi8(5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10),
+            _mm_setr_epi8(10, 11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15),
+        ];
+        let pixels = row.len().min(out.len() / 3);
+        let mut x = 0;
+        while x + 16 <= pixels {
+            // SAFETY: pixels x..x + 16 are 16 bytes inside `row` and their 48 bytes lie
+            // inside `out`, as `pixels` bounds them.
+            unsafe {
+                let v = _mm_loadu_si128(row.as_ptr().add(x).cast());
+                for (k, index) in spread.into_iter().enumerate() {
+                    _mm_storeu_si128(
+                        out.as_mut_ptr().add(3 * x + 16 * k).cast(),
+                        _mm_shuffle_epi8(v, index),
+                    );
+                }
+            }
+            x += 16;
+        }
+        x
+    }
+
     /// Most bytes [`vertical_rows_wide`] widens at once (as two `i16` pairs, four bytes each).
     const WIDE_BYTES: usize = 8 << 20;
 }
@@ -2752,6 +2801,57 @@ mod avx512 {
             unsafe {
                 let v = _mm512_maskz_loadu_epi8(u64::MAX >> (64 - 4 * n), row.as_ptr().add(4 * x).cast());
                 let v = _mm512_permutexvar_epi8(index, v);
+                _mm512_mask_storeu_epi8(out.as_mut_ptr().add(3 * x).cast(), u64::MAX >> (64 - 3 * n), v);
+            }
+        }
+        pixels
+    }
+
+    /// [`super::grey_rgb`] of every pixel: sixty-four at a time as three byte permutes of
+    /// one vector, the last under sixty-four twenty-one at a time with masks.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn grey_rgb(row: &[u8], out: &mut [u8]) -> usize {
+        // Byte `i` of output vector `j` is pixel `(64j + i) / 3`.
+        const SPREAD: [__m512i; 3] = {
+            let mut spread = [[0u8; 64]; 3];
+            let mut j = 0;
+            while j < 3 {
+                let mut i = 0;
+                while i < 64 {
+                    spread[j][i] = ((64 * j + i) / 3) as u8;
+                    i += 1;
+                }
+                j += 1;
+            }
+            // SAFETY: 64 bytes are a valid `__m512i`.
+            unsafe { std::mem::transmute::<[[u8; 64]; 3], [__m512i; 3]>(spread) }
+        };
+        let pixels = row.len().min(out.len() / 3);
+        let mut x = 0;
+        while x + 64 <= pixels {
+            // SAFETY: pixels x..x + 64 are the 64 bytes read and their 192 bytes written,
+            // inside both slices as `pixels` bounds them.
+            unsafe {
+                let v = _mm512_loadu_si512(row.as_ptr().add(x).cast());
+                for (j, index) in SPREAD.into_iter().enumerate() {
+                    _mm512_storeu_si512(
+                        out.as_mut_ptr().add(3 * x + 64 * j).cast(),
+                        _mm512_permutexvar_epi8(index, v),
+                    );
+                }
+            }
+            x += 64;
+        }
+        for x in (x..pixels).step_by(21) {
+            let n = (pixels - x).min(21);
+            // SAFETY: the masks read the n bytes of pixels x..x + n from `row` and write
+            // their 3n bytes into `out`, both inside as `pixels` bounds them.
+            unsafe {
+                let v = _mm512_maskz_loadu_epi8(u64::MAX >> (64 - n), row.as_ptr().add(x).cast());
+                let v = _mm512_permutexvar_epi8(SPREAD[0], v);
                 _mm512_mask_storeu_epi8(out.as_mut_ptr().add(3 * x).cast(), u64::MAX >> (64 - 3 * n), v);
             }
         }
@@ -3529,6 +3629,27 @@ pub(crate) mod tests {
     use crate::error::TransformError;
     use crate::image::{pad_rgb, Pad, Rect};
     use crate::testing::Rng;
+
+    #[test]
+    fn grey_rows_repeat_to_rgb_on_every_backend() {
+        let mut rng = Rng(7);
+        for n in (0..200).chain([1000, 4031]) {
+            let row: Vec<u8> = (0..n).map(|_| rng.below(256) as u8).collect();
+            let want: Vec<u8> = row.iter().flat_map(|&g| [g; 3]).collect();
+            let mut out = vec![0; 3 * n];
+            super::grey_rgb(&row, &mut out);
+            assert_eq!(out, want, "{n} pixels");
+            #[cfg(target_arch = "x86_64")]
+            if Kernel::avx2().is_some() {
+                // The vectors of the backend below the one this CPU takes.
+                let mut out = vec![0; 3 * n];
+                // SAFETY: AVX2 was detected.
+                let done = unsafe { super::avx2::grey_rgb(&row, &mut out) };
+                assert_eq!(done, n / 16 * 16);
+                assert_eq!(out[..3 * done], want[..3 * done], "{n} pixels");
+            }
+        }
+    }
 
     #[test]
     fn tables_the_allocator_cannot_give_are_errors() {
