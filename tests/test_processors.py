@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import gzip
 import importlib
 import io
 import json
@@ -42,6 +43,7 @@ from conftest import (
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageFile, ImageOps
+from PIL.PngImagePlugin import PngImageFile
 
 import mmfast
 from mmfast import MmfastError, UnsupportedModelError, _native, processors, reference
@@ -830,10 +832,12 @@ def test_lazily_opened_images_load_into_blocks(advised: list[int], tmp_path: Pat
 def test_lazily_opened_pngs_are_decoded_by_the_core(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A PIL image opened from an RGB or grey PNG and not loaded is decoded by the core from
-    the file Pillow holds open, with the outputs of the image loaded by Pillow, and is left
-    unloaded, its file where it was; grey stays Pillow's where the image is not converted
-    to RGB. Other PNGs, and a file whose handle cannot be read again, load as before."""
+    """A PIL image opened from an RGB or grey PNG in a ``BytesIO`` or a file the caller
+    opened, and not loaded, is decoded by the core from the whole file object, with the
+    outputs of the image loaded by Pillow, and is left unloaded, its file object where it
+    was; grey stays Pillow's where the image is not converted to RGB. Other PNGs, a file
+    Pillow opened from a path (which it closes on loading), other streams, a PNG that does
+    not start the file object, and a closed file load as before."""
     taken: list[bool] = []
     real = _native.rgb_from_png
 
@@ -859,6 +863,7 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
         mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf"),
         mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0], backend="torchvision"),
     ]
+    path = tmp_path / "f.png"
     for image, core in cases:
         if isinstance(image, io.BytesIO):
             data = image.getvalue()
@@ -866,34 +871,50 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
             file = io.BytesIO()
             image.save(file, "PNG")
             data = file.getvalue()
-        (tmp_path / "f.png").write_bytes(data)
+        path.write_bytes(data)
         for proc in procs:
-            for source in (io.BytesIO(data), tmp_path / "f.png"):
-                loaded = Image.open(io.BytesIO(data))
-                loaded.load()
-                lazy = Image.open(source)
-                at = lazy.fp.tell()
-                taken.clear()
-                assert_same_outputs(proc(lazy), proc(loaded))
-                assert taken == [True] if core else taken in ([], [False]), (lazy.mode, source)
-                assert bool(lazy.tile) == core, "left unloaded"
-                if core:
-                    assert lazy.fp.tell() == at
-                    assert np.array_equal(np.asarray(lazy), np.asarray(loaded))
-                lazy.close()
+            with open(path, "rb") as opened:
+                for source, by_core in ((io.BytesIO(data), core), (opened, core), (path, False)):
+                    loaded = Image.open(io.BytesIO(data))
+                    loaded.load()
+                    lazy = Image.open(source)
+                    at = lazy.fp.tell()
+                    taken.clear()
+                    assert_same_outputs(proc(lazy), proc(loaded))
+                    if by_core:
+                        assert taken == [True] and lazy.tile, "decoded, left unloaded"
+                        assert lazy.fp.tell() == at
+                        assert np.array_equal(np.asarray(lazy), np.asarray(loaded))
+                    else:
+                        assert taken in ([], [False]) and not lazy.tile, (lazy.mode, source)
+                    lazy.close()
     # A file longer than such a PNG can be (here with no room for other chunks) is left to
     # Pillow, which reads it only to the pixels' end, and so is such a path.
     monkeypatch.setattr(mmfast.image, "PNG_OTHER_BYTES", 0)
     tail = plain.getvalue() + bytes(2 * 61 * (97 * 3 + 1))
-    (tmp_path / "f.png").write_bytes(tail)
-    for source in (io.BytesIO(tail), tmp_path / "f.png"):
-        lazy = Image.open(source)
-        taken.clear()
-        assert_same_outputs(procs[0](lazy), procs[0](rgb))
-        assert taken == []
-        lazy.close()
+    path.write_bytes(tail)
+    with open(path, "rb") as opened:
+        for source in (Image.open(io.BytesIO(tail)), Image.open(opened), path):
+            taken.clear()
+            assert_same_outputs(procs[0](source), procs[0](rgb))
+            assert taken == []
+    monkeypatch.undo()
+    monkeypatch.setattr(_native, "rgb_from_png", spy)
+    # Another stream (gzip) is read by Pillow, its own way.
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb") as gz:
+        gz.write(plain.getvalue())
     taken.clear()
-    assert_same_outputs(procs[0](tmp_path / "f.png"), procs[0](rgb))
+    lazy = Image.open(gzip.GzipFile(fileobj=io.BytesIO(packed.getvalue())))
+    assert_same_outputs(procs[0](lazy), procs[0](rgb))
+    assert taken == []
+    # A PNG Pillow was given where it starts, after another in the same file object.
+    other = io.BytesIO()
+    rgb.transpose(Image.Transpose.ROTATE_180).save(other, "PNG")
+    both = io.BytesIO(other.getvalue() + plain.getvalue())
+    both.seek(len(other.getvalue()))
+    taken.clear()
+    assert_same_outputs(procs[0](PngImageFile(both)), procs[0](rgb))
     assert taken == []
     # Where grey is not converted (do_convert_rgb=False), the image is refused as before.
     proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf", do_convert_rgb=False)
@@ -902,12 +923,25 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
     with pytest.raises(MmfastError, match="mode L"):
         proc(Image.open(grey))
     # A file closed since leaves the image to Pillow, which says so on loading.
-    lazy = Image.open(tmp_path / "f.png")
-    lazy.fp.close()
+    with open(path, "rb") as opened:
+        lazy = Image.open(opened)
     taken.clear()
     with pytest.raises(ValueError, match="closed file"):
         procs[0](lazy)
     assert taken == []
+
+
+def test_lazily_opened_images_sharing_a_file_are_prepared_on_one_thread(tmp_path: Path) -> None:
+    """Lazily opened images that share one file object are loaded one after another, even
+    on a batch's threads: loading them at once, each seeking and reading the file, failed
+    ("image file is truncated") or, with ``LOAD_TRUNCATED_IMAGES``, gave wrong tensors."""
+    path = tmp_path / "noise.jpg"
+    Image.fromarray(noise(1500, 1400, seed=3)).save(path, "JPEG", quality=95)
+    proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")
+    want = proc([mmfast.decode_image(path)] * 2)
+    for _ in range(5):
+        with open(path, "rb") as shared:
+            assert_same_outputs(proc([Image.open(shared), Image.open(shared)], threads=2), want)
 
 
 @pytest.mark.parametrize("model_id", ALL_IDS)

@@ -257,14 +257,51 @@ def _png_rgb(
 PNG_OTHER_BYTES = 64 << 20
 
 
+def _png_bytes_bound(im: Image.Image) -> int:
+    """The most bytes a PNG file of ``im``'s size and mode is read as for the core: its rows
+    stored uncompressed twice over, and ``PNG_OTHER_BYTES``. A longer one is left to Pillow,
+    which reads only to the pixels' end: a small image at the head of a large file is not
+    read in full."""
+    return 2 * im.height * (im.width * len(im.mode) + 1) + PNG_OTHER_BYTES
+
+
 def _png_file_bytes(file: IO[bytes], im: Image.Image) -> bytes | None:
-    """The PNG file ``file`` holds, read from where it stands, for the core; None when it
-    holds more bytes than a PNG of ``im``'s size and mode can need (its rows stored
-    uncompressed twice over, and ``PNG_OTHER_BYTES``), left to Pillow, which reads only to
-    the pixels' end: a small image at the head of a large file is not read in full."""
-    bound = 2 * im.height * (im.width * len(im.mode) + 1) + PNG_OTHER_BYTES
-    data = file.read(bound + 1)
-    return data if isinstance(data, bytes) and len(data) <= bound else None
+    """The PNG file ``file`` (opened here) holds, for the core; None past
+    :func:`_png_bytes_bound`."""
+    size = os.fstat(file.fileno()).st_size
+    if size > _png_bytes_bound(im):
+        return None
+    data = file.read(size)
+    return data if len(data) == size else None
+
+
+def _file_object_bytes(fp: object, im: Image.Image) -> bytes | None:
+    """The whole of the file object a PIL image was opened from, without moving it or
+    changing its state (an in-memory ``BytesIO``, or a regular file read by ``pread``);
+    None for any other object (a stream Pillow reads its own way: gzip, a pipe, ...) and
+    past :func:`_png_bytes_bound`."""
+    if isinstance(fp, io.BytesIO):
+        with fp.getbuffer() as view:
+            size = view.nbytes
+        return fp.getvalue() if size <= _png_bytes_bound(im) else None
+    if isinstance(fp, io.BufferedReader) and isinstance(fp.raw, io.FileIO) and hasattr(os, "pread"):
+        status = os.fstat(fp.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_size > _png_bytes_bound(im):
+            return None
+        data = os.pread(fp.fileno(), status.st_size, 0)
+        return data if len(data) == status.st_size else None
+    return None
+
+
+def _pixels_at(data: bytes) -> int | None:
+    """Where the first pixel data (IDAT) of the PNG file ``data`` starts, found by walking
+    its chunk headers (None where it has none)."""
+    at = len(_PNG_SIGNATURE)
+    while at + 8 <= len(data):
+        if data[at + 4 : at + 8] == b"IDAT":
+            return at + 8
+        at += 12 + int.from_bytes(data[at : at + 4], "big")
+    return None
 
 
 def _plain_png(im: Image.Image, modes: tuple[str, ...]) -> bool:
@@ -281,29 +318,26 @@ def _plain_png(im: Image.Image, modes: tuple[str, ...]) -> bool:
 
 
 def lazy_png_rgb(im: Image.Image, modes: tuple[str, ...]) -> NDArray[np.uint8] | None:
-    """A PIL image opened from an RGB or grey PNG and not loaded (``Image.open`` alone, as
-    some servers hand images on) as its loaded pixels' (H, W, 3) RGB array, grey repeated as
-    ``convert("RGB")`` does: the file Pillow holds open, read again from its start (where
-    ``Image.open`` reads it), decoded by the core as :func:`_png_rgb` decodes bytes. The
-    image is left unloaded. None for any other image (or mode not in ``modes``), or a file
-    the core leaves to Pillow, which :func:`load_lazy` loads. LLaVA-1.5's call on a lazily
-    opened 12 MP PNG took 225.6-227.1 -> 89.0-91.4 ms, what its bytes take, at 1920x1080
-    42.9-43.0 -> 18.0-18.9 ms, at 640x480 7.6-8.0 -> 3.0-3.3 ms."""
-    fp = getattr(im, "fp", None)
-    if not unloaded(im) or fp is None or not _plain_png(im, modes):
+    """A PIL image opened from an RGB or grey PNG and not loaded (``Image.open`` alone on
+    a ``BytesIO`` or a file the caller opened, as some servers hand images on) as its loaded
+    pixels' (H, W, 3) RGB array, grey repeated as ``convert("RGB")`` does: the whole file
+    object, read without moving it (:func:`_file_object_bytes`; ``Image.open`` reads a
+    file from its start, so its first pixel data must be where Pillow found it), decoded
+    by the core as :func:`_png_rgb` decodes bytes. The image is left unloaded. None for any
+    other image (or mode not in ``modes``), file object or file the core leaves to Pillow,
+    which :func:`load_lazy` loads; and for a file Pillow opened from a path itself, which
+    it closes once the image is loaded. LLaVA-1.5's call on a 12 MP PNG opened lazily from
+    a ``BytesIO`` took 225.6-230.8 -> 89.0-90.3 ms, what its bytes take, at 1920x1080
+    42.9-43.0 -> 18.0-18.3 ms, at 640x480 7.6-7.8 -> 3.0-3.1 ms."""
+    if not unloaded(im) or getattr(im, "_exclusive_fp", True) or not _plain_png(im, modes):
         return None
     try:
-        at = fp.tell()
-        try:
-            fp.seek(0)
-            data = _png_file_bytes(fp, im)
-        finally:
-            fp.seek(at)
-    except TimeoutError:
+        data = _file_object_bytes(getattr(im, "fp", None), im)
+    except (TimeoutError, MemoryError):
         raise
-    except (OSError, ValueError):
-        return None  # a closed or unreadable file: Pillow says what is wrong on loading
-    if data is None:
+    except (OSError, ValueError):  # a closed file: Pillow says so on loading
+        return None
+    if data is None or _pixels_at(data) != cast(PngImageFile, im).tile[0].offset:
         return None
     # At most the pixels Pillow's header gave, in that shape.
     rgb = _native.rgb_from_png(data, 1, im.width * im.height)

@@ -362,11 +362,16 @@ def prepare_batch(
     # submitted last would keep one thread busy while the others wait). A PIL image given
     # more than once is one task, its places prepared one after another: Pillow loads a
     # lazily opened image on first use, and two threads loading it at once each read part
-    # of its file ("image file is truncated").
+    # of its file ("image file is truncated"). So are lazily opened images that share a file.
     tasks: dict[int, list[int]] = {}
     for i in sorted(range(len(work)), key=lambda i: -costs[i]):
         image = work[i][0]
-        tasks.setdefault(id(image) if isinstance(image, Image.Image) else -1 - i, []).append(i)
+        if isinstance(image, Image.Image):
+            fp = getattr(image, "fp", None) if unloaded(image) else None
+            key = id(image if fp is None else fp)
+        else:
+            key = -1 - i
+        tasks.setdefault(key, []).append(i)
     queue = collections.deque(tasks.values())
     prepared: dict[int, Prepared] = {}
 
