@@ -249,6 +249,20 @@ pub(crate) fn row_to_rgb(row: &[u8], channels: usize, out: &mut [u8]) {
     }
 }
 
+/// The first pixels of `out` (RGB), in whole blocks of sixteen, as the pixels of `row`
+/// (`channels` bytes each: 4 RGBX, 3 RGB, 1 grey, repeated) in reverse order, a byte
+/// permute a block where the CPU has AVX-512 VBMI; the blocks are written from the last,
+/// reading `row` from its start, when `forward`, else from the first. Returns the pixels
+/// written (none without AVX-512 VBMI), the rest the caller's.
+pub(crate) fn reversed_blocks(row: &[u8], channels: usize, out: &mut [u8], forward: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if Kernel::avx512().is_some() {
+        // SAFETY: AVX-512 (F, BW, VL, VBMI, VNNI) was detected.
+        return unsafe { avx512::reversed_blocks(row, channels, out, forward) };
+    }
+    0
+}
+
 /// Grey pixels → RGB, each value three times (`out` holds three bytes for each of `row`),
 /// sixty-four pixels three byte permutes where the CPU has AVX-512 VBMI, sixteen three
 /// shuffles where it has AVX2. Against a loop filling each pixel's three bytes (2-round
@@ -2805,6 +2819,52 @@ mod avx512 {
             }
         }
         pixels
+    }
+
+    /// [`super::reversed_blocks`].
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn reversed_blocks(
+        row: &[u8],
+        channels: usize,
+        out: &mut [u8],
+        forward: bool,
+    ) -> usize {
+        // Byte `i` of a block's 48 output bytes is byte `i % 3` (grey: its one byte) of the
+        // block's input pixel `15 - i / 3`, for pixels of 1, 3 and 4 bytes.
+        const fn index(c: usize) -> [u8; 64] {
+            let mut index = [0u8; 64];
+            let mut i = 0;
+            while i < 48 {
+                index[i] = ((15 - i / 3) * c + if c == 1 { 0 } else { i % 3 }) as u8;
+                i += 1;
+            }
+            index
+        }
+        const INDEX: [[u8; 64]; 3] = [index(1), index(3), index(4)];
+        let table = match channels {
+            1 => &INDEX[0],
+            3 => &INDEX[1],
+            _ => &INDEX[2],
+        };
+        // SAFETY: 64 bytes.
+        let index = unsafe { _mm512_loadu_si512(table.as_ptr().cast()) };
+        let w = (out.len() / 3).min(row.len() / channels);
+        let blocks = w / 16;
+        let load = u64::MAX >> (64 - 16 * channels);
+        for b in 0..blocks {
+            let j = if forward { blocks - 1 - b } else { b };
+            // Output pixels 16j..16j + 16 are input pixels w - 16j - 16..w - 16j, reversed:
+            // 16 * channels bytes read and 48 written, inside both slices as `w` bounds them.
+            unsafe {
+                let v = _mm512_maskz_loadu_epi8(load, row.as_ptr().add((w - 16 * j - 16) * channels).cast());
+                let v = _mm512_permutexvar_epi8(index, v);
+                _mm512_mask_storeu_epi8(out.as_mut_ptr().add(48 * j).cast(), u64::MAX >> 16, v);
+            }
+        }
+        16 * blocks
     }
 
     /// [`super::grey_rgb`] of every pixel: sixty-four at a time as three byte permutes of
