@@ -177,9 +177,16 @@ def test_multi_block_pil_images_are_read_in_place(monkeypatch):
 
     for name in ("rgb_from_pillow", "rgb_from_arrow"):
         monkeypatch.setattr(_native, name, spy(name))
+    # An L image that size fits one block: made with smaller blocks, it takes several.
+    block_size = Image.core.get_block_size()
+    Image.core.set_block_size(1 << 20)
+    try:
+        grey = im.convert("L")
+    finally:
+        Image.core.set_block_size(block_size)
     for readable in (True, False):
         monkeypatch.setattr(mmfast.image, "pillow_rows_readable", functools.partial(bool, readable))
-        for image in (im, im.convert("L")):
+        for image in (im, grey):
             for orientation, transpose in enumerate(transposes, 1):
                 turned = image if transpose is None else image.transpose(transpose)
                 want = np.asarray(turned.convert("RGB"))
@@ -187,6 +194,13 @@ def test_multi_block_pil_images_are_read_in_place(monkeypatch):
                 got = pil_to_rgb(image, orientation)
                 assert np.array_equal(got, want), (readable, image.mode, orientation)
                 assert read == ["rgb_from_pillow" if readable else "rgb_from_arrow"]
+    # In one block, through the Arrow export, oriented in the same pass.
+    small = im.crop((0, 0, 300, 200))
+    for orientation in (1, 6):
+        read.clear()
+        want = np.asarray(small if orientation == 1 else small.transpose(transposes[5]))
+        assert np.array_equal(pil_to_rgb(small, orientation), want)
+        assert read == ["rgb_from_arrow"]
 
 
 def test_pil_rows_are_read_in_place_in_one_block_or_several():

@@ -467,14 +467,17 @@ def pillow_rows_readable() -> bool:
 
 
 def pil_to_rgb(im: Image.Image, orientation: int = 1) -> NDArray[np.uint8]:
-    """An RGB or L Pillow image → (H, W, 3) uint8, oriented, read in place by one Rust pass
-    with the GIL released: its rows, in one block or several, where the core reads this
-    Pillow's images so (:func:`pillow_rows_readable`), else its Arrow export (see
-    :func:`arrow_source`). A 12 MP image in Pillow's blocks took 39.2-40.4 -> 4.0 ms so
-    (through Arrow, it was first copied into one block)."""
-    if im.mode in ("RGB", "L") and pillow_rows_readable():
+    """An RGB or L Pillow image → (H, W, 3) uint8, oriented, read in place with the GIL
+    released: through its Arrow export when its rows are in one block (oriented in the same
+    pass), else through its rows where the core reads this Pillow's images so
+    (:func:`pillow_rows_readable`; oriented in a second pass), else copied into one block
+    first (see :func:`arrow_source`). A 12 MP image in Pillow's blocks took 39.2-40.4 ->
+    4.0 ms through its rows."""
+    plain = im.mode in ("RGB", "L")
+    exported = _arrow_export(im) if plain else None
+    if exported is None and plain and pillow_rows_readable():
         return _native.rgb_from_pillow(_rows(im), orientation)
-    schema, array, size = arrow_source(im)
+    schema, array, size = arrow_source(im) if exported is None else exported
     return _native.rgb_from_arrow((schema, array), size, orientation)
 
 
