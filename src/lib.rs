@@ -844,21 +844,26 @@ mod _native {
     }
 
     /// Oriented (H, W, 3) uint8 RGB of the PNG file ``data`` (bytes), its alpha dropped as
-    /// ``convert("RGB")`` drops it and grey repeated, decoded in Rust with the GIL released
+    /// ``convert("RGB")`` drops it, or with ``table`` an RGBA file's pixels composited by it
+    /// (as ``rgb_composited``), and grey repeated, decoded in Rust with the GIL released
     /// where that gives Pillow's pixels (see ``decode::decode_png``); None for a file of
     /// more than ``max_pixels`` pixels or one to leave to Pillow. ``orientation`` as for
     /// ``rgb_from_arrow``.
     #[pyfunction]
+    #[pyo3(signature = (data, orientation, max_pixels, table = None))]
     fn rgb_from_png<'py>(
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
         orientation: i64,
         max_pixels: usize,
+        table: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyArray3<u8>>>> {
         let data = data
             .cast::<PyBytes>()
             .map_err(|_| fail("data", "bytes", describe(data)))?
             .as_bytes();
+        let table = table.map(|t| contiguous_u8("table", t, 65536)).transpose()?;
+        let table = table.as_ref().map(|t| t.as_slice().expect("contiguous"));
         let orientation = Orientation::from_exif(orientation);
         let decoded = detach(py, || {
             let (mut out, mut upright) = (Vec::new(), Vec::new());
@@ -882,7 +887,20 @@ mod _native {
                 if !upright.is_empty() {
                     // Every byte is written: a pooled buffer's old bytes do not show.
                     out = alloc::output::<u8>("data", h * w * 3)?.0;
-                    image::to_rgb_oriented(&upright, c, (h, w), orientation, &mut out)?;
+                    match table {
+                        Some(table) if c == 4 => {
+                            let rgba = Source::packed(&upright, 4, (h, w))?;
+                            if orientation == Orientation::Identity {
+                                image::composite_rgba(&rgba, table, false, &mut out)?;
+                            } else {
+                                let mut rgb = alloc::scratch("data", h * w * 3)?;
+                                image::composite_rgba(&rgba, table, false, &mut rgb)?;
+                                image::to_rgb_oriented(&rgb, 3, (h, w), orientation, &mut out)?;
+                                alloc::recycle(alloc::Buffer::U8(rgb));
+                            }
+                        }
+                        _ => image::to_rgb_oriented(&upright, c, (h, w), orientation, &mut out)?,
+                    }
                 }
                 Ok::<_, TransformError>(orientation.oriented_size((h, w)))
             });

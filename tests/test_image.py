@@ -604,6 +604,15 @@ def test_png_files_decoded_by_the_core_are_pillows(monkeypatch, tmp_path):
             for mode in ("RGB", "RGBA", "L")
             for size in ((61, 97), (1, 1), (1, 300), (300, 1))
         ),
+        ("RGBA translucent", encode(gradient(61, 97, "RGBA"), "PNG"), True),
+        *(
+            (
+                f"RGBA translucent, orientation {o}",
+                with_orientation(gradient(61, 97, "RGBA"), "PNG", o),
+                True,
+            )
+            for o in (3, 6)
+        ),
         *((f"orientation {o}", with_orientation(base, "PNG", o), True) for o in range(1, 9)),
         (
             "XMP orientation before the pixels",
@@ -634,14 +643,13 @@ def test_png_files_decoded_by_the_core_are_pillows(monkeypatch, tmp_path):
                 rows = isinstance(got[1], tuple)
                 got = _native.rgb_from_pillow(got) if rows else pil_arrow_rgb(got)
             assert size == want.shape[:2] and np.array_equal(got, want), name
-    # decode_image takes those without alpha (it composites transparency onto white).
+    # decode_image takes them too, compositing transparency onto white.
     for name, data, core in cases:
         for orient in (True, False):
             taken.clear()
             got = decode_image(data, apply_exif_orientation=orient)
             assert np.array_equal(got, hf_decode(data, orient)), name
-            rgb_or_grey = core and Image.open(io.BytesIO(data)).mode != "RGBA"
-            assert taken == [True] if rgb_or_grey else taken in ([], [False]), name
+            assert taken == [True] if core else taken in ([], [False]), name
     with pytest.raises(mmfast.ImageTooLargeError, match="max_pixels=5000"):
         decode_image(plain, max_pixels=5000)
     proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf")

@@ -65,7 +65,9 @@ def rgb_from_palette(
 def rgb_from_pillow(
     image: tuple[object, tuple[int, int], object], orientation: int = 1
 ) -> NDArray[np.uint8]: ...
-def rgb_from_png(data: bytes, orientation: int, max_pixels: int) -> NDArray[np.uint8] | None: ...
+def rgb_from_png(
+    data: bytes, orientation: int, max_pixels: int, table: NDArray[np.uint8] | None = None
+) -> NDArray[np.uint8] | None: ...
 def resize(
     image: NDArray[np.uint8],
     size: tuple[int, int],
