@@ -792,8 +792,8 @@ def test_lazily_opened_images_load_into_blocks(advised: list[int], tmp_path: Pat
     rgb.save(tiff)  # uncompressed: Pillow maps the file instead of decoding it
     sources: list[tuple[Image.Image, str] | Path] = [
         (rgb, "JPEG"),
-        (rgb.convert("L"), "TIFF"),  # an RGB or grey PNG is the core's
-        (rgb.convert("RGBA"), "PNG"),
+        (rgb.convert("L"), "TIFF"),  # an RGB, RGBA or grey PNG is the core's
+        (rgb.convert("RGBA"), "TIFF"),
         (rgb.convert("CMYK"), "JPEG"),
         (rgb.convert("LA"), "PNG"),
         (rgb, "WEBP"),
@@ -852,16 +852,23 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
     text = b"tEXt" + b"k\0v"
     chunk = len(text[4:]).to_bytes(4, "big") + text + zlib.crc32(text).to_bytes(4, "big")
     with_text = io.BytesIO(plain.getvalue()[:-12] + chunk + plain.getvalue()[-12:])
+    translucent = rgb.copy()
+    translucent.putalpha(Image.fromarray(smooth(61, 97, 3)[..., 0]))
     cases: list[tuple[Image.Image | io.BytesIO, bool]] = [
         (rgb, True),
         (rgb.convert("L"), True),
-        (rgb.convert("RGBA"), False),
+        (rgb.convert("RGBA"), True),
+        (translucent, True),
         (rgb.convert("P"), False),
         (with_text, False),  # a chunk after the pixels
     ]
+    # transformers' composite onto white, Pillow's convert("RGB") (Kimi-K2.5's PIL class),
+    # and a first resize in the image's own mode (Kimi-VL), which leaves RGBA to Pillow.
     procs = [
         mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf"),
         mmfast.ImageProcessor.from_pretrained(QWEN_IDS[0], backend="torchvision"),
+        mmfast.ImageProcessor.from_pretrained("moonshotai/Kimi-K2.5"),
+        mmfast.ImageProcessor.from_pretrained("moonshotai/Kimi-VL-A3B-Instruct"),
     ]
     path = tmp_path / "f.png"
     for image, core in cases:
@@ -881,6 +888,8 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
                     at = lazy.fp.tell()
                     taken.clear()
                     assert_same_outputs(proc(lazy), proc(loaded))
+                    if lazy.mode == "RGBA" and proc.config.pil_convert == "resize_then_rgb":
+                        by_core = False
                     if by_core:
                         assert taken == [True] and lazy.tile, "decoded, left unloaded"
                         assert lazy.fp.tell() == at

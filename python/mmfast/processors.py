@@ -497,8 +497,12 @@ def prepare(
     """
     if isinstance(image, Image.Image):
         plan = plan_for(config, image.height, image.width, sample_size)
-        # Grey becomes RGB only where the image is converted.
-        rgb = lazy_png_rgb(image, ("RGB", "L") if plan.do_convert_rgb else ("RGB",))
+        # Grey and RGBA become RGB only where the image is converted, RGBA where its alpha
+        # is composited onto white ("hf") or dropped ("rgb").
+        modes: tuple[str, ...] = ("RGB",)
+        if plan.do_convert_rgb:
+            modes = ("RGB", "L", "RGBA") if config.pil_convert in ("hf", "rgb") else ("RGB", "L")
+        rgb = lazy_png_rgb(image, modes, composite=config.pil_convert == "hf")
         if rgb is not None:
             return rgb, plan
         load_lazy(image)
