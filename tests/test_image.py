@@ -745,6 +745,27 @@ def test_png_files_damaged_anywhere_decode_as_pillow_decodes_them(monkeypatch):
             assert got == want, at
 
 
+def test_a_png_path_is_read_once(monkeypatch, tmp_path):
+    """A PNG path is read once, and Pillow's header and the core's pixels come from those
+    bytes: a file replaced while the call reads it decodes as the one it read, not as its
+    pixels under the other's mode and orientation."""
+    path = tmp_path / "f.png"
+    first = with_orientation(gradient(20, 30), "PNG", 6)
+    second = encode(gradient(20, 30, "RGBA", seed=2), "PNG")
+    path.write_bytes(first)
+    real = mmfast.image._check_size
+
+    def replaced(im: Image.Image, max_pixels: int) -> None:
+        real(im, max_pixels)
+        path.write_bytes(second)
+
+    monkeypatch.setattr(mmfast.image, "_check_size", replaced)
+    assert np.array_equal(decode_image(path), hf_decode(first))
+    path.write_bytes(first)
+    got, _ = mmfast.image.decode_source(path)
+    assert np.array_equal(got, load_image_rgb(first))
+
+
 # Pillow leaves a pipe it opened by name unclosed, having read it into memory.
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")

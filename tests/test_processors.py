@@ -900,7 +900,7 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
     # A file longer than such a PNG can be (here with no room for other chunks) is left to
     # Pillow, which reads it only to the pixels' end, and so is such a path.
     monkeypatch.setattr(mmfast.image, "PNG_OTHER_BYTES", 0)
-    tail = plain.getvalue() + bytes(2 * 61 * (97 * 3 + 1))
+    tail = plain.getvalue() + bytes(2 * 61 * (97 * 4 + 1))
     path.write_bytes(tail)
     with open(path, "rb") as opened:
         for source in (Image.open(io.BytesIO(tail)), Image.open(opened), path):

@@ -30,7 +30,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from typing import IO, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import PIL
@@ -220,63 +220,64 @@ def _png_rgb(
     it does not take is left to Pillow); None for any other file. LLaVA-1.5's call on the
     PNG bytes of a 12 MP photo took 224.8-225.1 -> 89.6-95.2 ms, of a 1920x1080 one 42.9
     -> 18.3-18.5 ms (RGBA: 50.7-51.0 -> 20.2-20.3 ms)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        if bytes(source[:8]) != _PNG_SIGNATURE:
-            return None
-    elif isinstance(source, (str, os.PathLike)):
-        # A regular file only: a pipe's bytes, once read, are gone for Pillow.
-        status = file_status(source)
-        if status is None or not stat.S_ISREG(status.st_mode):
-            return None
-        try:
-            with open(source, "rb") as file:
-                if file.read(8) != _PNG_SIGNATURE:
-                    return None
-        except TimeoutError:
-            raise
-        except (OSError, ValueError):
-            return None  # Pillow says what is wrong with the path
-    with _open(source) as im:
-        if not _plain_png(im, ("RGB", "RGBA", "L")):
-            return None
-        _check_size(im, max_pixels)
-        orientation = _orientation(im, before_pixels=True) if apply_exif_orientation else 1
     if isinstance(source, (str, os.PathLike)):
-        try:
-            with open(source, "rb") as file:
-                data = _png_file_bytes(file, im)
-        except TimeoutError:
-            raise
-        except OSError:
-            return None  # gone since: Pillow says so
-        if data is None:
-            return None
+        data = _png_file(source)
+    elif isinstance(source, (bytes, bytearray)) or (
+        isinstance(source, memoryview) and source.c_contiguous
+    ):
+        data = bytes(source)  # the same object for bytes
     else:
-        data = bytes(source)
+        return None  # _open says what is wrong with it
+    if data is None or data[:8] != _PNG_SIGNATURE:
+        return None
+    try:
+        with _open(data) as im:
+            if not _plain_png(im, ("RGB", "RGBA", "L")):
+                return None
+            _check_size(im, max_pixels)
+            orientation = _orientation(im, before_pixels=True) if apply_exif_orientation else 1
+    except MmfastError:
+        if isinstance(source, (str, os.PathLike)):
+            return None  # Pillow says what is wrong with the file, naming it
+        raise
     table = _pillow_onto_white() if composite and im.mode == "RGBA" else None
     return _native.rgb_from_png(data, orientation, min(max_pixels, sys.maxsize), table)
+
+
+def _png_file(path: str | os.PathLike[str]) -> bytes | None:
+    """The bytes of the file at ``path``, read once, where it is a regular file (a pipe's
+    bytes, once read, would be gone for Pillow) that starts as a PNG no longer than one of
+    its header's size can need (:func:`_png_bytes_bound`); else None. Pillow reads the
+    header, and the core the pixels, of those same bytes, however the file changes."""
+    status = file_status(path)
+    if status is None or not stat.S_ISREG(status.st_mode):
+        return None
+    try:
+        with open(path, "rb") as file:
+            head = file.read(24)
+            if head[:8] != _PNG_SIGNATURE or head[12:16] != b"IHDR":
+                return None
+            width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+            size = os.fstat(file.fileno()).st_size
+            if size > _png_bytes_bound(width, height, 4):
+                return None
+            return head + file.read(size - len(head))
+    except TimeoutError:
+        raise
+    except (OSError, ValueError):
+        return None  # Pillow says what is wrong with the path
 
 
 # The bytes of chunks besides the pixels' that a PNG the core decodes may hold.
 PNG_OTHER_BYTES = 64 << 20
 
 
-def _png_bytes_bound(im: Image.Image) -> int:
-    """The most bytes a PNG file of ``im``'s size and mode is read as for the core: its rows
-    stored uncompressed twice over, and ``PNG_OTHER_BYTES``. A longer one is left to Pillow,
-    which reads only to the pixels' end: a small image at the head of a large file is not
-    read in full."""
-    return 2 * im.height * (im.width * len(im.mode) + 1) + PNG_OTHER_BYTES
-
-
-def _png_file_bytes(file: IO[bytes], im: Image.Image) -> bytes | None:
-    """The PNG file ``file`` (opened here) holds, for the core; None past
-    :func:`_png_bytes_bound`."""
-    size = os.fstat(file.fileno()).st_size
-    if size > _png_bytes_bound(im):
-        return None
-    data = file.read(size)
-    return data if len(data) == size else None
+def _png_bytes_bound(width: int, height: int, channels: int) -> int:
+    """The most bytes a PNG file of that size and ``channels`` samples a pixel is read as
+    for the core: its rows stored uncompressed twice over, and ``PNG_OTHER_BYTES``. A
+    longer one is left to Pillow, which reads only to the pixels' end: a small image at the
+    head of a large file is not read in full."""
+    return 2 * height * (width * channels + 1) + PNG_OTHER_BYTES
 
 
 def _file_object_bytes(fp: object, im: Image.Image) -> bytes | None:
@@ -284,13 +285,14 @@ def _file_object_bytes(fp: object, im: Image.Image) -> bytes | None:
     changing its state (an in-memory ``BytesIO``, or a regular file read by ``pread``);
     None for any other object (a stream Pillow reads its own way: gzip, a pipe, ...) and
     past :func:`_png_bytes_bound`."""
+    bound = _png_bytes_bound(im.width, im.height, len(im.mode))
     if isinstance(fp, io.BytesIO):
         with fp.getbuffer() as view:
             size = view.nbytes
-        return fp.getvalue() if size <= _png_bytes_bound(im) else None
+        return fp.getvalue() if size <= bound else None
     if isinstance(fp, io.BufferedReader) and isinstance(fp.raw, io.FileIO) and hasattr(os, "pread"):
         status = os.fstat(fp.fileno())
-        if not stat.S_ISREG(status.st_mode) or status.st_size > _png_bytes_bound(im):
+        if not stat.S_ISREG(status.st_mode) or status.st_size > bound:
             return None
         data = os.pread(fp.fileno(), status.st_size, 0)
         return data if len(data) == status.st_size else None
