@@ -9,6 +9,7 @@ with the goldens in ``../shared/golden/llama4`` and, when torch and torchvision 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import gzip
 import importlib
@@ -924,6 +925,16 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
     both.seek(len(other.getvalue()))
     taken.clear()
     assert_same_outputs(procs[0](PngImageFile(both)), procs[0](rgb))
+    assert taken == []
+    # A file object rewritten since Image.open (here as RGBA) no longer holds the PNG
+    # Pillow opened: the core leaves it to Pillow, whatever Pillow makes of it.
+    rewritten = io.BytesIO(plain.getvalue())
+    lazy = Image.open(rewritten)
+    rewritten.seek(0)
+    translucent.save(rewritten, "PNG")
+    taken.clear()
+    with contextlib.suppress(Exception):
+        procs[0](lazy)
     assert taken == []
     # Where grey is not converted (do_convert_rgb=False), the image is refused as before.
     proc = mmfast.ImageProcessor.from_pretrained("llava-hf/llava-1.5-7b-hf", do_convert_rgb=False)

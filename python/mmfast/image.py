@@ -299,6 +299,20 @@ def _file_object_bytes(fp: object, im: Image.Image) -> bytes | None:
     return None
 
 
+# A PNG's colour type (IHDR byte 25) for each mode the core decodes.
+_PNG_COLOUR_TYPES = {"L": 0, "RGB": 2, "RGBA": 6}
+
+
+def _same_png(data: bytes, im: Image.Image) -> bool:
+    """Whether the PNG file ``data`` is the one Pillow opened as ``im``: its header's size,
+    8-bit samples and colour type, and its first pixel data where Pillow found them (a
+    file object's bytes are read apart from Pillow's reading)."""
+    size = im.width.to_bytes(4, "big") + im.height.to_bytes(4, "big")
+    header = size + bytes((8, _PNG_COLOUR_TYPES[im.mode]))
+    offset = cast(PngImageFile, im).tile[0].offset
+    return data[16:26] == header and _pixels_at(data) == offset
+
+
 def _pixels_at(data: bytes) -> int | None:
     """Where the first pixel data (IDAT) of the PNG file ``data`` starts, found by walking
     its chunk headers (None where it has none)."""
@@ -349,7 +363,7 @@ def lazy_png_rgb(
         raise
     except (OSError, ValueError):  # a closed file: Pillow says so on loading
         return None
-    if data is None or _pixels_at(data) != cast(PngImageFile, im).tile[0].offset:
+    if data is None or not _same_png(data, im):
         return None
     # At most the pixels Pillow's header gave, in that shape.
     table = _pillow_onto_white() if composite and im.mode == "RGBA" else None
