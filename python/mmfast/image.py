@@ -12,10 +12,9 @@ grayscale image (RGBA, CMYK and LA too) is decoded into one contiguous block, re
 through Pillow's Arrow export or its rows, and oriented and packed into the output array
 by one Rust pass with the GIL released, instead of ``exif_transpose`` + ``np.array``
 copies. One decoder is the core's own: an 8-bit RGB, RGBA or grey PNG given to a
-processor (:func:`decode_source`; RGB or grey to a processor as a PIL image not yet
-loaded: :func:`lazy_png_rgb`) or to :func:`decode_image` is decoded by the ``png`` crate,
-whose samples are Pillow's by construction (the format is lossless), 2.3-2.7 times as
-fast (:func:`_png_rgb`).
+processor (:func:`decode_source`, or as a PIL image not yet loaded: :func:`lazy_png_rgb`)
+or to :func:`decode_image` is decoded by the ``png`` crate, whose samples are Pillow's by
+construction (the format is lossless), 2.3-2.7 times as fast (:func:`_png_rgb`).
 """
 
 from __future__ import annotations
@@ -342,15 +341,14 @@ def lazy_png_rgb(
 ) -> NDArray[np.uint8] | None:
     """A PIL image opened from an RGB, RGBA or grey PNG and not loaded (``Image.open`` alone
     on a ``BytesIO`` or a file the caller opened, as some servers hand images on) as its
-    loaded pixels' (H, W, 3) RGB array, grey repeated as ``convert("RGB")`` does, alpha
-    dropped as it drops it or, with ``composite``, composited onto white as
-    :func:`hf_source` composites it (:func:`_png_rgb`): the whole file
-    object, read without moving it (:func:`_file_object_bytes`; ``Image.open`` reads a
-    file from its start, so its first pixel data must be where Pillow found it), decoded
-    by the core as :func:`_png_rgb` decodes bytes. The image is left unloaded. None for any
-    other image (or mode not in ``modes``), file object or file the core leaves to Pillow,
-    which :func:`load_lazy` loads; and for a file Pillow opened from a path itself, which
-    it closes once the image is loaded. LLaVA-1.5's call on a 12 MP PNG opened lazily from
+    loaded pixels' (H, W, 3) RGB array: grey repeated and alpha dropped as ``convert("RGB")``
+    does, or with ``composite`` RGBA composited onto white as :func:`hf_source` composites
+    it. The whole file object is read without moving it (:func:`_file_object_bytes`), must
+    hold the PNG Pillow opened (:func:`_same_png`), and is decoded by the core as
+    :func:`_png_rgb` decodes bytes; the image is left unloaded. None for any other image
+    (or mode not in ``modes``), file object or file the core leaves to Pillow, which
+    :func:`load_lazy` loads; and for a file Pillow opened from a path itself, which it
+    closes once the image is loaded. LLaVA-1.5's call on a 12 MP PNG opened lazily from
     a ``BytesIO`` took 225.6-230.8 -> 89.0-90.3 ms, what its bytes take, at 1920x1080
     42.9-43.0 -> 18.0-18.3 ms, at 640x480 7.6-7.8 -> 3.0-3.1 ms; an RGBA one, a third
     translucent, 276-277 -> 101-103 ms at 12 MP and 53.3-53.8 -> 20.3-20.5 ms at
