@@ -770,35 +770,43 @@ mod _native {
     }
 
     /// (H, W, 3) uint8 RGB that `write` makes of `source`'s pixels, upright, into
-    /// `orientation`'s (an EXIF orientation, 1..8, others upright) with a second pass where
-    /// it is not upright; the GIL released throughout.
+    /// `orientation`'s (an EXIF orientation, 1..8, others upright) by [`oriented_with`];
+    /// the GIL released throughout.
     fn oriented_rgb<'py>(
         py: Python<'py>,
         source: &Source<'_>,
         orientation: i64,
         write: impl Fn(&mut [u8]) -> Result<(), TransformError> + Sync,
     ) -> PyResult<Bound<'py, PyArray3<u8>>> {
-        let (h, w) = source.size();
+        let size = source.size();
         let orientation = Orientation::from_exif(orientation);
-        let (oh, ow) = orientation.oriented_size((h, w));
-        let len = transforms::checked_len("image", &[h, w, 3])?;
-        // Every byte is written: a pooled buffer's old bytes do not show.
-        let (mut out, _) = alloc::output::<u8>("image", len)?;
-        let mut upright = if orientation == Orientation::Identity {
-            Vec::new()
-        } else {
-            alloc::scratch("image", len)?
-        };
-        detach(py, || {
-            if upright.is_empty() {
-                return write(&mut out);
-            }
-            write(&mut upright)?;
-            image::to_rgb_oriented(&upright, 3, (h, w), orientation, &mut out)
-        })??;
-        alloc::recycle(alloc::Buffer::U8(upright));
+        let out = detach(py, || oriented_with("image", size, orientation, &write))??;
+        let (oh, ow) = orientation.oriented_size(size);
         let out = into_output(py, out, &[oh, ow, 3])?;
         Ok(out.cast_into::<PyArray3<u8>>().expect("three dimensions"))
+    }
+
+    /// The (H, W, 3) RGB that `write` makes, upright, of an image of `size`, in a pooled
+    /// output, turned to `orientation` by a second pass over a scratch copy where it is not
+    /// upright; `arg` is named by the errors.
+    fn oriented_with(
+        arg: &'static str,
+        (h, w): (usize, usize),
+        orientation: Orientation,
+        write: impl FnOnce(&mut [u8]) -> Result<(), TransformError>,
+    ) -> Result<Vec<u8>, TransformError> {
+        let len = transforms::checked_len(arg, &[h, w, 3])?;
+        // Every byte is written: a pooled buffer's old bytes do not show.
+        let (mut out, _) = alloc::output::<u8>(arg, len)?;
+        if orientation == Orientation::Identity {
+            write(&mut out)?;
+        } else {
+            let mut upright = alloc::scratch(arg, len)?;
+            write(&mut upright)?;
+            image::to_rgb_oriented(&upright, 3, (h, w), orientation, &mut out)?;
+            alloc::recycle(alloc::Buffer::U8(upright));
+        }
+        Ok(out)
     }
 
     /// Whether every pixel of an RGBA Pillow image (``image`` as for ``rgb_from_pillow``) is
@@ -884,22 +892,18 @@ mod _native {
                 Some(slot.as_mut_slice())
             });
             let converted = shape.map(|(h, w, c)| {
-                if !upright.is_empty() {
-                    // Every byte is written: a pooled buffer's old bytes do not show.
-                    out = alloc::output::<u8>("data", h * w * 3)?.0;
-                    match table {
-                        Some(table) if c == 4 => {
-                            let rgba = Source::packed(&upright, 4, (h, w))?;
-                            if orientation == Orientation::Identity {
-                                image::composite_rgba(&rgba, table, false, &mut out)?;
-                            } else {
-                                let mut rgb = alloc::scratch("data", h * w * 3)?;
-                                image::composite_rgba(&rgba, table, false, &mut rgb)?;
-                                image::to_rgb_oriented(&rgb, 3, (h, w), orientation, &mut out)?;
-                                alloc::recycle(alloc::Buffer::U8(rgb));
-                            }
-                        }
-                        _ => image::to_rgb_oriented(&upright, c, (h, w), orientation, &mut out)?,
+                match table {
+                    _ if upright.is_empty() => {}
+                    Some(table) if c == 4 => {
+                        let rgba = Source::packed(&upright, 4, (h, w))?;
+                        out = oriented_with("data", (h, w), orientation, |rgb| {
+                            image::composite_rgba(&rgba, table, false, rgb)
+                        })?;
+                    }
+                    _ => {
+                        // Every byte is written: a pooled buffer's old bytes do not show.
+                        out = alloc::output::<u8>("data", h * w * 3)?.0;
+                        image::to_rgb_oriented(&upright, c, (h, w), orientation, &mut out)?;
                     }
                 }
                 Ok::<_, TransformError>(orientation.oriented_size((h, w)))
