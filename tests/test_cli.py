@@ -741,7 +741,18 @@ def test_bench_decode_rows():
     Image.fromarray(bench.synthetic_photo(30, 40)).save(buffer, "JPEG")
     rows = list(bench.decode_rows(buffer.getvalue(), "(tiny)", HF, budget=0))
     check_rows(rows, bench.decode_columns(HF))
-    assert rows[0].size == (30, 40)
+    # The same bytes with EXIF orientation 6: the image turned a quarter.
+    assert [(row.case, row.size) for row in rows] == [
+        ("decode_image (tiny)", (30, 40)),
+        ("decode_image (orientation 6)", (40, 30)),
+    ]
+    turned = bench.turned_jpeg(buffer.getvalue(), 6)
+    assert Image.open(io.BytesIO(turned)).getexif()[0x0112] == 6
+    np.testing.assert_array_equal(
+        mmfast.decode_image(turned), np.rot90(mmfast.decode_image(buffer.getvalue()), -1)
+    )
+    with pytest.raises(ValueError, match="data: expected JPEG bytes"):
+        bench.turned_jpeg(b"\x89PNG", 6)
 
 
 def test_bench_pil_export_rows():
