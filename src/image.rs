@@ -171,7 +171,9 @@ fn reversed<const C: usize>(row: &[u8], out: &mut [u8], forward: bool) {
 /// 64, 128 and 256 pixels took 23.0-24.0, 21.5-22.3, 17.6-18.1, 19.4-20.2 and 18.4-19.1 ms
 /// (this loop, with its pixels' size a constant, 17.4-19.0 ms in tiles of 64). Where the
 /// CPU has AVX2, a tile's blocks of 8x8 pixels are transposed in vectors
-/// ([`avx2::turned_tile`]), its last rows and columns under eight pixel by pixel.
+/// ([`avx2::turned_tile`]), its last rows and columns under eight pixel by pixel. Without
+/// them, tiles of 128 are not slower than 64 here: `decode_image` of a 12 MP JPEG with
+/// orientation 6 took 44.7-45.6 ms against 47.9-48.6 ms (34.8-35.1 ms with them).
 fn swapped<const C: usize>(src: &[u8], (h, w): (usize, usize), mirrored: bool, upward: bool, dst: &mut [u8]) {
     let (oh, ow) = (w, h);
     #[cfg(target_arch = "x86_64")]
@@ -620,7 +622,7 @@ mod avx2 {
         _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8, _mm_loadl_epi64, _mm_loadu_si128,
         _mm_prefetch, _mm_setzero_si128, _mm_shuffle_epi8, _mm_storel_epi64, _mm_storeu_si128,
         _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi8,
-        _MM_HINT_ET0, _MM_HINT_T0,
+        _MM_HINT_T0,
     };
     use std::ops::Range;
 
@@ -633,12 +635,13 @@ mod avx2 {
     /// The whole blocks of eight by eight output pixels of the tile (output rows `ys`,
     /// columns `xs`) of [`super::swapped`] (`src`'s (h, w) pixels of `C` bytes, 1, 3 or 4,
     /// turned into `dst`'s (w, h) RGB pixels, as `mirrored` and `upward` say), each by
-    /// [`turned_block`] ([`turned_grey_block`] for grey); returns where they end, the rows and columns under eight the
-    /// caller's. Each block first asks for the memory its place in the next tile along the
-    /// output rows reads and writes: the source rows a tile reads are a row apart, which
-    /// the CPU does not fetch ahead by itself. A 12 MP JPEG with orientation 6 took 46.5 ->
-    /// 43 ms through `decode_image` with the source read ahead, 40.5 with the output too,
-    /// 38-39 in tiles of 128 pixels rather than 64 (upright: 35 ms).
+    /// [`turned_block`] ([`turned_grey_block`] for grey). Returns where those blocks end;
+    /// the rows and columns under eight are the caller's. Before each block but those of a
+    /// row's last tile, the cache line at the start of each of its source runs and output
+    /// runs a tile on is asked for (a hint): the source rows a tile reads are a row apart,
+    /// which the CPU does not fetch ahead by itself. A 12 MP JPEG with orientation 6 took
+    /// 46.5 -> 43 ms through `decode_image` with the source runs asked for, 40.5 with the
+    /// output runs too, 38-39 in tiles of 128 pixels rather than 64 (upright: 35 ms).
     ///
     /// # Safety
     /// The CPU must support AVX2, `src` must hold `h * w * C` bytes and `dst` `h * w * 3`,
@@ -673,7 +676,7 @@ mod avx2 {
                         // SAFETY: the block a tile on lies in the image, as the test says.
                         unsafe {
                             _mm_prefetch::<_MM_HINT_T0>(src.as_ptr().add(at).cast());
-                            _mm_prefetch::<_MM_HINT_ET0>(dst.as_ptr().add(to + 3 * TILE).cast());
+                            _mm_prefetch::<_MM_HINT_T0>(dst.as_ptr().add(to + 3 * TILE).cast());
                         }
                     }
                 }

@@ -536,7 +536,8 @@ def decode_rows(data: bytes, label: str, backends: Backends, budget: float = 0.5
 
     cases = [(f"decode_image {label}", data)]
     with Image.open(io.BytesIO(data)) as im:
-        if im.format == "JPEG" and im.getexif().get(0x0112, 1) == 1:
+        # Pillow opens a phone's JPEG with a second picture (a depth map) as MPO.
+        if im.format in ("JPEG", "MPO") and im.getexif().get(0x0112, 1) == 1:
             cases.append(("decode_image (orientation 6)", turned_jpeg(data, 6)))
     for case, encoded in cases:
         h, w = decode_image(encoded).shape[:2]
