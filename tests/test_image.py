@@ -120,7 +120,8 @@ def with_orientation(im: Image.Image, fmt: str, orientation: int) -> bytes:
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "TIFF"])
 @pytest.mark.parametrize("orientation", range(1, 9))
 @pytest.mark.parametrize("mode", ["RGB", "L"])
-@pytest.mark.parametrize("size", [(13, 22), (150, 71)])  # across the core's 64-pixel tiles
+# Across the core's 128-pixel tiles, in its 8x8 vector blocks and the pixels past them.
+@pytest.mark.parametrize("size", [(13, 22), (150, 71), (133, 260)])
 def test_every_exif_orientation(fmt, orientation, mode, size):
     data = with_orientation(gradient(*size, mode, seed=orientation), fmt, orientation)
     want = hf_decode(data)
