@@ -926,6 +926,45 @@ mod _native {
             .transpose()
     }
 
+    /// The pixels of the PNG file ``data`` (bytes) as it stores them: (H, W, C) uint8 with
+    /// C 3 (RGB), 4 (RGBA) or 1 (grey), decoded in Rust with the GIL released where that
+    /// gives Pillow's pixels (see ``decode::decode_png``), for Pillow to take as a loaded
+    /// image's; None for a file of more than ``max_pixels`` pixels or one to leave to Pillow.
+    #[pyfunction]
+    fn png_pixels<'py>(
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        max_pixels: usize,
+    ) -> PyResult<Option<Bound<'py, PyArray3<u8>>>> {
+        let data = data
+            .cast::<PyBytes>()
+            .map_err(|_| fail("data", "bytes", describe(data)))?
+            .as_bytes();
+        let decoded = detach(py, || {
+            let mut out = Vec::new();
+            let slot = &mut out;
+            let shape = decode::decode_png(data, PNG_DECODER_BYTES, move |(h, w, c)| {
+                let len = transforms::checked_len("data", &[h, w, c]).ok()?;
+                if h.checked_mul(w)? > max_pixels {
+                    return None;
+                }
+                // Every byte is written: a pooled buffer's old bytes do not show.
+                *slot = alloc::output::<u8>("data", len).ok()?.0;
+                Some(slot.as_mut_slice())
+            });
+            if shape.is_none() {
+                alloc::recycle(alloc::Buffer::U8(std::mem::take(&mut out)));
+            }
+            Ok::<_, TransformError>(shape.map(|shape| (out, shape)))
+        })??;
+        decoded
+            .map(|(out, (h, w, c))| {
+                let out = into_output(py, out, &[h, w, c])?;
+                Ok(out.cast_into::<PyArray3<u8>>().expect("three dimensions"))
+            })
+            .transpose()
+    }
+
     /// What [`rgb_from_png`]'s decoder may allocate besides the pixels: its window, and the
     /// text chunks before the pixels, each of which Pillow has already read within its own
     /// limit (``PngImagePlugin.MAX_TEXT_CHUNK``, 1 MiB).

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SHARED, assert_same_outputs, shared_path
-from PIL import Image, ImageFile, ImageOps
+from PIL import Image, ImageFile, ImageOps, PngImagePlugin
 
 import mmfast
 from mmfast import _native
@@ -765,6 +765,47 @@ def test_a_png_path_is_read_once(monkeypatch, tmp_path):
     path.write_bytes(first)
     got, _ = mmfast.image.decode_source(path)
     assert np.array_equal(got, load_image_rgb(first))
+
+
+def test_lazy_pngs_load_with_the_cores_pixels(monkeypatch, tmp_path):
+    """``load_lazy`` loads an RGB, grey or RGBA PNG opened from a path through the core
+    (``png_pixels``) and Pillow's own loading around it: the image is the one Pillow loads
+    (pixels, mode, text chunks before and after the pixels, several IDAT chunks), its file
+    closed and its tile gone. A PNG the core leaves to Pillow is loaded by Pillow."""
+    decoded: list[bool] = []
+    real = _native.png_pixels
+
+    def spy(*args):
+        decoded.append(real(*args) is not None)
+        return real(*args)
+
+    monkeypatch.setattr(_native, "png_pixels", spy)
+    rng = np.random.default_rng(4)
+    pixels = rng.integers(0, 256, (300, 260, 4), dtype=np.uint8)  # about 300 KB of IDATs
+    for mode in ("RGB", "L", "RGBA"):
+        for text_after in (False, True):
+            info = PngImagePlugin.PngInfo()
+            info.add_text("before", "pixels")
+            path = tmp_path / f"{mode}{text_after}.png"
+            Image.fromarray(pixels).convert(mode).save(path, pnginfo=info)
+            if text_after:  # a tEXt chunk between the last IDAT and IEND
+                data = path.read_bytes()
+                body = b"tEXtafter\0pixels"
+                crc = struct.pack(">I", zlib.crc32(body))
+                chunk = struct.pack(">I", len(body) - 4) + body + crc
+                path.write_bytes(data[:-12] + chunk + data[-12:])
+            assert path.read_bytes().count(b"IDAT") > 1
+            want = Image.open(path)
+            want.load()
+            decoded.clear()
+            lazy = Image.open(path)
+            mmfast.image.load_lazy(lazy)
+            assert decoded == [not text_after], (mode, text_after)
+            assert lazy.fp is None and not lazy.tile and lazy.mode == want.mode
+            assert lazy.info == want.info and lazy.text == want.text
+            assert np.array_equal(np.asarray(lazy), np.asarray(want))
+            lazy.load()  # loaded: nothing more to do
+            assert np.array_equal(np.asarray(lazy), np.asarray(want))
 
 
 # Pillow leaves a pipe it opened by name unclosed, having read it into memory.

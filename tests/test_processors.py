@@ -836,17 +836,24 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
     """A PIL image opened from an RGB or grey PNG in a ``BytesIO`` or a file the caller
     opened, and not loaded, is decoded by the core from the whole file object, with the
     outputs of the image loaded by Pillow, and is left unloaded, its file object where it
-    was; grey stays Pillow's where the image is not converted to RGB. Other PNGs, a file
-    Pillow opened from a path (which it closes on loading), other streams, a PNG that does
-    not start the file object, and a closed file load as before."""
+    was; grey stays Pillow's where the image is not converted to RGB. A file Pillow opened
+    from a path, and an RGBA image a model resizes in its own mode, are loaded with the
+    pixels the core decoded (``png_pixels``), Pillow's file closed. Other PNGs, other
+    streams, a PNG that does not start the file object, and a closed file load as before."""
     taken: list[bool] = []
-    real = _native.rgb_from_png
+    loaded_by_core: list[bool] = []
+    real, real_pixels = _native.rgb_from_png, _native.png_pixels
 
     def spy(*args: Any) -> Any:
         taken.append(real(*args) is not None)
         return real(*args)
 
+    def pixels_spy(*args: Any) -> Any:
+        loaded_by_core.append(real_pixels(*args) is not None)
+        return real_pixels(*args)
+
     monkeypatch.setattr(_native, "rgb_from_png", spy)
+    monkeypatch.setattr(_native, "png_pixels", pixels_spy)
     rgb = Image.fromarray(smooth(61, 97, 3))
     plain = io.BytesIO()
     rgb.save(plain, "PNG")
@@ -888,15 +895,21 @@ def test_lazily_opened_pngs_are_decoded_by_the_core(
                     lazy = Image.open(source)
                     at = lazy.fp.tell()
                     taken.clear()
+                    loaded_by_core.clear()
                     assert_same_outputs(proc(lazy), proc(loaded))
                     if lazy.mode == "RGBA" and proc.config.pil_convert == "resize_then_rgb":
                         by_core = False
                     if by_core:
                         assert taken == [True] and lazy.tile, "decoded, left unloaded"
-                        assert lazy.fp.tell() == at
+                        assert lazy.fp.tell() == at and loaded_by_core == []
                         assert np.array_equal(np.asarray(lazy), np.asarray(loaded))
                     else:
                         assert taken in ([], [False]) and not lazy.tile, (lazy.mode, source)
+                        # Loaded as Pillow loads it, with the core's pixels where it takes
+                        # the file; a file Pillow opened is closed.
+                        assert loaded_by_core == ([core] if lazy.mode != "P" else [])
+                        assert lazy.fp is None and lazy.info == loaded.info
+                        assert np.array_equal(np.asarray(lazy), np.asarray(loaded))
                     lazy.close()
     # A file longer than such a PNG can be (here with no room for other chunks) is left to
     # Pillow, which reads it only to the pixels' end, and so is such a path.

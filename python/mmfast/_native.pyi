@@ -13,6 +13,7 @@ __all__ = [
     "follow_pillow",
     "opaque",
     "pad_and_normalize_to_tensor",
+    "png_pixels",
     "resize",
     "resize_float",
     "rgb_composited",
@@ -65,6 +66,7 @@ def rgb_from_palette(
 def rgb_from_pillow(
     image: tuple[object, tuple[int, int], object], orientation: int = 1
 ) -> NDArray[np.uint8]: ...
+def png_pixels(data: bytes, max_pixels: int) -> NDArray[np.uint8] | None: ...
 def rgb_from_png(
     data: bytes, orientation: int, max_pixels: int, table: NDArray[np.uint8] | None = None
 ) -> NDArray[np.uint8] | None: ...
