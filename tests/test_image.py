@@ -771,7 +771,8 @@ def test_lazy_pngs_load_with_the_cores_pixels(monkeypatch, tmp_path):
     """``load_lazy`` loads an RGB, grey or RGBA PNG opened from a path through the core
     (``png_pixels``) and Pillow's own loading around it: the image is the one Pillow loads
     (pixels, mode, text chunks before and after the pixels, several IDAT chunks), its file
-    closed and its tile gone. A PNG the core leaves to Pillow is loaded by Pillow."""
+    closed and its tile gone, also where its tile is a plain tuple. A PNG the core leaves to
+    Pillow (interlaced, or a file rewritten since it was opened) is loaded by Pillow."""
     decoded: list[bool] = []
     real = _native.png_pixels
 
@@ -806,6 +807,47 @@ def test_lazy_pngs_load_with_the_cores_pixels(monkeypatch, tmp_path):
             assert np.array_equal(np.asarray(lazy), np.asarray(want))
             lazy.load()  # loaded: nothing more to do
             assert np.array_equal(np.asarray(lazy), np.asarray(want))
+    path = tmp_path / "plain.png"
+    Image.fromarray(pixels).save(path)
+    want = Image.open(path)
+    want.load()
+    decoded.clear()
+    lazy = Image.open(path)
+    lazy.tile = [tuple(lazy.tile[0])]
+    mmfast.image.load_lazy(lazy)
+    assert decoded == [True] and np.array_equal(np.asarray(lazy), np.asarray(want))
+
+    def outcome(load: Callable[[Image.Image], object], im: Image.Image) -> object:
+        try:
+            load(im)
+            return np.asarray(im).tobytes()
+        except Exception as exc:
+            return type(exc), str(exc)
+
+    # Rewritten in place since Image.open: with a first pixel chunk of another length, left
+    # to Pillow; of the same length (65,536 bytes), decoded as the file now is (Pillow mixes
+    # the bytes it read ahead on opening with the new ones, and finds the data broken). And
+    # marked interlaced (its IHDR's last byte), which the core never decodes.
+    original = path.read_bytes()
+    flat, other = io.BytesIO(), io.BytesIO()
+    Image.new("RGBA", (260, 300), (1, 2, 3, 4)).save(flat, "PNG")
+    Image.fromarray(pixels[::-1]).save(other, "PNG", compress_level=1)
+    ihdr = bytearray(original[12:29])
+    ihdr[-1] = 1
+    interlaced = original[:12] + ihdr + struct.pack(">I", zlib.crc32(ihdr)) + original[33:]
+    for opened, rewritten, by_core in (
+        (original, flat.getvalue(), []),
+        (original, other.getvalue(), [True]),
+        (interlaced, interlaced, []),
+    ):
+        path.write_bytes(opened)
+        with Image.open(path) as want, Image.open(path) as lazy:
+            path.write_bytes(rewritten)
+            decoded.clear()
+            got = outcome(mmfast.image.load_lazy, lazy)
+            now = Image.open(io.BytesIO(rewritten)) if by_core else want
+            assert got == outcome(ImageFile.ImageFile.load, now)
+            assert decoded == by_core
 
 
 # Pillow leaves a pipe it opened by name unclosed, having read it into memory.
