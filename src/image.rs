@@ -147,10 +147,19 @@ fn rgb<const C: usize>(src: &[u8], at: usize) -> [u8; 3] {
 /// Whole blocks of sixteen pixels are reversed by one byte permute each where the CPU has
 /// AVX-512 VBMI ([`crate::resize::reversed_blocks`]): `decode_image` of a 12 MP JPEG with
 /// orientation 3 took 45.5-46.2 -> 39.5-40.4 ms, with orientation 2 46.5-47.3 -> 41.0-41.3
-/// ms (upright: 37-38 ms).
+/// ms (upright: 37-38 ms). Elsewhere, blocks of eight by one word permute where it has
+/// AVX2 ([`avx2::reversed_blocks`]): with the AVX-512 blocks turned off on that machine,
+/// orientation 3 took 36.4-36.5 -> 32.5 ms, orientation 2 40.1-40.3 -> 33.9-34.0 ms, a grey
+/// JPEG with orientation 3 23.2 -> 17.5-17.8 ms (upright: 32.5 and 17.5-17.9 ms), as much as
+/// the AVX-512 blocks take.
 fn reversed<const C: usize>(row: &[u8], out: &mut [u8], forward: bool) {
     let w = out.len() / 3;
-    let done = crate::resize::reversed_blocks(row, C, out, forward);
+    let done = match crate::resize::reversed_blocks(row, C, out, forward) {
+        // SAFETY: AVX2 was detected.
+        #[cfg(target_arch = "x86_64")]
+        0 if avx2::detected() => unsafe { avx2::reversed_blocks::<C>(row, out, forward) },
+        done => done,
+    };
     let mut copy = |x: usize| {
         let px: &mut [u8; 3] = (&mut out[3 * x..3 * x + 3]).try_into().expect("3 bytes");
         *px = rgb::<C>(row, (w - 1 - x) * C);
@@ -620,7 +629,7 @@ mod avx2 {
         _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16, _mm256_storeu_si256,
         _mm256_sub_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8,
         _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8, _mm_loadl_epi64, _mm_loadu_si128,
-        _mm_prefetch, _mm_setzero_si128, _mm_shuffle_epi8, _mm_storel_epi64, _mm_storeu_si128,
+        _mm_prefetch, _mm_setr_epi8, _mm_setzero_si128, _mm_shuffle_epi8, _mm_storel_epi64, _mm_storeu_si128,
         _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi8,
         _MM_HINT_T0,
     };
@@ -697,8 +706,8 @@ mod avx2 {
 
     /// [`turned_block`] for grey pixels, each value repeated into R, G and B: eight runs of
     /// eight bytes transposed by three rounds of unpacks, then each output run spread to 24
-    /// bytes by two byte shuffles. A 12 MP grey JPEG with orientation 6 took 30.4 -> 19.7
-    /// ms through `decode_image` (upright: 18.1 ms).
+    /// bytes by two byte shuffles. A 12 MP grey JPEG with orientation 6 took 30.1-30.3 ->
+    /// 19.4-19.7 ms through `decode_image` (upright: 17.5-17.7 ms).
     ///
     /// # Safety
     /// The CPU must support AVX2, and every run must lie in its slice: `rows[i] + 8 <=
@@ -769,34 +778,10 @@ mod avx2 {
         debug_assert!(C == 3 || C == 4);
         debug_assert!(rows.iter().all(|&r| r + 8 * C <= src.len()));
         debug_assert!(outs.iter().all(|&o| o + 24 <= dst.len()));
-        let z = -1;
-        // RGB: a run's 24 bytes (six words, read under a mask) as pixels 0-3 in the low
-        // lane and 4-7 in the high, then each pixel to a word of its own.
-        let first_six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
-        let halves = _mm256_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0);
-        let widen = _mm256_setr_epi8(
-            0, 1, 2, z, 3, 4, 5, z, 6, 7, 8, z, 9, 10, 11, z, //
-            0, 1, 2, z, 3, 4, 5, z, 6, 7, 8, z, 9, 10, 11, z,
-        );
-        // Per lane, bytes 0-2, 4-6, 8-10 and 12-14 first; then the lanes' twelve side by side.
-        let compact = _mm256_setr_epi8(
-            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z, //
-            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z,
-        );
-        let join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
         let mut r = [_mm256_setzero_si256(); 8];
         for (v, &at) in r.iter_mut().zip(&rows) {
-            // SAFETY: the run lies in `src` (the caller's promise): 32 bytes for RGBX, the
-            // 24 of six words for RGB, the masked words not read.
-            *v = unsafe {
-                let at = src.as_ptr().add(at);
-                if C == 4 {
-                    _mm256_loadu_si256(at.cast())
-                } else {
-                    let v = _mm256_maskload_epi32(at.cast(), first_six);
-                    _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(v, halves), widen)
-                }
-            };
+            // SAFETY: the run's 8 pixels lie in `src` (the caller's promise).
+            *v = unsafe { words::<C>(src.as_ptr().add(at)) };
         }
         // Words (i, j) of rows i: pairs, then quads of rows side by side in each lane, then
         // the lanes of rows 0-3 and 4-7 joined, column j a vector.
@@ -831,14 +816,97 @@ mod avx2 {
             _mm256_permute2x128_si256::<0x31>(u[3], u[7]),
         ];
         for (&v, &at) in columns.iter().zip(&outs) {
-            let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, compact), join);
-            // SAFETY: the run's 24 bytes lie in `dst` (the caller's promise): 16, then 8.
+            // SAFETY: the run's 24 bytes lie in `dst` (the caller's promise).
+            unsafe { store_rgb(v, dst.as_mut_ptr().add(at)) };
+        }
+    }
+
+    /// Eight pixels of `C` bytes at `at` (RGBX, or RGB read as six words under a mask) as
+    /// eight 4-byte words, pixels 0-3 in the low lane; an RGB pixel's fourth byte is 0.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, `C` must be 3 or 4, and `8 * C` bytes from `at` readable.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn words<const C: usize>(at: *const u8) -> __m256i {
+        if C == 4 {
+            // SAFETY: 32 bytes readable (the caller's promise).
+            return unsafe { _mm256_loadu_si256(at.cast()) };
+        }
+        let z = -1;
+        // Words 0-2 to the low lane and 3-5 to the high, then each pixel to a word.
+        let halves = _mm256_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0);
+        let widen = _mm256_setr_epi8(
+            0, 1, 2, z, 3, 4, 5, z, 6, 7, 8, z, 9, 10, 11, z, //
+            0, 1, 2, z, 3, 4, 5, z, 6, 7, 8, z, 9, 10, 11, z,
+        );
+        // SAFETY: 24 bytes readable (the caller's promise); the masked words are not read.
+        let v = unsafe { _mm256_maskload_epi32(at.cast(), _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0)) };
+        _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(v, halves), widen)
+    }
+
+    /// Eight RGBX words (pixels 0-3 in the low lane) stored as 24 bytes of packed RGB at
+    /// `to`, exactly.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and 24 bytes from `to` must be writable.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn store_rgb(v: __m256i, to: *mut u8) {
+        let z = -1;
+        // Per lane, bytes 0-2, 4-6, 8-10 and 12-14 first; then the lanes' twelve side by side.
+        let compact = _mm256_setr_epi8(
+            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z, //
+            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z,
+        );
+        let v = _mm256_permutevar8x32_epi32(
+            _mm256_shuffle_epi8(v, compact),
+            _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7),
+        );
+        // SAFETY: 24 bytes writable (the caller's promise): 16, then 8.
+        unsafe {
+            _mm_storeu_si128(to.cast(), _mm256_castsi256_si128(v));
+            _mm_storel_epi64(to.add(16).cast(), _mm256_extracti128_si256::<1>(v));
+        }
+    }
+
+    /// [`super::reversed`]'s blocks of eight pixels where the CPU has AVX2 and not AVX-512
+    /// VBMI: the first whole blocks of eight pixels of `out` (RGB) as `row`'s pixels of `C`
+    /// bytes in reverse order, written from the last block when `forward` (reading `row`
+    /// from its start), else from the first; returns the pixels written. A block is eight
+    /// words ([`words`]) reversed by one permute and packed ([`store_rgb`]), or for grey
+    /// eight bytes spread to 24 in reverse by two byte shuffles.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and `C` must be 1, 3 or 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn reversed_blocks<const C: usize>(row: &[u8], out: &mut [u8], forward: bool) -> usize {
+        let z = -1;
+        // Output byte i of a grey block's 24 is its pixel 7 - i / 3.
+        let grey = [
+            _mm_setr_epi8(7, 7, 7, 6, 6, 6, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2),
+            _mm_setr_epi8(2, 2, 1, 1, 1, 0, 0, 0, z, z, z, z, z, z, z, z),
+        ];
+        let backwards = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+        let w = (out.len() / 3).min(row.len() / C);
+        let blocks = w / 8;
+        for b in 0..blocks {
+            let j = if forward { blocks - 1 - b } else { b };
+            // Output pixels 8j..8j + 8 are input pixels w - 8j - 8..w - 8j, reversed: 8 * C
+            // bytes read and 24 written, inside both slices as `w` bounds them.
             unsafe {
-                let to = dst.as_mut_ptr().add(at);
-                _mm_storeu_si128(to.cast(), _mm256_castsi256_si128(v));
-                _mm_storel_epi64(to.add(16).cast(), _mm256_extracti128_si256::<1>(v));
+                let at = row.as_ptr().add((w - 8 * j - 8) * C);
+                let to = out.as_mut_ptr().add(24 * j);
+                if C == 1 {
+                    let v = _mm_loadl_epi64(at.cast());
+                    _mm_storeu_si128(to.cast(), _mm_shuffle_epi8(v, grey[0]));
+                    _mm_storel_epi64(to.add(16).cast(), _mm_shuffle_epi8(v, grey[1]));
+                } else {
+                    store_rgb(_mm256_permutevar8x32_epi32(words::<C>(at), backwards), to);
+                }
             }
         }
+        8 * blocks
     }
 
     /// `formula` of 4-byte pixels `row` into packed RGB `out` (with `gray`, each pixel's
@@ -1327,6 +1395,33 @@ mod tests {
         ];
         for (orientation, want) in cases {
             assert_eq!(red_plane(orientation), want, "{orientation:?}");
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx2_reverses_rows_in_blocks_of_eight() {
+        // The vectors of a CPU with AVX2 and not AVX-512 VBMI (this one may take the
+        // AVX-512 blocks in `reversed`).
+        fn check<const C: usize>(n: usize, forward: bool) {
+            #[allow(clippy::cast_possible_truncation)] // byte values, wrapping on purpose
+            let row: Vec<u8> = (0..n * C).map(|i| (i * 7 + i / 251) as u8).collect();
+            let want: Vec<u8> = (0..n).rev().flat_map(|x| rgb::<C>(&row, x * C)).collect();
+            let mut out = vec![0; 3 * n];
+            // SAFETY: AVX2 was detected.
+            let done = unsafe { avx2::reversed_blocks::<C>(&row, &mut out, forward) };
+            assert_eq!(done, n / 8 * 8);
+            assert_eq!(out[..3 * done], want[..3 * done], "{C} bytes, {n} pixels");
+        }
+        if !avx2::detected() {
+            return;
+        }
+        for n in (0..70).chain([1000, 4031]) {
+            for forward in [false, true] {
+                check::<1>(n, forward);
+                check::<3>(n, forward);
+                check::<4>(n, forward);
+            }
         }
     }
 
