@@ -306,8 +306,8 @@ _PNG_COLOUR_TYPES = {"L": 0, "RGB": 2, "RGBA": 6}
 def _same_png(data: bytes, im: PngImageFile) -> bool:
     """Whether the PNG file ``data`` still holds what Pillow read of it on opening ``im`` (a
     file object's bytes are read apart from Pillow's reading): its header's size, 8-bit
-    samples and colour type, and its first pixel chunk (IDAT) where Pillow found it, as
-    long as Pillow read it to be. A file rewritten since in any of these is left to Pillow,
+    samples and colour type, and its first pixel chunk (IDAT) where Pillow found it and of
+    the length Pillow read there. A file rewritten since in any of these is left to Pillow,
     which loads what it makes of it (or says the file is truncated)."""
     size = im.width.to_bytes(4, "big") + im.height.to_bytes(4, "big")
     header = size + bytes((8, _PNG_COLOUR_TYPES[im.mode]))
