@@ -636,6 +636,7 @@ mod avx2 {
     use std::ops::Range;
 
     use super::{pack_rgbx, Formula, TILE};
+    use crate::resize::avx2::packed_rgb;
 
     pub(super) fn detected() -> bool {
         is_x86_feature_detected!("avx2")
@@ -853,18 +854,10 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn store_rgb(v: __m256i, to: *mut u8) {
-        let z = -1;
-        // Per lane, bytes 0-2, 4-6, 8-10 and 12-14 first; then the lanes' twelve side by side.
-        let compact = _mm256_setr_epi8(
-            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z, //
-            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z,
-        );
-        let v = _mm256_permutevar8x32_epi32(
-            _mm256_shuffle_epi8(v, compact),
-            _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7),
-        );
-        // SAFETY: 24 bytes writable (the caller's promise): 16, then 8.
+        // SAFETY: AVX2, as this function needs; 24 bytes writable (the caller's promise):
+        // 16, then 8.
         unsafe {
+            let v = packed_rgb(v);
             _mm_storeu_si128(to.cast(), _mm256_castsi256_si128(v));
             _mm_storel_epi64(to.add(16).cast(), _mm256_extracti128_si256::<1>(v));
         }

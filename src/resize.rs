@@ -1993,7 +1993,7 @@ fn nearest(src: &[u8], (h, w): (usize, usize), dst: &mut [u8], (h2, w2): (usize,
 /// multiplies, the same wrapping `i32` sum.
 /// The rounding term and shift come from the table's own precision.
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(crate) mod avx2 {
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi32, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
         _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi32,
@@ -2336,13 +2336,14 @@ mod avx2 {
         unsafe { vertical_blocks::<__m256i>(band, band_first, stride, coeffs, rows, out) };
     }
 
-    /// [`super::pack_rgbx`] for whole blocks of eight pixels while a 32-byte store fits in
-    /// `out`; returns the pixels packed.
+    /// Eight RGBX pixels (pixels 0-3 in the low lane) packed to RGB: their 24 bytes first,
+    /// then 8 of nothing.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn pack_rgbx(row: &[u8], out: &mut [u8]) -> usize {
+    #[inline]
+    pub(crate) unsafe fn packed_rgb(v: __m256i) -> __m256i {
         let z = -1;
         // Per 128-bit lane: bytes 0-2, 4-6, 8-10, 12-14 first, then nothing.
         let compact = _mm256_setr_epi8(
@@ -2350,7 +2351,19 @@ mod avx2 {
             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, z, z, z, z,
         );
         // The two lanes' twelve bytes side by side.
-        let join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
+        _mm256_permutevar8x32_epi32(
+            _mm256_shuffle_epi8(v, compact),
+            _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7),
+        )
+    }
+
+    /// [`super::pack_rgbx`] for whole blocks of eight pixels while a 32-byte store fits in
+    /// `out`; returns the pixels packed.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pack_rgbx(row: &[u8], out: &mut [u8]) -> usize {
         let pixels = (row.len() / 4).min(out.len() / 3);
         let mut x = 0;
         // Each store writes 32 bytes, 8 past the block's 24: the next block rewrites them.
@@ -2358,8 +2371,7 @@ mod avx2 {
             // SAFETY: pixels x..x + 8 are 32 bytes inside `row`, and 32 bytes from 3x lie
             // inside `out`, as the loop checks.
             unsafe {
-                let v = _mm256_loadu_si256(row.as_ptr().add(4 * x).cast());
-                let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, compact), join);
+                let v = packed_rgb(_mm256_loadu_si256(row.as_ptr().add(4 * x).cast()));
                 _mm256_storeu_si256(out.as_mut_ptr().add(3 * x).cast(), v);
             }
             x += 8;
