@@ -1541,7 +1541,7 @@ impl Horizontal {
     fn packs_rgbx(&self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Horizontal::Avx512(plan) => plan.pixel(4) == 3,
+            Horizontal::Avx512(plan) => plan.packs(4),
             _ => false,
         }
     }
@@ -2774,6 +2774,25 @@ mod avx512 {
         unsafe { std::mem::transmute::<[u8; 64], __m512i>(index) }
     }
 
+    /// Byte `i` of output vector `j` of packed RGB is byte `i % 3` of pixel `(64j + i) / 3`,
+    /// which lies in RGBX vectors `j` and `j + 1` (bytes 0..128 of the pair) for `j` up to 2:
+    /// the indices of their two-source byte permutes.
+    const RGBX_RGB: [__m512i; 3] = {
+        let mut blocks = [[0u8; 64]; 3];
+        let mut j = 0;
+        while j < 3 {
+            let mut i = 0;
+            while i < 64 {
+                let o = 64 * j + i;
+                blocks[j][i] = (o / 3 * 4 + o % 3 - 64 * j) as u8;
+                i += 1;
+            }
+            j += 1;
+        }
+        // SAFETY: 64 bytes are a valid `__m512i`.
+        unsafe { std::mem::transmute::<[[u8; 64]; 3], [__m512i; 3]>(blocks) }
+    };
+
     /// [`super::pack_rgbx`] of every pixel: sixty-four at a time as three two-source byte
     /// permutes of four full loads into three full stores, then sixteen a masked permute;
     /// returns the pixels packed.
@@ -2785,23 +2804,6 @@ mod avx512 {
     /// The CPU must support AVX-512F, BW and VBMI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub(super) unsafe fn pack_rgbx(row: &[u8], out: &mut [u8]) -> usize {
-        // Byte `i` of output vector `j` is byte `i % 3` of pixel `(64j + i) / 3`, which lies
-        // in input vectors `j` and `j + 1` (bytes 0..128 of the pair) for `j` up to 2.
-        const BLOCKS: [__m512i; 3] = {
-            let mut blocks = [[0u8; 64]; 3];
-            let mut j = 0;
-            while j < 3 {
-                let mut i = 0;
-                while i < 64 {
-                    let o = 64 * j + i;
-                    blocks[j][i] = (o / 3 * 4 + o % 3 - 64 * j) as u8;
-                    i += 1;
-                }
-                j += 1;
-            }
-            // SAFETY: 64 bytes are a valid `__m512i`.
-            unsafe { std::mem::transmute::<[[u8; 64]; 3], [__m512i; 3]>(blocks) }
-        };
         let pixels = (row.len() / 4).min(out.len() / 3);
         let mut x = 0;
         while x + 64 <= pixels {
@@ -2810,7 +2812,7 @@ mod avx512 {
             unsafe {
                 let (src, dst) = (row.as_ptr().add(4 * x), out.as_mut_ptr().add(3 * x));
                 let v: [__m512i; 4] = std::array::from_fn(|i| _mm512_loadu_si512(src.add(64 * i).cast()));
-                for (j, index) in BLOCKS.into_iter().enumerate() {
+                for (j, index) in RGBX_RGB.into_iter().enumerate() {
                     _mm512_storeu_si512(
                         dst.add(64 * j).cast(),
                         _mm512_permutex2var_epi8(v[j], index, v[j + 1]),
@@ -2819,7 +2821,7 @@ mod avx512 {
             }
             x += 64;
         }
-        let index = BLOCKS[0];
+        let index = RGBX_RGB[0];
         for x in (x..pixels).step_by(16) {
             let n = (pixels - x).min(16);
             // SAFETY: the masks read the 4n bytes of pixels x..x + n from `row` and write
@@ -3053,6 +3055,29 @@ mod avx512 {
         }
     }
 
+    /// The `2 + FAR` vectors of packed RGB that the RGBX pixels at byte `off` of `run` pack
+    /// to, as [`load64`] would read them from the packed row (zero past its end; the rest
+    /// zero): three RGBX vectors give two, four three, six four.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn packed_rgbx<const FAR: usize>(run: &[u8], off: usize) -> [__m512i; 4] {
+        let zero = _mm512_setzero_si512();
+        // SAFETY: the caller guarantees the CPU features; the loads are masked to `run`.
+        unsafe {
+            let rgbx = |k: usize| load64(run, off + 64 * k);
+            let (a, b, c) = (rgbx(0), rgbx(1), rgbx(2));
+            let pack = |lo, j: usize, hi| _mm512_permutex2var_epi8(lo, RGBX_RGB[j], hi);
+            [
+                pack(a, 0, b),
+                pack(b, 1, c),
+                if FAR > 0 { pack(c, 2, rgbx(3)) } else { zero },
+                if FAR > 1 { pack(rgbx(4), 0, rgbx(5)) } else { zero },
+            ]
+        }
+    }
+
     /// The 64 bytes at `off` of `run`, zero past its end.
     ///
     /// # Safety
@@ -3196,11 +3221,13 @@ mod avx512 {
             if let Some((planar, Some(permutes))) = self.planar.as_ref().map(|p| (p, &p.permutes[c - 3])) {
                 // SAFETY (all arms): the caller guarantees the CPU features.
                 unsafe {
-                    match (c == 4, self.split) {
-                        (true, true) => self.planar_n::<4, true>(planar, permutes, src, rows, out),
-                        (true, false) => self.planar_n::<4, false>(planar, permutes, src, rows, out),
-                        (false, true) => self.planar_n::<3, true>(planar, permutes, src, rows, out),
-                        (false, false) => self.planar_n::<3, false>(planar, permutes, src, rows, out),
+                    match (src.channels(), c, self.split) {
+                        (4, 4, true) => self.planar_n::<4, 4, true>(planar, permutes, src, rows, out),
+                        (4, 4, false) => self.planar_n::<4, 4, false>(planar, permutes, src, rows, out),
+                        (4, _, true) => self.planar_n::<4, 3, true>(planar, permutes, src, rows, out),
+                        (4, _, false) => self.planar_n::<4, 3, false>(planar, permutes, src, rows, out),
+                        (_, _, true) => self.planar_n::<3, 3, true>(planar, permutes, src, rows, out),
+                        (_, _, false) => self.planar_n::<3, 3, false>(planar, permutes, src, rows, out),
                     }
                 }
                 return;
@@ -3235,9 +3262,9 @@ mod avx512 {
 
         /// The bytes a pixel [`Horizontal::run`] reads rows of `channels`-byte pixels (RGB
         /// or RGBX) as: 4 where it reads RGBX rows where they are, 3 where it packs them to
-        /// RGB a row at a time (or they are RGB), as the first of its passes that fits them
-        /// needs:
-        /// - the planar pass, where 4-byte pixels are too far apart for its blocks;
+        /// RGB (or they are RGB), as the first of its passes that fits them needs:
+        /// - the planar pass, where 4-byte pixels are too far apart for its blocks (it packs
+        ///   each block's RGBX pixels in registers, see [`Horizontal::packs`]);
         /// - the eight-taps-a-lane pass, with the fewer windows a block (one window before
         ///   two: `SigLIP`'s 12 MP PIL image took 6.95 ms in halves, 4.15 ms packed);
         /// - the four-output blocks, where 3-byte pixels lie near enough for their
@@ -3264,6 +3291,17 @@ mod avx512 {
                 .unwrap_or(channels)
         }
 
+        /// Whether [`Horizontal::run`] packs `channels`-byte rows to RGB a row at a time
+        /// before it resamples them: where [`Horizontal::pixel`] reads them as RGB, except
+        /// in the planar pass, which packs the RGBX pixels of each block in registers as it
+        /// loads them. On a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP PIL image through
+        /// Gemma 3's torchvision processor (4000 -> 896 wide, ten taps) took 6.44-6.58 ms
+        /// packed a row at a time, 5.30-5.51 ms packed in registers (4.87-5.04 ms as an
+        /// array).
+        pub(super) fn packs(&self, channels: usize) -> bool {
+            self.pixel(channels) != channels && self.planar.as_ref().is_none_or(|p| p.permutes[0].is_none())
+        }
+
         /// Test only: the (pixel bytes, tap pairs, split, far vectors) with which
         /// [`Horizontal::run`] takes [`Horizontal::planar`] for `channels`-byte rows, if it does.
         #[cfg(test)]
@@ -3279,7 +3317,7 @@ mod avx512 {
         /// # Safety
         /// As [`Horizontal::run`].
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
-        unsafe fn planar_n<const C: usize, const SPLIT: bool>(
+        unsafe fn planar_n<const IN: usize, const C: usize, const SPLIT: bool>(
             &self,
             planar: &Planar,
             permutes: &[__m512i],
@@ -3290,33 +3328,40 @@ mod avx512 {
             // SAFETY (all arms): the caller guarantees the CPU features.
             unsafe {
                 match (planar.pairs, planar.far[C - 3]) {
-                    (1, 0) => self.planar::<1, C, SPLIT, 0>(planar, permutes, src, rows, out),
-                    (2, 0) => self.planar::<2, C, SPLIT, 0>(planar, permutes, src, rows, out),
-                    (3, 0) => self.planar::<3, C, SPLIT, 0>(planar, permutes, src, rows, out),
-                    (4, 0) => self.planar::<4, C, SPLIT, 0>(planar, permutes, src, rows, out),
-                    (_, 0) => self.planar::<5, C, SPLIT, 0>(planar, permutes, src, rows, out),
-                    (1, 1) => self.planar::<1, C, SPLIT, 1>(planar, permutes, src, rows, out),
-                    (2, 1) => self.planar::<2, C, SPLIT, 1>(planar, permutes, src, rows, out),
-                    (3, 1) => self.planar::<3, C, SPLIT, 1>(planar, permutes, src, rows, out),
-                    (4, 1) => self.planar::<4, C, SPLIT, 1>(planar, permutes, src, rows, out),
-                    (_, 1) => self.planar::<5, C, SPLIT, 1>(planar, permutes, src, rows, out),
-                    (1, _) => self.planar::<1, C, SPLIT, 2>(planar, permutes, src, rows, out),
-                    (2, _) => self.planar::<2, C, SPLIT, 2>(planar, permutes, src, rows, out),
-                    (3, _) => self.planar::<3, C, SPLIT, 2>(planar, permutes, src, rows, out),
-                    (4, _) => self.planar::<4, C, SPLIT, 2>(planar, permutes, src, rows, out),
-                    (_, _) => self.planar::<5, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (1, 0) => self.planar::<1, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (2, 0) => self.planar::<2, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (3, 0) => self.planar::<3, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (4, 0) => self.planar::<4, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (_, 0) => self.planar::<5, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
+                    (1, 1) => self.planar::<1, IN, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (2, 1) => self.planar::<2, IN, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (3, 1) => self.planar::<3, IN, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (4, 1) => self.planar::<4, IN, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (_, 1) => self.planar::<5, IN, C, SPLIT, 1>(planar, permutes, src, rows, out),
+                    (1, _) => self.planar::<1, IN, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (2, _) => self.planar::<2, IN, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (3, _) => self.planar::<3, IN, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (4, _) => self.planar::<4, IN, C, SPLIT, 2>(planar, permutes, src, rows, out),
+                    (_, _) => self.planar::<5, IN, C, SPLIT, 2>(planar, permutes, src, rows, out),
                 }
             }
         }
 
         /// [`Horizontal::run`] with [`Planar`]'s blocks: `P` tap pairs, taps split when
-        /// `SPLIT`, `permutes` those of `C`-byte pixels (RGBX rows packed to RGB first when
-        /// `C` is 3), reading `FAR` vectors of 64 bytes a block past the first two.
+        /// `SPLIT`, rows of `IN`-byte pixels, `permutes` those of `C`-byte pixels (RGBX
+        /// pixels packed to RGB as a block loads them when `IN` is 4 and `C` is 3), reading
+        /// `FAR` vectors of 64 bytes a block past the first two.
         ///
         /// # Safety
         /// As [`Horizontal::run`].
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
-        unsafe fn planar<const P: usize, const C: usize, const SPLIT: bool, const FAR: usize>(
+        unsafe fn planar<
+            const P: usize,
+            const IN: usize,
+            const C: usize,
+            const SPLIT: bool,
+            const FAR: usize,
+        >(
             &self,
             planar: &Planar,
             permutes: &[__m512i],
@@ -3333,24 +3378,25 @@ mod avx512 {
             let span = self.coeffs.input_span();
             for (y, out_row) in rows.zip(out.chunks_exact_mut(out_w * 3)) {
                 // As in `rows`: loads past the row meet zero taps.
-                let (run, next) = packed_row::<C>(src, y, &span, &mut packed);
+                let (run, next) = packed_row::<IN>(src, y, &span, &mut packed);
                 for (b, &first) in planar.starts.iter().enumerate() {
                     next.fetch(b, planar.starts.len());
-                    let at = first * C;
                     // SAFETY: the caller guarantees the CPU features; the loads are masked to
                     // `run`.
-                    let (v, w) = unsafe { (load64(run, at), load64(run, at + 64)) };
-                    // SAFETY: as above.
-                    let x = if FAR > 0 {
-                        unsafe { load64(run, at + 128) }
-                    } else {
-                        zero
-                    };
-                    // SAFETY: as above.
-                    let z = if FAR > 1 {
-                        unsafe { load64(run, at + 192) }
-                    } else {
-                        zero
+                    let [v, w, x, z] = unsafe {
+                        if IN == C {
+                            let at = first * C;
+                            let far = |k: usize| {
+                                if FAR >= k {
+                                    load64(run, at + 64 + 64 * k)
+                                } else {
+                                    zero
+                                }
+                            };
+                            [load64(run, at), load64(run, at + 64), far(1), far(2)]
+                        } else {
+                            packed_rgbx::<FAR>(run, 4 * first)
+                        }
                     };
                     let taps = &planar.taps[b * P * parts..][..P * parts];
                     let permutes = &permutes[b * 3 * P..][..3 * P];
@@ -4076,7 +4122,8 @@ pub(crate) mod tests {
     /// 90 pixels (so up to 256 bytes of RGB or RGBX and past), whole or split taps: the
     /// AVX-512 horizontal pass gives the scalar bytes on packed RGB and RGBX and on rows
     /// each ending at an unreadable page, and its planar blocks run every pixel size, pair
-    /// count, split and reach (128, 192 or 256 bytes).
+    /// count, split and reach (128, 192 or 256 bytes), and RGBX rows packed in registers
+    /// with both whole and split taps.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn planar_blocks_of_every_reach_match_scalar() {
@@ -4085,6 +4132,7 @@ pub(crate) mod tests {
         };
         let mut rng = Rng(0x6a09_e667_f3bc_c908);
         let mut seen = std::collections::BTreeSet::new();
+        let mut packed_rgbx = std::collections::BTreeSet::new();
         for case in 0..3000 {
             let split = case % 2 == 1;
             let precision = if split { 22 } else { 14 };
@@ -4135,6 +4183,7 @@ pub(crate) mod tests {
             scalar.run(&Source::packed(&rgb, 3, (h, in_w)).unwrap(), 0..h, &mut want);
             if let super::Horizontal::Avx512(avx) = &plan {
                 seen.extend([3, 4].into_iter().filter_map(|c| avx.planar_shape(c)));
+                packed_rgbx.extend(avx.planar_shape(4).filter(|&(c, ..)| c == 3));
             }
             each_guarded_layout(&rgb, (h, in_w), &mut rng, |src, c| {
                 let mut got = vec![0; want.len()];
@@ -4152,6 +4201,12 @@ pub(crate) mod tests {
             .filter(|shape| !seen.contains(shape))
             .collect();
         assert!(missing.is_empty(), "planar shapes never run: {missing:?}");
+        for split in [false, true] {
+            assert!(
+                packed_rgbx.iter().any(|&(.., s, _)| s == split),
+                "RGBX rows never packed in registers (split {split}): {packed_rgbx:?}"
+            );
+        }
     }
 
     /// Pillow's filters at the scales whose planar blocks reach past 192 bytes (RGB and
