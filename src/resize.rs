@@ -2976,14 +2976,17 @@ mod avx512 {
             &src.row(y)[span.start * 4..span.end * 4],
             &mut packed[span.start * 3..span.end * 3],
         );
-        (packed, Ahead { row, to_l2: true })
+        (packed, Ahead { row, to_l2 })
     }
 
     /// The source row a horizontal pass reads next, fetched while it resamples the current
-    /// one: into the L1 cache where the pass reads it in place and two rows fill at most
-    /// half of a Zen 4 core's 32 KB, into L2 where they are longer or the row is packed
-    /// first. There the L1 cache would hold the packed row (12 KB for 4032 pixels), the
-    /// RGBX row just packed (16 KB) and the next one (16 KB). On a 2-vCPU Zen 4 EPYC
+    /// one: into the L1 cache where two rows fill at most half of a Zen 4 core's 32 KB,
+    /// into L2 where they are longer. Packed first, 4032 pixels need the packed row (12 KB),
+    /// the RGBX row just packed (16 KB) and the next one (16 KB); 1920 pixels a third of
+    /// that, and they were fetched into L2 too until a 1920x1080 PIL image through the
+    /// torchvision processor of `PaliGemma` 2 (1920 -> 224 wide, 35 taps) took 1.46 ->
+    /// 1.32-1.40 ms with them fetched into L1 (3-round A/B; 1.16-1.22 ms as an array), and
+    /// through PI0's PIL-backend processor 1.40-1.42 -> 1.22-1.36 ms. On a 2-vCPU Zen 4 EPYC
     /// (9-round A/B), a 12 MP PIL image took 15.7 -> 14.8 ms through Llama 4's torchvision
     /// processor and 5.63 -> 5.38 ms through that of `siglip2-base-patch16-naflex` once
     /// packed rows were fetched into L2. Rows read in place, 4032 pixels long, gained as
