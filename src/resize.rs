@@ -30,8 +30,8 @@ use crate::workers;
 /// back to back or one slice per row (Pillow keeps an image over 16 MiB in several blocks).
 ///
 /// The horizontal pass reads RGB and RGBX rows where they are, so a Pillow image costs no
-/// packing copy when its resize starts with that pass; every other pass reads packed RGB
-/// and gets a copy first. torch's float resizes ([`crate::torch_float`]) read every layout
+/// packing copy when its resize starts with that pass, and grey rows too where its AVX-512
+/// planar blocks take the table; every other pass reads packed RGB and gets a copy first. torch's float resizes ([`crate::torch_float`]) read every layout
 /// where it is.
 #[derive(Clone, Copy, Debug)]
 pub struct Source<'a> {
@@ -1075,9 +1075,9 @@ impl Passes {
 
 /// Runs each of `resizes` (its passes and its output, which holds exactly its part) on
 /// `src`, each source row read from memory once for all of them: eight rows at a time,
-/// resampled by each horizontal pass into its band. Grayscale rows, and RGBX rows where
-/// some horizontal pass would pack them, are packed to RGB once into a buffer that stays in
-/// cache, the next eight fetched into L2 by the first pass while it reads these. (Llama 4's
+/// resampled by each horizontal pass into its band. Grayscale rows where some horizontal
+/// pass does not read them in place, and RGBX rows where some would pack them, are packed
+/// to RGB once into a buffer that stays in cache, the next eight fetched into L2 by the first pass while it reads these. (Llama 4's
 /// two resizes of a 12 MP PIL image took 10.75-10.81 ms through its processor at two to
 /// sixteen rows at a time, on a 2-vCPU Zen 4 EPYC; 11.56 ms packed without that fetch.)
 ///
@@ -1210,11 +1210,7 @@ fn horizontal_together(
 ) {
     const ROWS: usize = 8;
     let w = src.size().1;
-    let pack = match src.channels() {
-        3 => false,
-        4 => passes.iter().any(|p| p.horizontal.packs_rgbx()),
-        _ => true,
-    };
+    let pack = passes.iter().any(|p| p.horizontal.packs(src.channels()));
     let part = |top: usize, bottom: usize| Rect {
         top,
         left: 0,
@@ -1324,10 +1320,9 @@ pub(crate) fn separable(
         .flatten();
     let vertical_only = horizontal.is_none() && vertical.is_some();
     // A pasted image is read row by row into its bands, whatever its layout.
-    let packed = if (horizontal_first && (matches!(src.channels(), 3 | 4) || paste.is_some()))
-        || rgbx.is_some()
-        || vertical_only
-    {
+    // The horizontal pass reads RGB and RGBX rows, and grey ones where it does not pack them.
+    let reads_src = src.channels() != 1 || horizontal.as_deref().is_some_and(|plan| !plan.packs(1));
+    let packed = if (horizontal_first && (reads_src || paste.is_some())) || rgbx.is_some() || vertical_only {
         None
     } else {
         Some(src.to_rgb()?)
@@ -1536,13 +1531,15 @@ impl Horizontal {
         }
     }
 
-    /// Whether [`Horizontal::run`] packs RGBX rows to RGB before it resamples them (else it
-    /// reads them where they are).
-    fn packs_rgbx(&self) -> bool {
-        match self {
+    /// Whether [`Horizontal::run`] needs `channels`-byte rows packed to RGB first (RGBX
+    /// rows: where it would pack them a row at a time; grey rows: unless the AVX-512
+    /// planar pass reads them where they are).
+    fn packs(&self, channels: usize) -> bool {
+        match (self, channels) {
+            (_, 3) => false,
             #[cfg(target_arch = "x86_64")]
-            Horizontal::Avx512(plan) => plan.packs(4),
-            _ => false,
+            (Horizontal::Avx512(plan), c) => plan.packs(c),
+            (_, c) => c == 1,
         }
     }
 
@@ -1557,10 +1554,11 @@ impl Horizontal {
         }
     }
 
-    /// Resamples source rows `rows` of `src` (RGB or RGBX) into `out`, which
-    /// holds exactly `rows.len()` output rows of packed RGB.
+    /// Resamples source rows `rows` of `src` (RGB, RGBX, or grey where it does not
+    /// [`Horizontal::packs`] them) into `out`, which holds exactly `rows.len()` output
+    /// rows of packed RGB.
     fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
-        debug_assert!(matches!(src.channels(), 3 | 4));
+        debug_assert!(matches!(src.channels(), 3 | 4) || !self.packs(src.channels()));
         match self {
             Horizontal::Scalar(coeffs) => {
                 let out_stride = coeffs.out_len() * 3;
@@ -2414,6 +2412,17 @@ pub(crate) mod avx2 {
     const WIDE_BYTES: usize = 8 << 20;
 }
 
+/// Test only: the (tap pairs, split, far vectors) with which the AVX-512 horizontal pass
+/// of `coeffs` takes its planar blocks on grey rows, if it does.
+#[cfg(test)]
+pub(crate) fn grey_shape(coeffs: Coeffs) -> Option<(usize, bool, usize)> {
+    match Horizontal::new(Kernel::select(Backend::Avx512).ok()?, coeffs) {
+        #[cfg(target_arch = "x86_64")]
+        Horizontal::Avx512(plan) => plan.grey_shape(),
+        _ => None,
+    }
+}
+
 /// Test only: the (pixel bytes, tap pairs, split, far vectors) with which the AVX-512
 /// horizontal pass of `coeffs` takes its planar blocks on `channels`-byte rows, if it does.
 #[cfg(test)]
@@ -2491,7 +2500,7 @@ mod avx512 {
         /// halves, then the low halves.
         vectors: Vec<__m512i>,
         /// The pass sixteen outputs a block, where the table allows it.
-        planar: Option<Planar>,
+        planar: Option<Box<Planar>>,
         /// The pass one channel a vector and eight taps a lane, where the table allows it.
         octets: Option<Box<Octets>>,
     }
@@ -2649,6 +2658,12 @@ mod avx512 {
     /// bytes, no longer eight taps a lane) 7.9 -> 5.7 ms and its PIL image (packed) 8.3 ->
     /// 6.9 ms; Fuyu's 12 MP PIL image (to 1440 wide, read in place at 256 bytes instead of
     /// packed at 192) lost 2-3%, 7.7 -> 7.9 ms.
+    ///
+    /// Grey rows are read where they are, one permute per pair for the one channel, its
+    /// sums stored as R, G and B: on a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP L PIL
+    /// image took 7.20-7.33 -> 3.96-4.19 ms through Gemma 3's PIL-backend processor and
+    /// 8.30-8.80 -> 4.62-5.08 ms through Llama 3.2 Vision's, where rows were repeated to RGB
+    /// first.
     pub(super) struct Planar {
         /// Tap pairs per output (the most any output has; the rest zero).
         pairs: usize,
@@ -2662,6 +2677,9 @@ mod avx512 {
         /// For 3- and 4-byte pixels, the 64-byte vectors past the first two that some
         /// permute reads a byte of: 0, 1 or 2.
         far: [usize; 2],
+        /// For grey rows, read where they are: per block, per pair, the permute of the one
+        /// channel, and the vectors it reads past the first two.
+        grey: Option<(Vec<__m512i>, usize)>,
         /// Per block, per pair: each output's taps as the pair `madd` multiplies; split
         /// tables hold the high halves, then the low halves.
         taps: Vec<__m512i>,
@@ -2707,11 +2725,13 @@ mod avx512 {
                     }
                 }
             }
-            let mut far = [0; 2];
-            let permutes = [3, 4].map(|c| {
-                let mut permutes = Vec::with_capacity(blocks * 3 * pairs);
+            // The permutes of `c`-byte pixels for their first `channels` channels, and the
+            // vectors past the first two that they read.
+            let build = |c: usize, channels: usize| {
+                let mut far = 0;
+                let mut permutes = Vec::with_capacity(blocks * channels * pairs);
                 for (b, &first) in starts.iter().enumerate() {
-                    for channel in 0..3 {
+                    for channel in 0..channels {
                         for p in 0..pairs {
                             let mut index = [0u8; 64];
                             for j in 0..16 {
@@ -2720,7 +2740,7 @@ mod avx512 {
                                     if 2 * p + t < k.len() {
                                         let at = (start + 2 * p + t - first) * c + channel;
                                         index[4 * j + 2 * t] = u8::try_from(at).ok()?;
-                                        far[c - 3] = far[c - 3].max((at / 64).saturating_sub(1));
+                                        far = far.max((at / 64).saturating_sub(1));
                                     }
                                 }
                             }
@@ -2729,10 +2749,14 @@ mod avx512 {
                         }
                     }
                 }
-                Some(permutes)
-            });
+                Some((permutes, far))
+            };
+            let [rgb, rgbx] = [3, 4].map(|c| build(c, 3));
+            let far = [&rgb, &rgbx].map(|built| built.as_ref().map_or(0, |&(_, far)| far));
+            let permutes = [rgb, rgbx].map(|built| built.map(|(permutes, _)| permutes));
             Some(Planar {
                 pairs,
+                grey: build(1, 1),
                 starts,
                 permutes,
                 far,
@@ -2968,7 +2992,7 @@ mod avx512 {
             }
             _ => (&[][..], false),
         };
-        if C == 4 || c == 3 {
+        if C == c {
             return (src.tail(y), Ahead { row, to_l2 });
         }
         packed.resize(src.size().1 * 3, 0);
@@ -3202,7 +3226,7 @@ mod avx512 {
                 permutes
             });
             Horizontal {
-                planar: Planar::new(&coeffs, split_taps),
+                planar: Planar::new(&coeffs, split_taps).map(Box::new),
                 octets: Octets::new(&coeffs, &starts, split_taps).map(Box::new),
                 coeffs,
                 groups,
@@ -3213,24 +3237,43 @@ mod avx512 {
             }
         }
 
-        /// Resamples source rows `rows` of `src` (RGB or RGBX) into `out` (that many rows of
-        /// packed RGB).
+        /// Resamples source rows `rows` of `src` (RGB, RGBX, or grey where
+        /// [`Horizontal::packs`] says it reads them) into `out` (that many rows of packed
+        /// RGB).
         ///
         /// # Safety
         /// The CPU must support AVX-512F, BW, VL, VBMI and VNNI.
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
+            if src.channels() == 1 {
+                let (planar, (permutes, far)) = self
+                    .planar
+                    .as_ref()
+                    .and_then(|p| Some((p, p.grey.as_ref()?)))
+                    .expect("grey rows only where the planar pass reads them");
+                let (permutes, far) = (&permutes[..], *far);
+                // SAFETY (both arms): the caller guarantees the CPU features.
+                unsafe {
+                    if self.split {
+                        self.planar_n::<1, 1, true>(planar, permutes, far, src, rows, out);
+                    } else {
+                        self.planar_n::<1, 1, false>(planar, permutes, far, src, rows, out);
+                    }
+                }
+                return;
+            }
             let c = self.pixel(src.channels());
             if let Some((planar, Some(permutes))) = self.planar.as_ref().map(|p| (p, &p.permutes[c - 3])) {
+                let far = planar.far[c - 3];
                 // SAFETY (all arms): the caller guarantees the CPU features.
                 unsafe {
                     match (src.channels(), c, self.split) {
-                        (4, 4, true) => self.planar_n::<4, 4, true>(planar, permutes, src, rows, out),
-                        (4, 4, false) => self.planar_n::<4, 4, false>(planar, permutes, src, rows, out),
-                        (4, _, true) => self.planar_n::<4, 3, true>(planar, permutes, src, rows, out),
-                        (4, _, false) => self.planar_n::<4, 3, false>(planar, permutes, src, rows, out),
-                        (_, _, true) => self.planar_n::<3, 3, true>(planar, permutes, src, rows, out),
-                        (_, _, false) => self.planar_n::<3, 3, false>(planar, permutes, src, rows, out),
+                        (4, 4, true) => self.planar_n::<4, 4, true>(planar, permutes, far, src, rows, out),
+                        (4, 4, false) => self.planar_n::<4, 4, false>(planar, permutes, far, src, rows, out),
+                        (4, _, true) => self.planar_n::<4, 3, true>(planar, permutes, far, src, rows, out),
+                        (4, _, false) => self.planar_n::<4, 3, false>(planar, permutes, far, src, rows, out),
+                        (_, _, true) => self.planar_n::<3, 3, true>(planar, permutes, far, src, rows, out),
+                        (_, _, false) => self.planar_n::<3, 3, false>(planar, permutes, far, src, rows, out),
                     }
                 }
                 return;
@@ -3294,15 +3337,29 @@ mod avx512 {
                 .unwrap_or(channels)
         }
 
-        /// Whether [`Horizontal::run`] packs `channels`-byte rows to RGB a row at a time
-        /// before it resamples them: where [`Horizontal::pixel`] reads them as RGB, except
-        /// in the planar pass, which packs the RGBX pixels of each block in registers as it
-        /// loads them. On a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP PIL image through
+        /// Whether [`Horizontal::run`] needs `channels`-byte rows packed to RGB before it
+        /// resamples them: grey rows unless the planar pass fits the table (it reads them
+        /// where they are, one channel for three); RGBX rows where [`Horizontal::pixel`]
+        /// reads them as RGB, except in the planar pass, which packs the RGBX pixels of
+        /// each block in registers as it loads them. On a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP PIL image through
         /// Gemma 3's torchvision processor (4000 -> 896 wide, ten taps) took 6.44-6.58 ms
         /// packed a row at a time, 5.30-5.51 ms packed in registers (4.87-5.04 ms as an
         /// array).
         pub(super) fn packs(&self, channels: usize) -> bool {
-            self.pixel(channels) != channels && self.planar.as_ref().is_none_or(|p| p.permutes[0].is_none())
+            let planar = self.planar.as_ref();
+            if channels == 1 {
+                return planar.is_none_or(|p| p.grey.is_none());
+            }
+            self.pixel(channels) != channels && planar.is_none_or(|p| p.permutes[0].is_none())
+        }
+
+        /// Test only: the (tap pairs, split, far vectors) with which [`Horizontal::run`]
+        /// takes [`Horizontal::planar`] for grey rows, if it does.
+        #[cfg(test)]
+        pub(super) fn grey_shape(&self) -> Option<(usize, bool, usize)> {
+            let planar = self.planar.as_ref()?;
+            let (_, far) = planar.grey.as_ref()?;
+            Some((planar.pairs, self.split, *far))
         }
 
         /// Test only: the (pixel bytes, tap pairs, split, far vectors) with which
@@ -3315,7 +3372,7 @@ mod avx512 {
             Some((c, planar.pairs, self.split, planar.far[c - 3]))
         }
 
-        /// [`Horizontal::planar`] with its tap pairs unrolled.
+        /// [`Horizontal::planar`] with its tap pairs and `far` vectors unrolled.
         ///
         /// # Safety
         /// As [`Horizontal::run`].
@@ -3324,13 +3381,14 @@ mod avx512 {
             &self,
             planar: &Planar,
             permutes: &[__m512i],
+            far: usize,
             src: &Source<'_>,
             rows: Range<usize>,
             out: &mut [u8],
         ) {
             // SAFETY (all arms): the caller guarantees the CPU features.
             unsafe {
-                match (planar.pairs, planar.far[C - 3]) {
+                match (planar.pairs, far) {
                     (1, 0) => self.planar::<1, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
                     (2, 0) => self.planar::<2, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
                     (3, 0) => self.planar::<3, IN, C, SPLIT, 0>(planar, permutes, src, rows, out),
@@ -3352,8 +3410,9 @@ mod avx512 {
 
         /// [`Horizontal::run`] with [`Planar`]'s blocks: `P` tap pairs, taps split when
         /// `SPLIT`, rows of `IN`-byte pixels, `permutes` those of `C`-byte pixels (RGBX
-        /// pixels packed to RGB as a block loads them when `IN` is 4 and `C` is 3), reading
-        /// `FAR` vectors of 64 bytes a block past the first two.
+        /// pixels packed to RGB as a block loads them when `IN` is 4 and `C` is 3; grey
+        /// pixels, one channel stored as R, G and B, when `C` is 1), reading `FAR` vectors
+        /// of 64 bytes a block past the first two.
         ///
         /// # Safety
         /// As [`Horizontal::run`].
@@ -3377,6 +3436,7 @@ mod avx512 {
             let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
             let zero = _mm512_setzero_si512();
             let out_w = self.coeffs.out_len();
+            let channels = if C == 1 { 1 } else { 3 };
             let mut packed = Vec::new();
             let span = self.coeffs.input_span();
             for (y, out_row) in rows.zip(out.chunks_exact_mut(out_w * 3)) {
@@ -3402,8 +3462,8 @@ mod avx512 {
                         }
                     };
                     let taps = &planar.taps[b * P * parts..][..P * parts];
-                    let permutes = &permutes[b * 3 * P..][..3 * P];
-                    let sums: [__m512i; 3] = std::array::from_fn(|channel| {
+                    let permutes = &permutes[b * channels * P..][..channels * P];
+                    let sum = |channel: usize| {
                         let mut hi = zero;
                         let mut lo = zero;
                         for p in 0..P {
@@ -3437,7 +3497,12 @@ mod avx512 {
                             hi
                         };
                         _mm512_sra_epi32(_mm512_add_epi32(sum, rounding), shift)
-                    });
+                    };
+                    let sums: [__m512i; 3] = if C == 1 {
+                        [sum(0); 3]
+                    } else {
+                        std::array::from_fn(sum)
+                    };
                     // Saturating packs clamp to 0..=255 as `clip8` does.
                     let v = _mm512_packus_epi16(
                         _mm512_packs_epi32(sums[0], sums[1]),
@@ -4121,12 +4186,42 @@ pub(crate) mod tests {
         }
     }
 
+    /// Random grey rows of `size` through `plan`, where it reads them in place (packed,
+    /// and in rows each ending at an unreadable page): the bytes `scalar` gives their RGB.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn grey_rows_match_scalar(
+        plan: &super::Horizontal,
+        scalar: &super::Horizontal,
+        (h, w): (usize, usize),
+        rng: &mut Rng,
+    ) {
+        if plan.packs(1) {
+            return;
+        }
+        let grey: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+        let rgb: Vec<u8> = grey.iter().flat_map(|&g| [g; 3]).collect();
+        let mut want = vec![0; h * scalar.coeffs().out_len() * 3];
+        scalar.run(&Source::packed(&rgb, 3, (h, w)).unwrap(), 0..h, &mut want);
+        let whole = Guarded::new(&grey);
+        let guarded: Vec<Guarded> = grey.chunks_exact(w).map(Guarded::new).collect();
+        let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
+        for src in [
+            Source::packed(whole.bytes(), 1, (h, w)).unwrap(),
+            Source::rows(&rows, 1, (h, w)).unwrap(),
+        ] {
+            let mut got = vec![0; want.len()];
+            plan.run(&src, 0..h, &mut got);
+            assert_eq!(got, want, "grey rows ({h}, {w})");
+        }
+    }
+
     /// Random tables of 1..=10 taps a window whose sixteen windows a block span up to about
     /// 90 pixels (so up to 256 bytes of RGB or RGBX and past), whole or split taps: the
     /// AVX-512 horizontal pass gives the scalar bytes on packed RGB and RGBX and on rows
     /// each ending at an unreadable page, and its planar blocks run every pixel size, pair
-    /// count, split and reach (128, 192 or 256 bytes), and RGBX rows packed in registers
-    /// with both whole and split taps.
+    /// count, split and reach (128, 192 or 256 bytes), RGBX rows packed in registers with
+    /// both whole and split taps, and grey rows (the bytes of their RGB) with every pair
+    /// count and split.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn planar_blocks_of_every_reach_match_scalar() {
@@ -4136,6 +4231,7 @@ pub(crate) mod tests {
         let mut rng = Rng(0x6a09_e667_f3bc_c908);
         let mut seen = std::collections::BTreeSet::new();
         let mut packed_rgbx = std::collections::BTreeSet::new();
+        let mut greys = std::collections::BTreeSet::new();
         for case in 0..3000 {
             let split = case % 2 == 1;
             let precision = if split { 22 } else { 14 };
@@ -4196,6 +4292,11 @@ pub(crate) mod tests {
                     "case {case} c={c} split={split} windows {windows:?} in {in_w}"
                 );
             });
+            // Grey rows, where the planar pass reads them: the bytes of their RGB.
+            if let super::Horizontal::Avx512(avx) = &plan {
+                greys.extend(avx.grey_shape());
+            }
+            grey_rows_match_scalar(&plan, &scalar, (h, in_w), &mut rng);
         }
         let missing: Vec<_> = [3, 4]
             .into_iter()
@@ -4204,12 +4305,59 @@ pub(crate) mod tests {
             .filter(|shape| !seen.contains(shape))
             .collect();
         assert!(missing.is_empty(), "planar shapes never run: {missing:?}");
+        let missing: Vec<_> = (1..=5)
+            .flat_map(|p| [false, true].map(|s| (p, s, 0)))
+            .filter(|shape| !greys.contains(shape))
+            .collect();
+        assert!(missing.is_empty(), "grey planar shapes never run: {missing:?}");
         for split in [false, true] {
             assert!(
                 packed_rgbx.iter().any(|&(.., s, _)| s == split),
                 "RGBX rows never packed in registers (split {split}): {packed_rgbx:?}"
             );
         }
+    }
+
+    /// Grey images resized by Pillow's filters of up to ten taps, down to 1/9 (box) and up
+    /// to 4x, read in place by the planar blocks (one vector past the first two at the
+    /// widest), packed and in rows each ending at an unreadable page: the bytes of their RGB
+    /// on the scalar backend.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn grey_rows_in_planar_blocks_match_scalar() {
+        if Kernel::select(Backend::Avx512).is_err() {
+            return;
+        }
+        let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+        let mut fars = std::collections::BTreeSet::new();
+        for case in 0..300 {
+            let filter = [Filter::Box, Filter::Bilinear, Filter::Hamming, Filter::Bicubic][case % 4];
+            let (h, w) = (1 + rng.below(4), 20 + rng.below(900));
+            // Eighths of the width: 1/9 to 4x.
+            let w2 = (w * (1 + rng.below(32)) / 72).max(1);
+            let h2 = 1 + rng.below(4);
+            let (support, weight) = filter.convolution().unwrap();
+            let Some((.., far)) = super::grey_shape(Coeffs::new(w, w2, support, weight).unwrap()) else {
+                continue;
+            };
+            fars.insert(far);
+            let grey: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+            let rgb: Vec<u8> = grey.iter().flat_map(|&g| [g; 3]).collect();
+            let mut want = vec![0; h2 * w2 * 3];
+            resize_rgb_with(&rgb, (h, w), &mut want, (h2, w2), filter, Backend::Scalar).unwrap();
+            let whole = Guarded::new(&grey);
+            let guarded: Vec<Guarded> = grey.chunks_exact(w).map(Guarded::new).collect();
+            let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
+            for src in [
+                Source::packed(whole.bytes(), 1, (h, w)).unwrap(),
+                Source::rows(&rows, 1, (h, w)).unwrap(),
+            ] {
+                let mut got = vec![0; want.len()];
+                resize_source_with(src, &mut got, (h2, w2), filter, Backend::Avx512).unwrap();
+                assert_eq!(got, want, "{filter:?} ({h}, {w}) -> ({h2}, {w2})");
+            }
+        }
+        assert_eq!(fars, [0, 1].into(), "grey planar reaches");
     }
 
     /// Pillow's filters at the scales whose planar blocks reach past 192 bytes (RGB and

@@ -108,6 +108,22 @@ def test_input_kinds(row: Row, tmp_path: Path) -> None:
     check(row, [str(paths[0]), arrays[1]], pils, Override({}))
 
 
+@pytest.mark.parametrize("row", TABLE, ids=str)
+def test_large_gray_images_equal_their_rgb(row: Row) -> None:
+    """Grey rows are resampled where they are, one channel for three, where the AVX-512
+    planar pass takes the table (mild scales): an image of many bands of rows, as an
+    array and as a PIL image, gives the outputs of its RGB on both backends."""
+    proc = mmfast.ImageProcessor.from_pretrained(
+        row.model_id, **builtin_settings(row.model_id, do_convert_rgb=True)
+    )
+    gray = noise(1100, 1500, 5)[..., 0].copy()
+    rgb = np.repeat(gray[..., None], 3, axis=2)
+    for backend in (None, "torchvision") if row.torchvision else (None,):
+        want = proc(rgb, backend=backend)
+        assert_same_outputs(proc(gray, backend=backend), want)
+        assert_same_outputs(proc(Image.fromarray(gray), backend=backend), want)
+
+
 SIZES = st.tuples(st.integers(1, 900), st.integers(1, 900))
 
 
