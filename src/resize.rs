@@ -2412,10 +2412,10 @@ pub(crate) mod avx2 {
     const WIDE_BYTES: usize = 8 << 20;
 }
 
-/// Test only: the (tap pairs, split, far vectors) with which the AVX-512 horizontal pass
-/// of `coeffs` takes its planar blocks on grey rows, if it does.
+/// Test only: the pass with which the AVX-512 horizontal pass of `coeffs` reads grey rows
+/// in place, if it does (see `avx512::Horizontal::grey_shape`).
 #[cfg(test)]
-pub(crate) fn grey_shape(coeffs: Coeffs) -> Option<(usize, bool, usize)> {
+pub(crate) fn grey_shape(coeffs: Coeffs) -> Option<(&'static str, usize, bool, usize)> {
     match Horizontal::new(Kernel::select(Backend::Avx512).ok()?, coeffs) {
         #[cfg(target_arch = "x86_64")]
         Horizontal::Avx512(plan) => plan.grey_shape(),
@@ -2524,6 +2524,11 @@ mod avx512 {
     /// image through UDOP's torchvision processor took 0.88 -> 0.735 ms (0.695 ms as an
     /// array), through its PIL-backend processor 1.15 -> 0.99 ms, read in place instead of
     /// packed.
+    ///
+    /// Grey rows are read where they are, one permute per group for the one channel, its
+    /// sums stored as R, G and B: on a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP L PIL
+    /// image took 8.09-9.98 -> 4.00-4.13 ms through LLaVA-1.5's PIL-backend processor and
+    /// 9.72-10.23 -> 4.82-6.38 ms through `SigLIP`'s, where rows were repeated to RGB first.
     pub(super) struct Octets {
         /// Groups of eight tap slots per output, enough for the most taps any output has:
         /// the fewest, or more where that brings each block's RGB windows within 128 bytes.
@@ -2535,6 +2540,8 @@ mod avx512 {
         /// the byte permutes that take each output's `width` tap bytes of a channel into its
         /// lane's 16-bit slots (slots past a window read byte 0, against zero taps).
         permutes: [Option<Windows>; 2],
+        /// The same for grey rows, read where they are: one channel.
+        grey: Option<Windows>,
         /// Per block, per group: each output's `width` taps in its lane; split tables hold
         /// the high halves, then the low halves.
         taps: Vec<__m512i>,
@@ -2562,12 +2569,13 @@ mod avx512 {
                 return None;
             }
             let last = |x: usize| x.min(out_w - 1);
-            // The permutes for `c`-byte pixels and `width` taps a group, lanes read from one
-            // window or two.
+            // The permutes for `c`-byte pixels (grey: one channel) and `width` taps a group,
+            // lanes read from one window or two.
             let windows = |c: usize, width: usize, halves: bool| {
-                let mut permutes = Vec::with_capacity(starts.len() / 4 * 6);
+                let channels = if c == 1 { 1 } else { 3 };
+                let mut permutes = Vec::with_capacity(starts.len() / 4 * 2 * channels);
                 for (b, s) in starts.chunks_exact(4).enumerate() {
-                    for channel in 0..3 {
+                    for channel in 0..channels {
                         for first in (0..4).step_by(if halves { 2 } else { 4 }) {
                             let mut index = [0u8; 64];
                             for j in first..first + if halves { 2 } else { 4 } {
@@ -2602,9 +2610,10 @@ mod avx512 {
                 .find(|&groups| windows(3, most.div_ceil(groups), false).is_some())
                 .unwrap_or(fewest);
             let width = most.div_ceil(groups);
-            let permutes = [3, 4]
-                .map(|c| windows(c, width, false).or_else(|| windows(c, width, true).filter(|_| split_taps)));
-            if permutes.iter().all(Option::is_none) {
+            let fitting =
+                |c| windows(c, width, false).or_else(|| windows(c, width, true).filter(|_| split_taps));
+            let (permutes, grey) = ([3, 4].map(fitting), fitting(1));
+            if permutes.iter().chain([&grey]).all(Option::is_none) {
                 return None;
             }
             let parts: &[fn(i32) -> i16] = if split_taps {
@@ -2631,6 +2640,7 @@ mod avx512 {
                 groups,
                 width,
                 permutes,
+                grey,
                 taps,
             })
         }
@@ -3246,18 +3256,31 @@ mod avx512 {
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
         pub(super) unsafe fn run(&self, src: &Source<'_>, rows: Range<usize>, out: &mut [u8]) {
             if src.channels() == 1 {
-                let (planar, (permutes, far)) = self
-                    .planar
+                if let Some((planar, (permutes, far))) =
+                    self.planar.as_ref().and_then(|p| Some((p, p.grey.as_ref()?)))
+                {
+                    let (permutes, far) = (&permutes[..], *far);
+                    // SAFETY (both arms): the caller guarantees the CPU features.
+                    unsafe {
+                        if self.split {
+                            self.planar_n::<1, 1, true>(planar, permutes, far, src, rows, out);
+                        } else {
+                            self.planar_n::<1, 1, false>(planar, permutes, far, src, rows, out);
+                        }
+                    }
+                    return;
+                }
+                let (octets, windows) = self
+                    .octets
                     .as_ref()
-                    .and_then(|p| Some((p, p.grey.as_ref()?)))
-                    .expect("grey rows only where the planar pass reads them");
-                let (permutes, far) = (&permutes[..], *far);
+                    .and_then(|o| Some((o, o.grey.as_ref()?)))
+                    .expect("grey rows only where the planar or eight-taps-a-lane pass reads them");
                 // SAFETY (both arms): the caller guarantees the CPU features.
                 unsafe {
                     if self.split {
-                        self.planar_n::<1, 1, true>(planar, permutes, far, src, rows, out);
+                        self.octets_n::<1, true>(octets, windows, src, rows, out);
                     } else {
-                        self.planar_n::<1, 1, false>(planar, permutes, far, src, rows, out);
+                        self.octets_n::<1, false>(octets, windows, src, rows, out);
                     }
                 }
                 return;
@@ -3338,8 +3361,8 @@ mod avx512 {
         }
 
         /// Whether [`Horizontal::run`] needs `channels`-byte rows packed to RGB before it
-        /// resamples them: grey rows unless the planar pass fits the table (it reads them
-        /// where they are, one channel for three); RGBX rows where [`Horizontal::pixel`]
+        /// resamples them: grey rows unless the planar or eight-taps-a-lane pass fits the
+        /// table (they read them where they are, one channel for three); RGBX rows where [`Horizontal::pixel`]
         /// reads them as RGB, except in the planar pass, which packs the RGBX pixels of
         /// each block in registers as it loads them. On a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP PIL image through
         /// Gemma 3's torchvision processor (4000 -> 896 wide, ten taps) took 6.44-6.58 ms
@@ -3348,18 +3371,25 @@ mod avx512 {
         pub(super) fn packs(&self, channels: usize) -> bool {
             let planar = self.planar.as_ref();
             if channels == 1 {
-                return planar.is_none_or(|p| p.grey.is_none());
+                return planar.is_none_or(|p| p.grey.is_none())
+                    && self.octets.as_ref().is_none_or(|o| o.grey.is_none());
             }
             self.pixel(channels) != channels && planar.is_none_or(|p| p.permutes[0].is_none())
         }
 
-        /// Test only: the (tap pairs, split, far vectors) with which [`Horizontal::run`]
-        /// takes [`Horizontal::planar`] for grey rows, if it does.
+        /// Test only: the pass with which [`Horizontal::run`] reads grey rows in place, if
+        /// it does: ("planar", tap pairs, split, far vectors) or ("octets", groups, split,
+        /// two windows a block).
         #[cfg(test)]
-        pub(super) fn grey_shape(&self) -> Option<(usize, bool, usize)> {
-            let planar = self.planar.as_ref()?;
-            let (_, far) = planar.grey.as_ref()?;
-            Some((planar.pairs, self.split, *far))
+        pub(super) fn grey_shape(&self) -> Option<(&'static str, usize, bool, usize)> {
+            if let Some(planar) = &self.planar {
+                if let Some((_, far)) = &planar.grey {
+                    return Some(("planar", planar.pairs, self.split, *far));
+                }
+            }
+            let octets = self.octets.as_ref()?;
+            let windows = octets.grey.as_ref()?;
+            Some(("octets", octets.groups, self.split, usize::from(windows.halves)))
         }
 
         /// Test only: the (pixel bytes, tap pairs, split, far vectors) with which
@@ -3712,8 +3742,9 @@ mod avx512 {
 
         /// [`Horizontal::run`] with [`Octets`]' blocks: `G` groups of taps per output
         /// (`octets.groups` when `G` is 0), taps split when `SPLIT`, `permutes` those of
-        /// `C`-byte pixels (RGBX rows packed to RGB first when `C` is 3), two windows a block
-        /// when `HALVES` (see [`Windows`]).
+        /// `C`-byte pixels (RGBX rows packed to RGB first when `C` is 3; grey, one channel
+        /// stored as R, G and B, when `C` is 1), two windows a block when `HALVES` (see
+        /// [`Windows`]).
         ///
         /// # Safety
         /// As [`Horizontal::run`].
@@ -3728,7 +3759,8 @@ mod avx512 {
         ) {
             let groups = if G == 0 { octets.groups } else { G };
             let parts = if SPLIT { 2 } else { 1 };
-            let per_block = if HALVES { 6 } else { 3 };
+            let channels = if C == 1 { 1 } else { 3 };
+            let per_block = if HALVES { 2 * channels } else { channels };
             let rounding = _mm512_set1_epi32(self.coeffs.rounding());
             let shift = _mm_cvtsi32_si128(self.coeffs.precision() as i32);
             let zero = _mm512_setzero_si512();
@@ -3751,7 +3783,7 @@ mod avx512 {
                     } else {
                         (v, w)
                     };
-                    for channel in 0..3 {
+                    for channel in 0..channels {
                         let pairs = if HALVES {
                             _mm512_or_si512(
                                 _mm512_maskz_permutex2var_epi8(HALF_PAIRS[0], v, permutes[2 * channel], w),
@@ -3781,13 +3813,19 @@ mod avx512 {
                         }
                     }
                 }
-                let sums: [__m512i; 3] = std::array::from_fn(|channel| {
+                let sum = |channel: usize| {
                     if SPLIT {
                         _mm512_add_epi32(_mm512_slli_epi32::<{ LO_BITS as u32 }>(hi[channel]), lo[channel])
                     } else {
                         hi[channel]
                     }
-                });
+                };
+                // Grey: its one channel as R, G and B.
+                let sums: [__m512i; 3] = if C == 1 {
+                    [sum(0); 3]
+                } else {
+                    std::array::from_fn(sum)
+                };
                 // Each lane's four partial sums of R, G and B added into its [R, G, B, 0]:
                 // [r0 + r2, g0 + g2, r1 + r3, g1 + g3] and [b0 + b2, 0, b1 + b3, 0], then
                 // their 64-bit halves.
@@ -4294,7 +4332,11 @@ pub(crate) mod tests {
             });
             // Grey rows, where the planar pass reads them: the bytes of their RGB.
             if let super::Horizontal::Avx512(avx) = &plan {
-                greys.extend(avx.grey_shape());
+                greys.extend(
+                    avx.grey_shape()
+                        .filter(|&(pass, ..)| pass == "planar")
+                        .map(|(_, pairs, split, far)| (pairs, split, far)),
+                );
             }
             grey_rows_match_scalar(&plan, &scalar, (h, in_w), &mut rng);
         }
@@ -4318,29 +4360,38 @@ pub(crate) mod tests {
         }
     }
 
-    /// Grey images resized by Pillow's filters of up to ten taps, down to 1/9 (box) and up
-    /// to 4x, read in place by the planar blocks (one vector past the first two at the
-    /// widest), packed and in rows each ending at an unreadable page: the bytes of their RGB
-    /// on the scalar backend.
+    /// Grey images resized by Pillow's filters from 1/40 to 4x, read in place by the planar
+    /// blocks (up to ten taps; one vector past the first two at the widest) or eight taps a
+    /// lane (one window a block or two), packed and in rows each ending at an unreadable
+    /// page: the bytes of their RGB on the scalar backend.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn grey_rows_in_planar_blocks_match_scalar() {
+    fn grey_rows_read_in_place_match_scalar() {
         if Kernel::select(Backend::Avx512).is_err() {
             return;
         }
         let mut rng = Rng(0x3c6e_f372_fe94_f82b);
-        let mut fars = std::collections::BTreeSet::new();
-        for case in 0..300 {
-            let filter = [Filter::Box, Filter::Bilinear, Filter::Hamming, Filter::Bicubic][case % 4];
+        let mut seen = std::collections::BTreeSet::new();
+        for case in 0..600 {
+            let filter = Filter::ALL[case % Filter::ALL.len()];
             let (h, w) = (1 + rng.below(4), 20 + rng.below(900));
-            // Eighths of the width: 1/9 to 4x.
-            let w2 = (w * (1 + rng.below(32)) / 72).max(1);
+            // Scales 1/9 to 4x in eighths (box windows reach past 128 bytes near 1/9), or 1/40
+            // to 4x.
+            let w2 = if (case / Filter::ALL.len()).is_multiple_of(2) {
+                w * (1 + rng.below(32)) / 72
+            } else {
+                w * (8 + rng.below(1273)) / 320
+            }
+            .max(1);
             let h2 = 1 + rng.below(4);
-            let (support, weight) = filter.convolution().unwrap();
-            let Some((.., far)) = super::grey_shape(Coeffs::new(w, w2, support, weight).unwrap()) else {
+            let Some((support, weight)) = filter.convolution() else {
                 continue;
             };
-            fars.insert(far);
+            let Some((pass, .., reach)) = super::grey_shape(Coeffs::new(w, w2, support, weight).unwrap())
+            else {
+                continue;
+            };
+            seen.insert((pass, reach));
             let grey: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
             let rgb: Vec<u8> = grey.iter().flat_map(|&g| [g; 3]).collect();
             let mut want = vec![0; h2 * w2 * 3];
@@ -4357,7 +4408,8 @@ pub(crate) mod tests {
                 assert_eq!(got, want, "{filter:?} ({h}, {w}) -> ({h2}, {w2})");
             }
         }
-        assert_eq!(fars, [0, 1].into(), "grey planar reaches");
+        let every = [("octets", 0), ("octets", 1), ("planar", 0), ("planar", 1)];
+        assert_eq!(seen, every.into(), "grey passes and their reaches");
     }
 
     /// Pillow's filters at the scales whose planar blocks reach past 192 bytes (RGB and
