@@ -886,6 +886,7 @@ def test_bench_modes_section_times_each_mode_on_both_backends(capsys):
     modes = {
         "RGBA opaque",
         "RGBA 1/3 translucent",
+        "L",
         "LA 1/3 translucent",
         "P",
         "P transparent index",

@@ -719,13 +719,14 @@ MODES_MODEL = "llava-hf/llava-1.5-7b-hf"
 def mode_images(size: tuple[int, int]) -> Iterator[tuple[str, Image.Image]]:
     """The photo of ``size`` in the modes :func:`mode_rows` times, labelled: RGBA opaque
     (alpha 255 throughout, as in most screenshots) and with its top third fading through
-    every alpha, its green band as L with that alpha, a palette of 256 colours, the same
-    with one index transparent, and CMYK."""
+    every alpha, its green band as L (a scan) and as L with that alpha, a palette of 256
+    colours, the same with one index transparent, and CMYK."""
     photo = synthetic_photo(*size)
     alpha = np.full((*size, 1), 255, np.uint8)
     yield "RGBA opaque", Image.fromarray(np.concatenate([photo, alpha], axis=2))
     alpha[: size[0] // 3] = (np.arange(size[1]) % 256)[None, :, None]
     yield "RGBA 1/3 translucent", Image.fromarray(np.concatenate([photo, alpha], axis=2))
+    yield "L", Image.fromarray(photo[..., 1])
     grey_alpha = np.concatenate([photo[..., 1:2], alpha], axis=2)
     yield "LA 1/3 translucent", Image.frombytes("LA", size[::-1], grey_alpha.tobytes())
     palette = Image.fromarray(photo).convert("P", palette=Image.Palette.ADAPTIVE)
