@@ -4216,12 +4216,19 @@ pub(crate) mod tests {
             .flat_map(|p| [p[0], p[1], p[2], rng.below(256) as u8])
             .collect();
         for (c, pixels) in [(3, rgb), (4, &rgbx[..])] {
-            let guarded: Vec<Guarded> = pixels.chunks_exact(w * c).map(Guarded::new).collect();
-            let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
-            let whole = Guarded::new(pixels);
-            check(Source::packed(whole.bytes(), c, (h, w)).unwrap(), c);
-            check(Source::rows(&rows, c, (h, w)).unwrap(), c);
+            guarded_layouts(pixels, c, (h, w), |src| check(src, c));
         }
+    }
+
+    /// `pixels` (rows of width `w`, `c` bytes a pixel) back to back and one row a slice,
+    /// each ending at an unreadable page.
+    #[cfg(target_os = "linux")]
+    fn guarded_layouts(pixels: &[u8], c: usize, (h, w): (usize, usize), mut check: impl FnMut(Source<'_>)) {
+        let guarded: Vec<Guarded> = pixels.chunks_exact(w * c).map(Guarded::new).collect();
+        let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
+        let whole = Guarded::new(pixels);
+        check(Source::packed(whole.bytes(), c, (h, w)).unwrap());
+        check(Source::rows(&rows, c, (h, w)).unwrap());
     }
 
     /// Random grey rows of `size` through `plan`, where it reads them in place (packed,
@@ -4240,17 +4247,11 @@ pub(crate) mod tests {
         let rgb: Vec<u8> = grey.iter().flat_map(|&g| [g; 3]).collect();
         let mut want = vec![0; h * scalar.coeffs().out_len() * 3];
         scalar.run(&Source::packed(&rgb, 3, (h, w)).unwrap(), 0..h, &mut want);
-        let whole = Guarded::new(&grey);
-        let guarded: Vec<Guarded> = grey.chunks_exact(w).map(Guarded::new).collect();
-        let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
-        for src in [
-            Source::packed(whole.bytes(), 1, (h, w)).unwrap(),
-            Source::rows(&rows, 1, (h, w)).unwrap(),
-        ] {
+        guarded_layouts(&grey, 1, (h, w), |src| {
             let mut got = vec![0; want.len()];
             plan.run(&src, 0..h, &mut got);
             assert_eq!(got, want, "grey rows ({h}, {w})");
-        }
+        });
     }
 
     /// Random tables of 1..=10 taps a window whose sixteen windows a block span up to about
@@ -4396,17 +4397,11 @@ pub(crate) mod tests {
             let rgb: Vec<u8> = grey.iter().flat_map(|&g| [g; 3]).collect();
             let mut want = vec![0; h2 * w2 * 3];
             resize_rgb_with(&rgb, (h, w), &mut want, (h2, w2), filter, Backend::Scalar).unwrap();
-            let whole = Guarded::new(&grey);
-            let guarded: Vec<Guarded> = grey.chunks_exact(w).map(Guarded::new).collect();
-            let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
-            for src in [
-                Source::packed(whole.bytes(), 1, (h, w)).unwrap(),
-                Source::rows(&rows, 1, (h, w)).unwrap(),
-            ] {
+            guarded_layouts(&grey, 1, (h, w), |src| {
                 let mut got = vec![0; want.len()];
                 resize_source_with(src, &mut got, (h2, w2), filter, Backend::Avx512).unwrap();
                 assert_eq!(got, want, "{filter:?} ({h}, {w}) -> ({h2}, {w2})");
-            }
+            });
         }
         let every = [("octets", 0), ("octets", 1), ("planar", 0), ("planar", 1)];
         assert_eq!(seen, every.into(), "grey passes and their reaches");
