@@ -31,7 +31,8 @@ use crate::workers;
 ///
 /// The horizontal pass reads RGB and RGBX rows where they are, so a Pillow image costs no
 /// packing copy when its resize starts with that pass, and grey rows too where its AVX-512
-/// planar blocks take the table; every other pass reads packed RGB and gets a copy first. torch's float resizes ([`crate::torch_float`]) read every layout
+/// planar or eight-taps-a-lane blocks take the table; every other pass reads packed RGB
+/// and gets a copy first. torch's float resizes ([`crate::torch_float`]) read every layout
 /// where it is.
 #[derive(Clone, Copy, Debug)]
 pub struct Source<'a> {
@@ -1077,9 +1078,10 @@ impl Passes {
 /// `src`, each source row read from memory once for all of them: eight rows at a time,
 /// resampled by each horizontal pass into its band. Grayscale rows where some horizontal
 /// pass does not read them in place, and RGBX rows where some would pack them, are packed
-/// to RGB once into a buffer that stays in cache, the next eight fetched into L2 by the first pass while it reads these. (Llama 4's
-/// two resizes of a 12 MP PIL image took 10.75-10.81 ms through its processor at two to
-/// sixteen rows at a time, on a 2-vCPU Zen 4 EPYC; 11.56 ms packed without that fetch.)
+/// to RGB once into a buffer that stays in cache, the next eight fetched into L2 by the
+/// first pass while it reads these. (Llama 4's two resizes of a 12 MP PIL image took
+/// 10.75-10.81 ms through its processor at two to sixteen rows at a time, on a 2-vCPU Zen 4
+/// EPYC; 11.56 ms packed without that fetch.)
 ///
 /// On one thread, each vertical pass reads its band back a strip of output rows at a time,
 /// while the rows are still in L2 (as [`horizontal_then_vertical`] does for one resize); a
@@ -1533,7 +1535,7 @@ impl Horizontal {
 
     /// Whether [`Horizontal::run`] needs `channels`-byte rows packed to RGB first (RGBX
     /// rows: where it would pack them a row at a time; grey rows: unless the AVX-512
-    /// planar pass reads them where they are).
+    /// planar or eight-taps-a-lane blocks read them where they are).
     fn packs(&self, channels: usize) -> bool {
         match (self, channels) {
             (_, 3) => false,
@@ -4223,7 +4225,12 @@ pub(crate) mod tests {
     /// `pixels` (rows of width `w`, `c` bytes a pixel) back to back and one row a slice,
     /// each ending at an unreadable page.
     #[cfg(target_os = "linux")]
-    fn guarded_layouts(pixels: &[u8], c: usize, (h, w): (usize, usize), mut check: impl FnMut(Source<'_>)) {
+    pub(crate) fn guarded_layouts(
+        pixels: &[u8],
+        c: usize,
+        (h, w): (usize, usize),
+        mut check: impl FnMut(Source<'_>),
+    ) {
         let guarded: Vec<Guarded> = pixels.chunks_exact(w * c).map(Guarded::new).collect();
         let rows: Vec<&[u8]> = guarded.iter().map(Guarded::bytes).collect();
         let whole = Guarded::new(pixels);

@@ -756,16 +756,21 @@ mod tests {
     }
 
     /// torchvision's tables at the scales whose planar blocks reach past 192 bytes (RGB and
-    /// RGBX, packed and in rows each ending at an unreadable page): the scalar bytes.
+    /// RGBX, packed and in rows each ending at an unreadable page): the scalar bytes. Grey
+    /// rows, read in place, up to 17x narrower without antialiasing (windows of 2 or 4
+    /// taps reaching past 192 bytes): the bytes of their RGB.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn windows_past_192_bytes_match_scalar() {
-        use crate::resize::tests::each_guarded_layout;
+        use crate::resize::tests::{each_guarded_layout, guarded_layouts};
         if Kernel::select(Backend::Avx512).is_err() {
             return;
         }
         let mut rng = Rng(0x3c6e_f372_fe94_f82b);
-        let mut seen = std::collections::BTreeSet::new();
+        let (mut seen, mut greys) = (
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+        );
         for case in 0..400 {
             let (mode, aa) = MODES[case % MODES.len()];
             let (h, w) = (1 + rng.below(4), 100 + rng.below(600));
@@ -786,7 +791,23 @@ mod tests {
                 resize_torch_source_with(src, &mut got, (h2, w2), mode, aa, Backend::Avx512).unwrap();
                 assert_eq!(got, want, "{mode:?} aa={aa} c={c} ({h}, {w}) -> ({h2}, {w2})");
             });
+            let w2 = (w * 8 / (16 + rng.below(if aa { 33 } else { 121 }))).max(1);
+            let coeffs = axis_coeffs("dst_size", w, w2, mode, aa).unwrap();
+            greys.extend(crate::resize::grey_shape(coeffs).map(|(pass, .., reach)| (pass, reach)));
+            let grey: Vec<u8> = (0..h * w).map(|_| rng.below(256) as u8).collect();
+            let rgb: Vec<u8> = grey.iter().flat_map(|&g| [g; 3]).collect();
+            let mut want = vec![0; h2 * w2 * 3];
+            resize_torch_rgb_with(&rgb, (h, w), &mut want, (h2, w2), mode, aa, Backend::Scalar).unwrap();
+            guarded_layouts(&grey, 1, (h, w), |src| {
+                let mut got = vec![0; want.len()];
+                resize_torch_source_with(src, &mut got, (h2, w2), mode, aa, Backend::Avx512).unwrap();
+                assert_eq!(got, want, "grey {mode:?} aa={aa} ({h}, {w}) -> ({h2}, {w2})");
+            });
         }
+        assert!(
+            greys.contains(&("planar", 2)),
+            "no grey planar blocks past 192 bytes: {greys:?}"
+        );
         for c in [3, 4] {
             assert!(
                 seen.iter()
