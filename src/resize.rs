@@ -3018,7 +3018,7 @@ mod avx512 {
     /// The source row a horizontal pass reads next, fetched while it resamples the current
     /// one: into the L1 cache where two rows fill at most half of a Zen 4 core's 32 KB,
     /// into L2 where they are longer. Packed first, 4032 pixels need the packed row (12 KB),
-    /// the RGBX row just packed (16 KB) and the next one (16 KB); 1920 pixels a third of
+    /// the RGBX row just packed (16 KB) and the next one (16 KB); 1920 pixels under half
     /// that, and they were fetched into L2 too until a 1920x1080 PIL image through the
     /// torchvision processor of `PaliGemma` 2 (1920 -> 224 wide, 35 taps) took 1.46 ->
     /// 1.32-1.40 ms with them fetched into L1 (3-round A/B; 1.16-1.22 ms as an array), and
@@ -3364,12 +3364,12 @@ mod avx512 {
 
         /// Whether [`Horizontal::run`] needs `channels`-byte rows packed to RGB before it
         /// resamples them: grey rows unless the planar or eight-taps-a-lane pass fits the
-        /// table (they read them where they are, one channel for three); RGBX rows where [`Horizontal::pixel`]
-        /// reads them as RGB, except in the planar pass, which packs the RGBX pixels of
-        /// each block in registers as it loads them. On a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP PIL image through
-        /// Gemma 3's torchvision processor (4000 -> 896 wide, ten taps) took 6.44-6.58 ms
-        /// packed a row at a time, 5.30-5.51 ms packed in registers (4.87-5.04 ms as an
-        /// array).
+        /// table (they read them where they are, one channel for three); RGBX rows where
+        /// [`Horizontal::pixel`] reads them as RGB, except in the planar pass, which packs
+        /// the RGBX pixels of each block in registers as it loads them. On a 2-vCPU Zen 4
+        /// EPYC (2-round A/B), a 12 MP PIL image through Gemma 3's torchvision processor
+        /// (4000 -> 896 wide, ten taps) took 6.44-6.58 ms packed a row at a time, 5.30-5.51
+        /// ms packed in registers (4.87-5.04 ms as an array).
         pub(super) fn packs(&self, channels: usize) -> bool {
             let planar = self.planar.as_ref();
             if channels == 1 {
