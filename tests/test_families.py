@@ -111,8 +111,8 @@ def test_input_kinds(row: Row, tmp_path: Path) -> None:
 @pytest.mark.parametrize("row", TABLE, ids=str)
 def test_large_gray_images_equal_their_rgb(row: Row) -> None:
     """Grey rows are resampled where they are, one channel for three, where the AVX-512
-    planar pass takes the table (mild scales): an image of many bands of rows, as an
-    array and as a PIL image, gives the outputs of its RGB on both backends."""
+    planar or eight-taps-a-lane blocks take the tables: an image of many bands of rows, as
+    an array and as a PIL image, gives the outputs of its RGB on both backends."""
     proc = mmfast.ImageProcessor.from_pretrained(
         row.model_id, **builtin_settings(row.model_id, do_convert_rgb=True)
     )
