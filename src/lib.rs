@@ -1309,13 +1309,14 @@ mod _native {
         // A pooled buffer holds old values: zero what no job writes (HF's zero padding).
         let gaps = pipeline::unwritten(images, jobs, norms.len(), len)?;
         let (mut out, zeroed) = alloc::output::<T>("shape", len)?;
+        let memory = alloc::Memory::of(size_of_val(&out[..]), zeroed);
         detach(py, || {
             if !zeroed {
                 for gap in gaps {
                     out[gap].fill(T::zeroed());
                 }
             }
-            pipeline::run_batch(images, jobs, &norms, &mut out, threads.0, threads.1)
+            pipeline::run_batch(images, jobs, &norms, &mut out, memory, threads.0, threads.1)
         })??;
         into_output(py, out, shape)
     }

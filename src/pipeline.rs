@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
-use crate::alloc::{recycle, scratch, Buffer};
+use crate::alloc::{recycle, scratch, Buffer, Memory};
 use crate::error::{invalid, TransformError};
 pub use crate::image::Pad;
 use crate::image::{pad_rgb, Rect};
@@ -661,11 +661,12 @@ impl Job {
         origin: (usize, usize),
         norm: &Normalize<T>,
         dst: &mut [&mut [T]],
+        memory: Memory,
     ) -> Result<(), TransformError> {
         let pixels = frames[0];
         match (&self.layout, dst) {
             (None, _) => Ok(()),
-            (Some(Layout::Patches(p)), [dst]) => normalize_to_patches(frames, size, *p, norm, dst),
+            (Some(Layout::Patches(p)), [dst]) => normalize_to_patches(frames, size, *p, norm, dst, memory),
             (Some(Layout::Windows(windows)), [dst]) => {
                 let moved: Vec<Window> = windows
                     .iter()
@@ -716,9 +717,9 @@ enum Pixels {
     Pasted(Option<usize>, Pad),
 }
 
-/// Runs `jobs` on `images` into `dst`, on at most `threads` threads of the process's
-/// worker pool (built with `pool_threads` threads if this is the first parallel call; see
-/// [`crate::workers`]).
+/// Runs `jobs` on `images` into `dst`, whose lines are where `memory` says, on at most
+/// `threads` threads of the process's worker pool (built with `pool_threads` threads if this
+/// is the first parallel call; see [`crate::workers`]).
 ///
 /// Each job writes its own ranges of `dst` (see [`Job::segments`]), disjoint from every
 /// other job's, with the values of table `norms[job.table]`; values no job writes are left
@@ -734,6 +735,7 @@ pub fn run_batch<T: Element>(
     jobs: &[Job],
     norms: &[Normalize<T>],
     dst: &mut [T],
+    memory: Memory,
     threads: usize,
     pool_threads: usize,
 ) -> Result<(), TransformError> {
@@ -770,7 +772,7 @@ pub fn run_batch<T: Element>(
         let taken = tasks[g].lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some((image, group)) = taken {
             *results[g].lock().unwrap_or_else(PoisonError::into_inner) =
-                run_image(images, image, jobs, group, norms);
+                run_image(images, image, jobs, group, norms, memory);
         }
     });
     results
@@ -916,6 +918,7 @@ fn run_image<T: Element>(
     jobs: &[Job],
     group: Vec<(usize, Vec<&mut [T]>)>,
     norms: &[Normalize<T>],
+    memory: Memory,
 ) -> Result<(), TransformError> {
     let image = &images[index];
     let input = image.source()?;
@@ -926,14 +929,14 @@ fn run_image<T: Element>(
     let mut together = prepare_together(input, jobs, &group, &read_later)?;
     let mut group = group.into_iter().peekable();
     while let Some((j, mut slot)) = group.next() {
-        let job = &jobs[j];
+        let (job, norm) = (&jobs[j], &norms[jobs[j].table]);
         if let (true, Some(pad)) = (pasted.contains(&j), job.pad) {
             pixels.insert(j, Pixels::Pasted(job.source, pad));
             continue;
         }
         if !read_later.contains(&j) {
             let src = source_of(&pixels, input, job.source)?;
-            if write_in_place(job, (input, image.size), src, &norms[job.table], &mut slot)? {
+            if write_in_place(job, (input, image.size), src, norm, &mut slot, memory)? {
                 continue;
             }
         }
@@ -975,7 +978,7 @@ fn run_image<T: Element>(
                 Some(Layout::Patches(_) | Layout::Windows(_) | Layout::Canvas { .. })
             );
         if in_place {
-            write_input(job, input, &norms[job.table], &mut slot)?;
+            write_input(job, input, norm, &mut slot, memory)?;
         } else if !slot.is_empty() {
             if prepared.is_none() && reads_input(&pixels, job.source) && rgb.is_none() {
                 rgb = Some(input.to_rgb()?);
@@ -998,9 +1001,9 @@ fn run_image<T: Element>(
                 origin == (0, 0) && streamed(crops) && job.pairs_with(&jobs[*k], size, &read_later, *k)
             };
             if let Some((k, mut crops)) = group.next_if(pairs) {
-                job.write_with_windows(first, size, &norms[job.table], &mut slot, &jobs[k], &mut crops)?;
+                job.write_with_windows(first, size, norm, &mut slot, &jobs[k], &mut crops)?;
             } else {
-                job.write(&frames, size, origin, &norms[job.table], &mut slot)?;
+                job.write(&frames, size, origin, norm, &mut slot, memory)?;
             }
             others.into_iter().for_each(recycle_rgb);
         }
@@ -1031,12 +1034,13 @@ fn write_input<T: Element>(
     input: Source<'_>,
     norm: &Normalize<T>,
     slot: &mut [&mut [T]],
+    memory: Memory,
 ) -> Result<(), TransformError> {
     match (&job.layout, slot) {
         (Some(Layout::Canvas { row, plane }), [dst]) => {
             normalize_into_canvas(input, norm, (*row, *plane), dst)
         }
-        (Some(Layout::Patches(p)), [dst]) => normalize_source_to_patches(input, None, *p, norm, dst),
+        (Some(Layout::Patches(p)), [dst]) => normalize_source_to_patches(input, None, *p, norm, dst, memory),
         (Some(Layout::Windows(windows)), [dst]) => crop_windows(input, windows, norm, dst),
         (_, dst) => Err(invalid("out", "one output range", dst.len())),
     }
@@ -1166,9 +1170,10 @@ fn write_in_place<T: Element>(
     src: Option<Source<'_>>,
     norm: &Normalize<T>,
     slot: &mut [&mut [T]],
+    memory: Memory,
 ) -> Result<bool, TransformError> {
     if let [dst] = slot {
-        if write_pasted(job, input, size, norm, dst)? {
+        if write_pasted(job, input, size, norm, dst, memory)? {
             return Ok(true);
         }
     }
@@ -1197,9 +1202,10 @@ fn write_pasted<T: Element>(
     size: (usize, usize),
     norm: &Normalize<T>,
     dst: &mut [T],
+    memory: Memory,
 ) -> Result<bool, TransformError> {
     if let Some((pad, p)) = job.pasted_patches(size) {
-        normalize_source_to_patches(src, Some(pad), p, norm, dst)?;
+        normalize_source_to_patches(src, Some(pad), p, norm, dst, memory)?;
     } else if let Some((pad, window)) = job.pasted_window(size) {
         let fill = std::array::from_fn(|c| norm.tables()[c][usize::from(pad.fill[c])]);
         crop_windows(src, &[window], &norm.clone().with_outside(fill), dst)?;
@@ -1348,7 +1354,16 @@ mod tests {
     }
 
     /// The worker pool the tests' process builds.
-    const POOL: usize = 4;
+    /// [`run_batch`] into used memory (large outputs streamed) on a pool of 4 threads.
+    fn batch<T: Element>(
+        images: &[Image<'_>],
+        jobs: &[Job],
+        norms: &[Normalize<T>],
+        dst: &mut [T],
+        threads: usize,
+    ) -> Result<(), TransformError> {
+        run_batch(images, jobs, norms, dst, Memory::Used, threads, 4)
+    }
 
     const PATCHES: Patches = Patches {
         patch_size: 2,
@@ -1365,7 +1380,7 @@ mod tests {
             .0
             .unwrap_or_else(|| (src.to_vec(), size));
         let mut out = vec![f32::NAN; output_len(job, psize)];
-        job.write(&[&pixels], psize, (0, 0), norm, &mut [&mut out[..]])
+        job.write(&[&pixels], psize, (0, 0), norm, &mut [&mut out[..]], Memory::Used)
             .unwrap();
         out
     }
@@ -1410,41 +1425,31 @@ mod tests {
             .collect();
         for threads in [1, 2, 3, 8] {
             let mut out = vec![f32::NAN; offset];
-            run_batch(
-                &images,
-                &jobs,
-                std::slice::from_ref(&norm),
-                &mut out,
-                threads,
-                POOL,
-            )
-            .unwrap();
+            batch(&images, &jobs, std::slice::from_ref(&norm), &mut out, threads).unwrap();
             assert_eq!(out, serial, "threads={threads}");
         }
         // Outputs must fit and must not overlap; a gap is left as it was.
-        assert!(run_batch(
+        assert!(batch(
             &images,
             &jobs,
             std::slice::from_ref(&norm),
             &mut vec![0f32; offset - 1],
-            2,
-            POOL
+            2
         )
         .is_err());
         let mut gapped = jobs.clone();
         gapped[3].offset += 5;
         let mut out = vec![7f32; offset + 5];
-        run_batch(&images, &gapped, std::slice::from_ref(&norm), &mut out, 2, POOL).unwrap();
+        batch(&images, &gapped, std::slice::from_ref(&norm), &mut out, 2).unwrap();
         assert_eq!(out[jobs[3].offset..jobs[3].offset + 5], [7.0; 5]);
         assert_eq!(out[jobs[3].offset + 5..], serial[jobs[3].offset..]);
         gapped[3].offset = jobs[3].offset - 1;
-        assert!(run_batch(
+        assert!(batch(
             &images,
             &gapped,
             std::slice::from_ref(&norm),
             &mut vec![0f32; offset],
-            2,
-            POOL
+            2
         )
         .is_err());
     }
@@ -1466,7 +1471,7 @@ mod tests {
             size: (20, 30),
         };
         let mut out = vec![f32::NAN; want.len()];
-        run_batch(&[image], &[job], std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+        batch(&[image], &[job], std::slice::from_ref(&norm), &mut out, 1).unwrap();
         assert!(out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
@@ -1547,7 +1552,7 @@ mod tests {
                         size,
                     };
                     let mut out = vec![f32::NAN; want.len()];
-                    run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+                    batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, 1).unwrap();
                     assert!(
                         out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
                         "{size:?} on {canvas:?}, {channels} channels, crops {crops}"
@@ -1595,7 +1600,7 @@ mod tests {
                 };
                 let mut out = vec![f32::NAN; want.len()];
                 let jobs = std::slice::from_ref(&padding);
-                run_batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+                batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1).unwrap();
                 assert_eq!(out, want, "at {at:?}, {channels} channels");
             }
         }
@@ -1665,39 +1670,29 @@ mod tests {
         want.extend(alone(&padded, (32, 20), &third, &norm));
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
-            run_batch(
-                &[image],
-                &jobs,
-                std::slice::from_ref(&norm),
-                &mut out,
-                threads,
-                POOL,
-            )
-            .unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, threads).unwrap();
             assert_eq!(out, want);
         }
         // A source must be an earlier job of the same image.
         let mut bad = jobs.clone();
         bad[1].source = Some(2);
-        assert!(run_batch(
+        assert!(batch(
             &[image],
             &bad,
             std::slice::from_ref(&norm),
             &mut vec![0f32; want.len()],
-            1,
-            POOL
+            1
         )
         .is_err());
         // A crop must lie inside its source.
         bad = jobs.clone();
         bad[0].crop = Some(Rect { top: 20, ..rect });
-        assert!(run_batch(
+        assert!(batch(
             &[image],
             &bad,
             std::slice::from_ref(&norm),
             &mut vec![0f32; want.len()],
-            1,
-            POOL
+            1
         )
         .is_err());
     }
@@ -1742,16 +1737,15 @@ mod tests {
             ..PATCHES
         };
         let mut want = vec![0f32; output_len(&video, (8, 12))];
-        normalize_to_patches(&refs, (8, 12), p, &norm, &mut want).unwrap();
+        normalize_to_patches(&refs, (8, 12), p, &norm, &mut want, Memory::Used).unwrap();
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
-            run_batch(
+            batch(
                 &images,
                 std::slice::from_ref(&video),
                 std::slice::from_ref(&norm),
                 &mut out,
                 threads,
-                POOL,
             )
             .unwrap();
             assert_eq!(out, want);
@@ -1761,13 +1755,12 @@ mod tests {
             frames: vec![1],
             ..video.clone()
         };
-        assert!(run_batch(
+        assert!(batch(
             &images,
             &[wrong],
             std::slice::from_ref(&norm),
             &mut vec![0f32; want.len()],
-            1,
-            POOL
+            1
         )
         .is_err());
     }
@@ -1791,8 +1784,8 @@ mod tests {
             let jobs = [job(0, resize, Layout::Windows(vec![window(0, 0, h, w)]), 0)];
             let mut one = vec![0f32; 3 * h * w];
             let mut four = vec![0f32; 3 * h * w];
-            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut one, 1, POOL).unwrap();
-            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut four, 4, POOL).unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&norm), &mut one, 1).unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&norm), &mut four, 4).unwrap();
             assert_eq!(one, four, "{resize:?}");
         }
     }
@@ -1822,8 +1815,8 @@ mod tests {
             let len = output_len(&jobs[0], (h, w));
             let mut one = vec![f32::NAN; len];
             let mut four = vec![f32::NAN; len];
-            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut one, 1, POOL).unwrap();
-            run_batch(&[image], &jobs, std::slice::from_ref(&norm), &mut four, 4, POOL).unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&norm), &mut one, 1).unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&norm), &mut four, 4).unwrap();
             assert_eq!(one, alone(&src, (700, 504), &jobs[0], &norm), "{resize:?}");
             assert_eq!(one, four, "{resize:?}");
         }
@@ -1865,7 +1858,7 @@ mod tests {
             });
             let len = jobs.iter().zip(sizes).map(|(j, size)| output_len(j, size)).sum();
             let mut out = vec![0f32; len];
-            run_batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1, POOL).unwrap();
+            batch(&[image], jobs, std::slice::from_ref(&norm), &mut out, 1).unwrap();
             out
         };
         let want = run(&rgb, None, 3);
@@ -1981,7 +1974,7 @@ mod tests {
         }];
         let mut outs = [1, 2].map(|threads| {
             let mut out = vec![FILL; len];
-            run_batch(&[image], &one_job, &norms(), &mut out, threads, POOL).unwrap();
+            batch(&[image], &one_job, &norms(), &mut out, threads).unwrap();
             out
         });
         assert_eq!(outs[0], outs[1]);
@@ -2041,26 +2034,17 @@ mod tests {
         let jobs = [canvas_job, global, tiles];
         for threads in [1, 2] {
             let mut out = vec![f32::NAN; want.len()];
-            run_batch(
-                &[image],
-                &jobs,
-                std::slice::from_ref(&norm),
-                &mut out,
-                threads,
-                POOL,
-            )
-            .unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&norm), &mut out, threads).unwrap();
             assert_eq!(out, want);
         }
         // The float layout computes values: tables of bits or pixels cannot give them.
         let bits = Normalize::from_tables([[0u16; 256]; 3]);
-        let err = run_batch(
+        let err = batch(
             &[image],
             &jobs,
             std::slice::from_ref(&bits),
             &mut vec![0u16; want.len()],
             1,
-            POOL,
         )
         .unwrap_err();
         assert!(err.to_string().starts_with("tables"), "{err}");
@@ -2107,15 +2091,7 @@ mod tests {
             )
             .unwrap();
             let mut out = vec![0u8; want.len()];
-            run_batch(
-                &[image],
-                &jobs,
-                std::slice::from_ref(&identity),
-                &mut out,
-                2,
-                POOL,
-            )
-            .unwrap();
+            batch(&[image], &jobs, std::slice::from_ref(&identity), &mut out, 2).unwrap();
             // Patch rows of 20x20 windows: compare the first patch's first line.
             assert_eq!(out[..60], want[..60]);
             assert_eq!(out[60..120], want[100 * 3..100 * 3 + 60]);
@@ -2220,7 +2196,7 @@ mod tests {
         let first = job(0, Resize::Keep, pair.clone(), 0);
         let second = job(0, Resize::Keep, pair.clone(), run);
         let mut both = vec![0f32; 3 * p * 2 * run];
-        run_batch(&[image], &[first.clone(), second], &norms(), &mut both, 2, POOL).unwrap();
+        batch(&[image], &[first.clone(), second], &norms(), &mut both, 2).unwrap();
         let mut alone = vec![0f32; 3 * p * run];
         let single = job(
             0,
@@ -2231,24 +2207,16 @@ mod tests {
             },
             0,
         );
-        run_batch(
-            &[image],
-            std::slice::from_ref(&single),
-            &norms(),
-            &mut alone,
-            1,
-            POOL,
-        )
-        .unwrap();
+        batch(&[image], std::slice::from_ref(&single), &norms(), &mut alone, 1).unwrap();
         for (row, values) in both.chunks_exact(2 * run).zip(alone.chunks_exact(run)) {
             assert_eq!(row, [values, values].concat());
         }
         // Overlapping strips, a missing table, a canvas too small.
         let clash = job(0, Resize::Keep, pair, run - 1);
-        assert!(run_batch(&[image], &[first, clash], &norms(), &mut both, 1, POOL).is_err());
+        assert!(batch(&[image], &[first, clash], &norms(), &mut both, 1).is_err());
         let bad_table = Job { table: 2, ..single };
-        assert!(run_batch(&[image], &[bad_table], &norms(), &mut alone, 1, POOL).is_err());
+        assert!(batch(&[image], &[bad_table], &norms(), &mut alone, 1).is_err());
         let small = job(0, Resize::Keep, Layout::Canvas { row: 7, plane: 140 }, 0);
-        assert!(run_batch(&[image], &[small], &norms(), &mut vec![0f32; 420], 1, POOL).is_err());
+        assert!(batch(&[image], &[small], &norms(), &mut vec![0f32; 420], 1).is_err());
     }
 }

@@ -22,7 +22,8 @@ use std::arch::x86_64::{
 
 /// Outputs smaller than this are written with ordinary stores: they are fresh zeroed
 /// allocations (see [`crate::alloc::output`]), whose lines the zeroing has just brought into
-/// the cache. Larger ones come from the pool of freed outputs, where streaming wins: at
+/// the cache. Larger ones mostly come from the pool of freed outputs, where streaming wins
+/// (fresh ones whose lines are in the cache are not streamed: see [`crate::alloc::Memory`]): at
 /// 640x480, Hy4's 3.7 MB output took 0.62 -> 0.51 ms a call and Qwen3-VL's 1.2 MB at 224x224
 /// 0.36 -> 0.29 ms, while streaming Qwen2.5-VL's 0.9 MB (zeroed) output at 168x224 took
 /// 0.18 -> 0.34 ms. On a 2-vCPU Zen 5 EPYC (32 MB L3), ordinary stores win only while the

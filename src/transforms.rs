@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::affine::Affine;
+use crate::alloc::Memory;
 use crate::error::{invalid, TransformError};
 use crate::image::Pad;
 use crate::lookup::Lookup;
@@ -786,6 +787,9 @@ impl Patches {
 /// without the intermediate CHW tensor (only one band of `patch_size * merge_size`
 /// normalised rows per frame, or a part of its columns, is held at a time).
 ///
+/// A large output is streamed to memory where `memory` is [`Memory::Used`], and written
+/// with ordinary stores into [`Memory::Fresh`] memory, whose lines are in the cache.
+///
 /// # Errors
 /// Sides that are not multiples of `patch_size * merge_size`, a frame count other than 1 or
 /// `temporal_patch_size`, or lengths that do not match.
@@ -795,6 +799,7 @@ pub fn normalize_to_patches<T: bytemuck::Pod + Send + Sync>(
     patches: Patches,
     norm: &Normalize<T>,
     dst: &mut [T],
+    memory: Memory,
 ) -> Result<(), TransformError> {
     for frame in frames {
         check_image(frame, size)?;
@@ -832,6 +837,7 @@ pub fn normalize_to_patches<T: bytemuck::Pod + Send + Sync>(
         patches,
         norm,
         dst,
+        memory,
         direct,
         |f, rows, cols, r, g, b| {
             if cols.len() == w {
@@ -869,6 +875,7 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
     patches: Patches,
     norm: &Normalize<T>,
     dst: &mut [T],
+    memory: Memory,
 ) -> Result<(), TransformError> {
     let (ih, iw) = src.size();
     let Pad {
@@ -895,60 +902,71 @@ pub fn normalize_source_to_patches<T: bytemuck::Pod + Send + Sync>(
     let frames = [src];
     let direct = ((ih, iw) == (h, w)).then_some(&frames[..]);
     let channels = src.channels();
-    patches_by_band(1, (h, w), patches, norm, dst, direct, |_, rows, cols, r, g, b| {
-        // Columns that are the image's whole rows, in rows back to back: one run.
-        if cols == (left..left + iw) && inside.contains(&rows.start) && rows.end <= inside.end {
-            if let Some(run) = src.run_of(rows.start - top..rows.end - top) {
-                norm.run_pixels(run, channels, r, g, b);
-                return;
-            }
-        }
-        // The image's columns inside these, counted from the first of these.
-        let (from, to) = (
-            left.clamp(cols.start, cols.end) - cols.start,
-            (left + iw).clamp(cols.start, cols.end) - cols.start,
-        );
-        let lines = r
-            .chunks_exact_mut(cols.len())
-            .zip(g.chunks_exact_mut(cols.len()))
-            .zip(b.chunks_exact_mut(cols.len()));
-        for (y, ((r, g), b)) in rows.zip(lines) {
-            let mut planes = [r, g, b];
-            if inside.contains(&y) {
-                for (plane, value) in planes.iter_mut().zip(margin) {
-                    plane[..from].fill(value);
-                    plane[to..].fill(value);
-                }
-                if from < to {
-                    let [r, g, b] = planes.map(|plane| &mut plane[from..to]);
-                    let x = cols.start + from - left;
-                    let row = &src.row(y - top)[channels * x..channels * (x + to - from)];
-                    norm.run_pixels(row, channels, r, g, b);
-                }
-            } else {
-                for (plane, value) in planes.iter_mut().zip(margin) {
-                    plane.fill(value);
+    patches_by_band(
+        1,
+        (h, w),
+        patches,
+        norm,
+        dst,
+        memory,
+        direct,
+        |_, rows, cols, r, g, b| {
+            // Columns that are the image's whole rows, in rows back to back: one run.
+            if cols == (left..left + iw) && inside.contains(&rows.start) && rows.end <= inside.end {
+                if let Some(run) = src.run_of(rows.start - top..rows.end - top) {
+                    norm.run_pixels(run, channels, r, g, b);
+                    return;
                 }
             }
-        }
-    })
+            // The image's columns inside these, counted from the first of these.
+            let (from, to) = (
+                left.clamp(cols.start, cols.end) - cols.start,
+                (left + iw).clamp(cols.start, cols.end) - cols.start,
+            );
+            let lines = r
+                .chunks_exact_mut(cols.len())
+                .zip(g.chunks_exact_mut(cols.len()))
+                .zip(b.chunks_exact_mut(cols.len()));
+            for (y, ((r, g), b)) in rows.zip(lines) {
+                let mut planes = [r, g, b];
+                if inside.contains(&y) {
+                    for (plane, value) in planes.iter_mut().zip(margin) {
+                        plane[..from].fill(value);
+                        plane[to..].fill(value);
+                    }
+                    if from < to {
+                        let [r, g, b] = planes.map(|plane| &mut plane[from..to]);
+                        let x = cols.start + from - left;
+                        let row = &src.row(y - top)[channels * x..channels * (x + to - from)];
+                        norm.run_pixels(row, channels, r, g, b);
+                    }
+                } else {
+                    for (plane, value) in planes.iter_mut().zip(margin) {
+                        plane.fill(value);
+                    }
+                }
+            }
+        },
+    )
 }
 
 /// The band loop of [`normalize_to_patches`] for `frames` frames of `size` (its checks done
 /// by the caller): `fill(frame, rows, cols, r, g, b)` normalises columns `cols` of image
 /// rows `rows` of a frame into three planes of `rows.len() * cols.len()` values. `direct`,
 /// when given, holds the frames themselves, which [`stream_rows`] reads where they are RGB
-/// or RGBX.
+/// or RGBX. `memory` is where `dst`'s lines are (see [`normalize_to_patches`]).
 ///
 /// Inside a team the bands are split among its members (see [`by_bands`]), each with a
 /// scratch of its own: a 12 MP image that needs no resize is written on every thread of the
 /// call, not on one.
+#[allow(clippy::too_many_arguments)]
 fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
     frames: usize,
     (h, w): (usize, usize),
     patches: Patches,
     norm: &Normalize<T>,
     dst: &mut [T],
+    memory: Memory,
     direct: Option<&[Source<'_>]>,
     fill: impl Fn(usize, Range<usize>, Range<usize>, &mut [T], &mut [T], &mut [T]) + Sync,
 ) -> Result<(), TransformError> {
@@ -967,16 +985,17 @@ fn patches_by_band<T: bytemuck::Pod + Send + Sync>(
     let band_out = (gw / m) * m * m * row_len;
     // A large output written once and read by the model, not by this process, in lines of
     // 14 or 16 4-byte values (the patch sizes models use): streamed, through AVX-512 where
-    // the CPU has it, else (into 16-byte aligned memory) a line or two at a time.
+    // the CPU has it, else (into 16-byte aligned memory) a line or two at a time. Not into
+    // fresh memory, whose lines the zeroing brings into the cache (see `Memory::of`).
     #[cfg(target_arch = "x86_64")]
-    let large = size_of::<T>() == 4 && size_of_val(dst) >= stream::STREAM_MIN_BYTES;
+    let large = size_of::<T>() == 4 && memory == Memory::Used && size_of_val(dst) >= stream::STREAM_MIN_BYTES;
     #[cfg(target_arch = "x86_64")]
     let streamed = large && matches!(p, 14 | 16) && stream::detected();
     #[cfg(target_arch = "x86_64")]
     let lines_streamed =
         large && !streamed && matches!(p, 14 | 16) && (dst.as_ptr() as usize).is_multiple_of(16);
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = direct;
+    let _ = (direct, memory);
     #[cfg(target_arch = "x86_64")]
     let lookup = norm.lookup.as_ref().filter(|_| {
         streamed && p == 16 && direct.is_some_and(|d| d.iter().all(|f| matches!(f.channels(), 3 | 4)))
@@ -1612,7 +1631,8 @@ mod tests {
                         pad_rgb(packed, canvas, at, pad.fill, &mut pasted).unwrap();
                         let want = naive_patches(&[&pasted], canvas, p, norm);
                         let mut got = vec![f32::NAN; want.len()];
-                        normalize_source_to_patches(source, Some(pad), p, norm, &mut got).unwrap();
+                        normalize_source_to_patches(source, Some(pad), p, norm, &mut got, Memory::Used)
+                            .unwrap();
                         assert_eq!(got, want, "{p:?} c={c} on {canvas:?} at {at:?}");
                     }
                     let outside = Pad {
@@ -1621,7 +1641,8 @@ mod tests {
                         fill: [0; 3],
                     };
                     let err =
-                        normalize_source_to_patches(source, Some(outside), p, norm, &mut []).unwrap_err();
+                        normalize_source_to_patches(source, Some(outside), p, norm, &mut [], Memory::Used)
+                            .unwrap_err();
                     assert!(err.to_string().contains("pad"), "{err}");
                 }
             }
@@ -1657,7 +1678,7 @@ mod tests {
                 for refs in [&refs[..1], &refs[..]] {
                     let want = naive_patches(refs, (h, w), p, norm);
                     let mut got = vec![f32::NAN; want.len()];
-                    normalize_to_patches(refs, (h, w), p, norm, &mut got).unwrap();
+                    normalize_to_patches(refs, (h, w), p, norm, &mut got, Memory::Used).unwrap();
                     assert!(got == want, "{p:?} {h}x{w}, {} frames", refs.len());
                 }
                 for (ih, iw) in [(h - 14, 500), (h, 168)] {
@@ -1682,7 +1703,15 @@ mod tests {
                                 Source::rows(&rows, c, (ih, iw)).unwrap(),
                             ] {
                                 let mut got = vec![f32::NAN; want.len()];
-                                normalize_source_to_patches(source, Some(pad), p, norm, &mut got).unwrap();
+                                normalize_source_to_patches(
+                                    source,
+                                    Some(pad),
+                                    p,
+                                    norm,
+                                    &mut got,
+                                    Memory::Used,
+                                )
+                                .unwrap();
                                 assert!(got == want, "{p:?} {h}x{w}, {ih}x{iw} at {left}, c={c}");
                             }
                         }
@@ -1838,21 +1867,26 @@ mod tests {
 
     #[test]
     fn large_patches_are_streamed_in_order() {
-        // Outputs of at least STREAM_MIN_BYTES are streamed where the CPU has AVX-512F, and
-        // lines of 14 or 16 values into 16-byte aligned outputs elsewhere (the ordinary copies
-        // otherwise): Qwen2.5-VL's and Qwen3-VL's sizes for a 640x480 image, a two-frame
-        // clip, and outputs starting at several 4-byte offsets of a cache line (the
-        // buffer's start is 16-byte aligned, as glibc aligns every allocation). With
-        // AVX-512 VBMI, 16-pixel patches are looked up from the frames' rows instead.
+        // Outputs of at least STREAM_MIN_BYTES in used memory are streamed where the CPU has
+        // AVX-512F, and lines of 14 or 16 values into 16-byte aligned outputs elsewhere; in
+        // fresh memory, and below that size, they are copied with ordinary stores. Qwen2.5-VL's
+        // and Qwen3-VL's sizes for a 640x480 image, a two-frame clip, and outputs starting at
+        // several 4-byte offsets of a cache line (the buffer's start is 16-byte aligned, as
+        // glibc aligns every allocation). With AVX-512 VBMI, streamed 16-pixel patches are
+        // looked up from the frames' rows instead.
         let norm = Normalize::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0).unwrap();
-        for (p, (h, w), frames, offset) in [
+        let cases = [
             (14, (476, 644), 1, 0),
             (16, (480, 640), 2, 3),
             (16, (448, 640), 1, 15),
             (16, (480, 640), 1, 0),
             (16, (448, 640), 2, 4),
             (14, (476, 644), 2, 8),
-        ] {
+        ];
+        for ((p, (h, w), frames, offset), memory) in cases
+            .into_iter()
+            .flat_map(|case| [(case, Memory::Used), (case, Memory::Fresh)])
+        {
             let p = Patches {
                 patch_size: p,
                 temporal_patch_size: 2,
@@ -1868,9 +1902,9 @@ mod tests {
             let sources: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
             let mut buffer = vec![f32::NAN; len + 32];
             let dst = &mut buffer[offset..offset + len];
-            normalize_to_patches(&sources, (h, w), p, &norm, dst).unwrap();
+            normalize_to_patches(&sources, (h, w), p, &norm, dst, memory).unwrap();
             let want = naive_patches(&sources, (h, w), p, &norm);
-            assert!(*dst == want[..], "{p:?} {h}x{w} offset {offset}");
+            assert!(*dst == want[..], "{p:?} {h}x{w} offset {offset}, {memory:?}");
             if frames == 1 {
                 // Read in place: packed RGB, and Pillow's RGBX rows (each running to the end
                 // of its block), which 16-pixel patches look up straight into the output.
@@ -1884,11 +1918,11 @@ mod tests {
                     Source::rows(&rows, 4, (h, w)).unwrap(),
                 ] {
                     dst.fill(f32::NAN);
-                    normalize_source_to_patches(source, None, p, &norm, dst).unwrap();
+                    normalize_source_to_patches(source, None, p, &norm, dst, memory).unwrap();
                     let c = source.channels();
                     assert!(
                         *dst == want[..],
-                        "{p:?} {h}x{w} offset {offset}, {c} bytes a pixel"
+                        "{p:?} {h}x{w} offset {offset}, {c} bytes a pixel, {memory:?}"
                     );
                 }
             }
@@ -1958,7 +1992,7 @@ mod tests {
         ] {
             let src = pattern(h * w * 3);
             let mut dst = vec![f32::NAN; (h / p.patch_size) * (w / p.patch_size) * p.row_len().unwrap()];
-            normalize_to_patches(&[&src], (h, w), p, norm, &mut dst).unwrap();
+            normalize_to_patches(&[&src], (h, w), p, norm, &mut dst, Memory::Used).unwrap();
             assert_eq!(dst, naive_patches(&[&src], (h, w), p, norm), "{p:?} {h}x{w}");
             // Read in place: RGBX (random X bytes), grayscale, and rows one by one.
             let rgbx: Vec<u8> = src
@@ -1976,7 +2010,7 @@ mod tests {
                     Source::rows(&rows, c, (h, w)).unwrap(),
                 ] {
                     let mut got = vec![f32::NAN; want.len()];
-                    normalize_source_to_patches(source, None, p, norm, &mut got).unwrap();
+                    normalize_source_to_patches(source, None, p, norm, &mut got, Memory::Used).unwrap();
                     assert_eq!(got, want, "{p:?} {h}x{w} c={c}");
                 }
             }
@@ -1985,7 +2019,7 @@ mod tests {
                 .map(|i| pattern(h * w * 3 + 7 * i)[7 * i..].to_vec())
                 .collect();
             let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-            normalize_to_patches(&refs, (h, w), p, norm, &mut dst).unwrap();
+            normalize_to_patches(&refs, (h, w), p, norm, &mut dst, Memory::Used).unwrap();
             assert_eq!(dst, naive_patches(&refs, (h, w), p, norm), "{p:?} {h}x{w} video");
         }
         let p = Patches {
@@ -1994,7 +2028,8 @@ mod tests {
             merge_size: 2,
             time_major: false,
         };
-        let err = normalize_to_patches(&[&pattern(27 * 28 * 3)], (27, 28), p, norm, &mut []).unwrap_err();
+        let err = normalize_to_patches(&[&pattern(27 * 28 * 3)], (27, 28), p, norm, &mut [], Memory::Used)
+            .unwrap_err();
         assert!(err.to_string().starts_with("size"));
     }
 
@@ -2142,7 +2177,8 @@ mod tests {
         assert!(patches(huge, 1).row_len().is_err());
         let src = pattern(4 * 4 * 3);
         for (p, m) in [(huge, huge), (1 << 33, 1 << 33)] {
-            let err = normalize_to_patches(&[&src], (4, 4), patches(p, m), &norm, &mut []).unwrap_err();
+            let err = normalize_to_patches(&[&src], (4, 4), patches(p, m), &norm, &mut [], Memory::Used)
+                .unwrap_err();
             assert!(
                 matches!(err, TransformError::Overflow { arg: "patches", .. }),
                 "{err}"

@@ -13,6 +13,7 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use mmfast::alloc::Memory;
 use mmfast::transforms::{
     crop_and_normalize, deinterleave_rgb_to_planes, normalize_to_patches, pad_and_normalize_to_tensor,
     Normalize, Patches, Window,
@@ -313,7 +314,7 @@ fuzz_target!(|input: Input| {
             let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
             let len = (size.0 / p.patch_size) * (size.1 / p.patch_size) * p.row_len().unwrap();
             let mut dst = vec![f32::NAN; len];
-            let r = normalize_to_patches(&refs, size, p, &norm, &mut dst);
+            let r = normalize_to_patches(&refs, size, p, &norm, &mut dst, Memory::Used);
             let ok = size.0 > 0 && size.1 > 0 && size.0 % unit == 0 && size.1 % unit == 0;
             assert_eq!(r.is_ok(), ok, "{p:?} {size:?}: {r:?}");
             if ok {
@@ -332,7 +333,7 @@ fuzz_target!(|input: Input| {
             };
             // Any destination length up to a small bound: only panics matter here.
             let mut dst = vec![f32::NAN; usize::from(delta.unsigned_abs()) * 12];
-            let _ = normalize_to_patches(&[&src], (h, w), p, &norm, &mut dst);
+            let _ = normalize_to_patches(&[&src], (h, w), p, &norm, &mut dst, Memory::Used);
         }
     }
 });

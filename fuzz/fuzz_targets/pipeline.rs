@@ -29,6 +29,7 @@
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use mmfast::alloc::Memory;
 use mmfast::error::TransformError;
 use mmfast::image::{crop_rgb, pad_rgb, to_rgb_oriented, Orientation, Rect};
 use mmfast::pipeline::{run_batch, Image, Job, Layout, Pad, Resize};
@@ -588,7 +589,7 @@ fn reference(
                 }
                 let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
                 if len > 0 {
-                    normalize_to_patches(&refs, size, *p, norm, dst)?;
+                    normalize_to_patches(&refs, size, *p, norm, dst, Memory::Used)?;
                 }
             }
             Layout::Resized {
@@ -624,10 +625,19 @@ fuzz_target!(|plan: Plan| {
     let norms = tables();
     let sentinel = f32::from_bits(SENTINEL);
     let mut out = vec![sentinel; plan.out_len];
-    let result = run_batch(&images, &plan.jobs, &norms, &mut out, plan.threads, 3);
+    let result = run_batch(
+        &images,
+        &plan.jobs,
+        &norms,
+        &mut out,
+        Memory::Fresh,
+        plan.threads,
+        3,
+    );
     if plan.threads > 1 {
+        // On one thread, and writing as into used memory (streamed where large): the same.
         let mut serial = vec![sentinel; plan.out_len];
-        let serial_result = run_batch(&images, &plan.jobs, &norms, &mut serial, 1, 3);
+        let serial_result = run_batch(&images, &plan.jobs, &norms, &mut serial, Memory::Used, 1, 3);
         assert_eq!(
             result.is_ok(),
             serial_result.is_ok(),
