@@ -236,11 +236,13 @@ pub enum Memory {
 impl Memory {
     /// The memory of an output of `bytes` bytes that [`output`] gave, `zeroed` or not.
     ///
-    /// A fresh buffer of less than half the last-level cache was zeroed by `calloc` just
-    /// now and is still in it, or is fresh pages. One larger than glibc's largest mapping
-    /// threshold (32 MB on 64-bit) is always a fresh mapping, each page zeroed by the kernel
-    /// as it is first written, so in cache when written. Between the two, glibc may serve it
-    /// from its heap and zero it with a `memset` that leaves its lines in memory.
+    /// A fresh buffer of less than 16 MiB (half the 32 MB last-level cache of the EPYCs this
+    /// was measured on) was zeroed by `calloc` just now and is still in it, or is fresh
+    /// pages. With glibc's malloc, one larger than its largest mapping threshold (32 MiB on
+    /// 64-bit) is always a fresh mapping, each page zeroed by the kernel as it is first
+    /// written, so in cache when written. Between the two, glibc may serve it from its heap
+    /// and zero it with a `memset` that leaves its lines in memory. (Other allocators and
+    /// caches only change the speed, never the values.)
     ///
     /// On a 2-vCPU Zen 4 EPYC (32 MB L3), fresh outputs (pool of 0 MB, one thread), Qwen3-VL
     /// with ordinary stores against streamed: 0.49 -> 0.40 ms at 640x480 (7.4 MB), 1.37 ->
