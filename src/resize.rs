@@ -2669,7 +2669,8 @@ mod avx512 {
     /// torchvision one; Gemma 3's 12 MP array (bilinear to 896 wide, RGB windows up to 232
     /// bytes, no longer eight taps a lane) 7.9 -> 5.7 ms and its PIL image (packed) 8.3 ->
     /// 6.9 ms; Fuyu's 12 MP PIL image (to 1440 wide, read in place at 256 bytes instead of
-    /// packed at 192) lost 2-3%, 7.7 -> 7.9 ms.
+    /// packed at 192) lost 2-3%, 7.7 -> 7.9 ms. (RGBX windows that reach more vectors than
+    /// RGB ones are now packed in registers instead: see [`Planar::permutes`].)
     ///
     /// Grey rows are read where they are, one permute per pair for the one channel, its
     /// sums stored as R, G and B: on a 2-vCPU Zen 4 EPYC (2-round A/B), a 12 MP L PIL
@@ -2681,10 +2682,18 @@ mod avx512 {
         pairs: usize,
         /// Each block's first tap (a source pixel index).
         starts: Vec<usize>,
-        /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart),
-        /// per block, per channel, per pair: the byte permute that takes each output's two
-        /// tap bytes from the 256 bytes at the block's first tap into its lane's 16-bit
-        /// halves (zero taps past a window read byte 0): each index is a byte's offset.
+        /// For 3- and 4-byte pixels (`None` where some block's windows lie further apart,
+        /// and for 4-byte pixels where they reach more vectors past the first two than
+        /// 3-byte ones), per block, per channel, per pair: the byte permute that takes each
+        /// output's two tap bytes from the 256 bytes at the block's first tap into its lane's
+        /// 16-bit halves (zero taps past a window read byte 0): each index is a byte's offset.
+        ///
+        /// RGBX rows are then read as RGB, packed a block at a time in registers, which costs
+        /// less than permutes over one more vector. On a 2-vCPU Zen 4 EPYC, in the 63 cells
+        /// of `mmfast bench`'s models (PIL images) where RGBX pixels reach more vectors, a
+        /// call took a median 0.95x as long (0.84x-1.04x, 3-7 interleaved rounds): e.g.
+        /// Video-LLaVA at 640x480 0.258 -> 0.218 ms, Gemma 3 at 1920x1080 1.652 -> 1.561 ms
+        /// and Hunyuan OCR at 12 MP 14.97 -> 13.38 ms (PIL backend).
         permutes: [Option<Vec<__m512i>>; 2],
         /// For 3- and 4-byte pixels, the 64-byte vectors past the first two that some
         /// permute reads a byte of: 0, 1 or 2.
@@ -2763,7 +2772,12 @@ mod avx512 {
                 }
                 Some((permutes, far))
             };
-            let [rgb, rgbx] = [3, 4].map(|c| build(c, 3));
+            let [rgb, mut rgbx] = [3, 4].map(|c| build(c, 3));
+            if let (Some((_, far3)), Some((_, far4))) = (&rgb, &rgbx) {
+                if far4 > far3 {
+                    rgbx = None;
+                }
+            }
             let far = [&rgb, &rgbx].map(|built| built.as_ref().map_or(0, |&(_, far)| far));
             let permutes = [rgb, rgbx].map(|built| built.map(|(permutes, _)| permutes));
             Some(Planar {
@@ -3334,8 +3348,8 @@ mod avx512 {
         /// The bytes a pixel [`Horizontal::run`] reads rows of `channels`-byte pixels (RGB
         /// or RGBX) as: 4 where it reads RGBX rows where they are, 3 where it packs them to
         /// RGB (or they are RGB), as the first of its passes that fits them needs:
-        /// - the planar pass, where 4-byte pixels are too far apart for its blocks (it packs
-        ///   each block's RGBX pixels in registers, see [`Horizontal::packs`]);
+        /// - the planar pass, where it has no permutes of 4-byte pixels ([`Planar::permutes`]:
+        ///   it packs each block's RGBX pixels in registers, see [`Horizontal::packs`]);
         /// - the eight-taps-a-lane pass, with the fewer windows a block (one window before
         ///   two: `SigLIP`'s 12 MP PIL image took 6.95 ms in halves, 4.15 ms packed);
         /// - the four-output blocks, where 3-byte pixels lie near enough for their
@@ -4348,10 +4362,12 @@ pub(crate) mod tests {
             }
             grey_rows_match_scalar(&plan, &scalar, (h, in_w), &mut rng);
         }
+        // RGBX windows reach two vectors past the first two only where RGB ones reach fewer
+        // (RGBX rows are then packed in registers).
         let missing: Vec<_> = [3, 4]
             .into_iter()
             .flat_map(|c| (1..=5).flat_map(move |p| [false, true].map(|s| (c, p, s))))
-            .flat_map(|(c, p, s)| (0..3).map(move |far| (c, p, s, far)))
+            .flat_map(|(c, p, s)| (0..if c == 4 { 2 } else { 3 }).map(move |far| (c, p, s, far)))
             .filter(|shape| !seen.contains(shape))
             .collect();
         assert!(missing.is_empty(), "planar shapes never run: {missing:?}");
@@ -4439,7 +4455,7 @@ pub(crate) mod tests {
             let (support, weight) = filter.convolution().unwrap();
             for c in [3, 4] {
                 if let Some(shape) = super::planar_shape(Coeffs::new(w, w2, support, weight).unwrap(), c) {
-                    seen.insert(shape);
+                    seen.insert((c, shape));
                 }
             }
             let rgb: Vec<u8> = (0..h * w * 3).map(|_| rng.below(256) as u8).collect();
@@ -4451,11 +4467,13 @@ pub(crate) mod tests {
                 assert_eq!(got, want, "{filter:?} c={c} ({h}, {w}) -> ({h2}, {w2})");
             });
         }
+        // RGBX rows as RGB packed in registers: RGBX windows past 192 bytes reach more
+        // vectors than RGB ones.
         for c in [3, 4] {
             assert!(
                 seen.iter()
-                    .any(|&(sc, _, split, far)| sc == c && split && far == 2),
-                "no {c}-byte planar blocks past 192 bytes: {seen:?}"
+                    .any(|&(rows, (_, _, split, far))| rows == c && split && far == 2),
+                "no planar blocks past 192 bytes for {c}-byte rows: {seen:?}"
             );
         }
     }
