@@ -495,6 +495,9 @@ def test_a_forged_frame_count_is_refused_before_its_indices_are_made(
         ({"threads": 0}, "threads: expected an integer"),
         ({"sample_indices_fn": lambda metadata: []}, "expected the sampler to return"),
         ({"sample_indices_fn": lambda metadata: [0.5]}, "expected the sampler to return"),
+        ({"sample_indices_fn": lambda metadata: [-5]}, "indices to select a frame"),
+        ({"sample_indices_fn": lambda metadata: [3, -1]}, "indices to select a frame"),
+        ({"sample_indices_fn": lambda metadata: np.array([1000, -5])}, "indices to select"),
     ],
 )
 def test_bad_arguments_name_them(

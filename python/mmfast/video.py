@@ -268,7 +268,15 @@ class _Reader:
                 f"{self.name}: expected at most {MAX_FRAMES} sampled frames, got {values.size}"
             )
         last = int(values[-1])
-        return sorted({int(i) for i in values if 0 <= i <= last})
+        wanted = sorted({int(i) for i in values if 0 <= i <= last})
+        if not wanted:
+            # transformers' reader stops at frame 0, past a negative last index, and stacks
+            # no frames (a ValueError).
+            raise MmfastError(
+                f"{self.name}: expected the sampler's indices to select a frame (those from 0 "
+                f"up to the last index, {last}), got {indices!r:.80}"
+            )
+        return wanted
 
     def _check_size(self, width: int, height: int) -> None:
         if height * width > self.max_pixels:
