@@ -350,6 +350,8 @@ VIDEO_BATCHES = [
     ("OpenGVLab/InternVL3-8B-hf", {}, [(3, 90, 120), (5, 60, 200)]),
     ("OpenGVLab/InternVL3-8B-hf", {"do_resize": False}, [(2, 90, 120), (2, 90, 120)]),
     ("llava-hf/LLaVA-NeXT-Video-7B-hf", {}, [(4, 300, 200), (4, 120, 500)]),
+    ("LanguageBind/Video-LLaVA-7B-hf", {"do_sample_frames": False}, [(6, 90, 120), (4, 48, 64)]),
+    ("LanguageBind/Video-LLaVA-7B-hf", {"do_sample_frames": False}, [(3, 90, 120), (3, 48, 64)]),
     ("google/gemma-4-31B-it", {"do_sample_frames": False}, [(3, 90, 120), (2, 400, 100)]),
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {}, [(3, 90, 120), (5, 60, 200)]),
     ("HuggingFaceTB/SmolVLM2-2.2B-Instruct", {"do_resize": False}, [(3, 90, 120), (2, 60, 200)]),

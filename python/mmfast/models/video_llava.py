@@ -11,7 +11,9 @@ images.
 
 Videos: transformers' default video pipeline (``BaseVideoProcessor._preprocess``) with the same
 settings, on torchvision's kernels: every frame resized and centre-cropped, then normalised;
-``pixel_values_videos`` (clips, frames, 3, 224, 224).
+``pixel_values_videos`` one (frames, 3, 224, 224) array per clip, stacked where the clips have
+one frame count (the list of them otherwise, as transformers returns with
+``return_tensors=None``).
 """
 
 from __future__ import annotations
@@ -210,7 +212,7 @@ class VideoLlavaVideoConfig(VideoConfig):
     fps: float | None
     num_frames: int | None
 
-    batch_layout: ClassVar[str] = "stack"
+    batch_layout: ClassVar[str] = "clips"
     unbatched: ClassVar[Mapping[str, str]] = MappingProxyType({"pixel_values_videos": "clips"})
 
     def sample(self, metadata: Any, fps: float | None, num_frames: int | None) -> list[int]:
