@@ -575,20 +575,32 @@ def test_processors_take_video_files(
             assert np.array_equal(got[key], want[key]), key
 
 
-@pytest.mark.parametrize("model_id", ["zai-org/GLM-4.1V-9B-Thinking", "zai-org/GLM-4.6V"])
-def test_video_files_keep_sampled_repeats(clips: dict[str, Path], model_id: str) -> None:
-    """GLM's samplers repeat the last index to an even count: proc.videos(path) gives what the
+@pytest.mark.parametrize(
+    ("model_id", "num_frames"),
+    [
+        ("zai-org/GLM-4.1V-9B-Thinking", None),
+        ("zai-org/GLM-4.6V", None),
+        ("Qwen/Qwen3-VL-8B-Instruct", 120),
+    ],
+)
+def test_video_files_keep_sampled_repeats(
+    clips: dict[str, Path], model_id: str, num_frames: int | None
+) -> None:
+    """GLM's samplers repeat the last index to an even count, Qwen3-VL's ``linspace`` repeats
+    indices over a clip shorter than ``num_frames``: proc.videos(path) gives what the
     processor gives for the whole decoded clip as an array (``video[indices]``, repeats
-    included), though the reader decodes each frame once."""
+    included, as transformers' torchcodec reader gives them), though the reader decodes
+    each frame once."""
     path = clips[CLIPS[1].id]
     proc = mmfast.ImageProcessor.from_pretrained(model_id)
     config = proc.video_config
     assert config is not None
     frames, _ = hf_video.load_video(str(path), backend="pyav")
-    indices = config.sample(video.video_metadata(path), None, None)
+    indices = config.sample(video.video_metadata(path), None, num_frames)
     assert len(indices) > len(set(indices))
     want = proc.videos(frames[indices], do_sample_frames=False)
-    got = proc.videos(path)
+    settings = {} if num_frames is None else {"num_frames": num_frames, "fps": None}
+    got = proc.videos(path, **settings)
     for key in want:
         assert np.array_equal(got[key], want[key]), key
 
