@@ -401,6 +401,37 @@ def test_video_batches_match_transformers(
             assert same_bits(got[key], value.numpy()), key
 
 
+@pytest.mark.parametrize("model_id", VIDEO_MODELS)
+def test_video_outputs_as_torch_tensors(model_id: str) -> None:
+    """``return_tensors="pt"``: each array output a torch tensor of its memory (its dtype and
+    bits, which transformers' ``"pt"`` outputs have: see the tests above), lists as lists;
+    clips of different shapes a list of tensors."""
+    torch = pytest.importorskip("torch")
+    case = next(c for c in VIDEO_CASES if c.model_id == model_id)
+    proc = mmfast.ImageProcessor.from_pretrained(model_id, video_overrides=case.settings)
+    clips = [case.clip(), case.clip()[: max(1, case.frames // 2)]]
+    for videos in (case.clip(), clips):
+        try:
+            want = dict(proc.videos(videos, video_fps=case.rate, **case.options))
+        except MmfastError:
+            continue
+        got = dict(proc.videos(videos, video_fps=case.rate, return_tensors="pt", **case.options))
+        assert list(got) == list(want)
+        for key, value in want.items():
+            if isinstance(value, np.ndarray):
+                assert isinstance(got[key], torch.Tensor), key
+                assert same_bits(got[key].numpy(), value), key
+            elif key == proc.video_config.output_key:
+                assert len(got[key]) == len(value), key
+                for tensor, array in zip(got[key], value, strict=True):
+                    assert isinstance(tensor, torch.Tensor), key
+                    assert same_bits(tensor.numpy(), array), key
+            else:
+                assert got[key] == value, key
+    with pytest.raises(MmfastError, match="return_tensors: expected 'np', 'pt' or None"):
+        proc.videos(case.clip(), video_fps=case.rate, return_tensors="tf")
+
+
 @pytest.mark.parametrize(
     "model_id",
     ["Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "llava-hf/LLaVA-NeXT-Video-7B-hf"],

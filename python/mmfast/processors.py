@@ -140,6 +140,11 @@ def check_dtype(dtype: object) -> None:
         raise MmfastError(f"dtype: expected one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
 
 
+def check_return_tensors(return_tensors: object) -> None:
+    if return_tensors not in (None, "np", "pt"):
+        raise MmfastError(f"return_tensors: expected 'np', 'pt' or None, got {return_tensors!r}")
+
+
 def check_image_dtype(config: ModelConfig, dtype: object) -> None:
     """:func:`check_dtype`, and ``"uint8"`` refused where no byte gives the padding."""
     check_dtype(dtype)
@@ -626,20 +631,23 @@ MAX_CACHED_CONFIGS = 64
 def as_tensors(
     outputs: Mapping[str, Any], dtypes: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """The outputs as torch tensors sharing their memory (bfloat16 through its bits); lists
-    stay lists. ``dtypes``: keys converted as torch converts the Python floats transformers
-    builds them from (``ModelConfig.tensor_dtypes``)."""
-    torch = importlib.import_module("torch")
+    """The outputs as torch tensors sharing their memory (:func:`as_tensor`); lists stay
+    lists. ``dtypes``: keys converted as torch converts the Python floats transformers builds
+    them from (``ModelConfig.tensor_dtypes``)."""
     tensors: dict[str, Any] = {}
     for key, value in outputs.items():
         if dtypes and key in dtypes and isinstance(value, np.ndarray):
             value = value.astype(dtypes[key])
-        if isinstance(value, np.ndarray):
-            bf16 = value.dtype.name == "bfloat16"
-            tensor = torch.from_numpy(value.view(np.uint16) if bf16 else value)
-            value = tensor.view(torch.bfloat16) if bf16 else tensor
-        tensors[key] = value
+        tensors[key] = as_tensor(value) if isinstance(value, np.ndarray) else value
     return tensors
+
+
+def as_tensor(array: NDArray[Any]) -> Any:
+    """``array`` as a torch tensor sharing its memory (bfloat16 through its bits)."""
+    torch = importlib.import_module("torch")
+    bf16 = array.dtype.name == "bfloat16"
+    tensor = torch.from_numpy(array.view(np.uint16) if bf16 else array)
+    return tensor.view(torch.bfloat16) if bf16 else tensor
 
 
 class ImageProcessor:
@@ -762,10 +770,7 @@ class ImageProcessor:
         threads = check_threads(default_threads() if threads is None else threads)
         if on_error not in ON_ERROR:
             raise MmfastError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
-        if return_tensors not in (None, "np", "pt"):
-            raise MmfastError(
-                f"return_tensors: expected 'np', 'pt' or None, got {return_tensors!r}"
-            )
+        check_return_tensors(return_tensors)
         config = self._config_for(backend, settings)
         check_image_dtype(config, dtype)
         samples = as_samples(images, config.flat_is_one_sample)
@@ -889,6 +894,7 @@ class ImageProcessor:
         do_sample_frames: bool | None = None,
         threads: int | None = None,
         dtype: Dtype | None = None,
+        return_tensors: str | None = None,
     ) -> BatchFeature:
         """Preprocess video clips into the model's video outputs (``pixel_values_videos``
         and its grid or counts), bit-identical to its transformers video processor (a
@@ -903,14 +909,16 @@ class ImageProcessor:
         ``fps``/``num_frames`` and ``do_sample_frames`` choose frames as the processor's
         ``sample_frames`` does: left out, they are the config's (as transformers fills a
         call's from the instance), and an explicit None is None (which some classes need,
-        such as ``fps=2, num_frames=None`` where the config sets ``num_frames``). ``threads``
-        and ``dtype`` work as for images.
+        such as ``fps=2, num_frames=None`` where the config sets ``num_frames``). ``threads``,
+        ``dtype`` and ``return_tensors`` work as for images (with ``"pt"``, clips of
+        different shapes are a list of tensors).
         """
         from mmfast.video import VideoMetadata, default_sample_indices, load_video
 
         config = self._video()
         threads = check_threads(default_threads() if threads is None else threads)
         check_dtype(dtype)
+        check_return_tensors(return_tensors)
         clips = as_clips(videos)
         rates: list[float | None] = (
             list(video_fps)
@@ -963,7 +971,14 @@ class ImageProcessor:
                 else:
                     frames, decoded = load_video(clip, sample_indices_fn=sampler, threads=threads)
                     clip_frames.append(in_sampled_order(frames, decoded.frames_indices or []))
-        return run_videos(config, clip_frames, threads, dtype)
+        out = run_videos(config, clip_frames, threads, dtype)
+        if return_tensors != "pt":
+            return out
+        tensors = as_tensors(out)
+        pixels = tensors[config.output_key]
+        if isinstance(pixels, list):  # clips of different shapes
+            tensors[config.output_key] = [as_tensor(clip) for clip in pixels]
+        return BatchFeature(tensors, image_rows=out.image_rows, plans=out.plans)
 
     def _video(self) -> VideoConfig:
         if self._video_error is not None:
