@@ -1353,7 +1353,6 @@ mod tests {
         }
     }
 
-    /// The worker pool the tests' process builds.
     /// [`run_batch`] into used memory (large outputs streamed) on a pool of 4 threads.
     fn batch<T: Element>(
         images: &[Image<'_>],
